@@ -1,0 +1,131 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Scoper tells whether a kind is namespaced. known is false when the cluster
+// (or catalogue) has no mapping for the kind, e.g. a custom resource whose
+// CRD is created by the same release.
+type Scoper interface {
+	IsNamespaced(gvk schema.GroupVersionKind) (namespaced, known bool, err error)
+}
+
+// ScoperFunc adapts a function to Scoper.
+type ScoperFunc func(gvk schema.GroupVersionKind) (bool, bool, error)
+
+// IsNamespaced calls f.
+func (f ScoperFunc) IsNamespaced(gvk schema.GroupVersionKind) (bool, bool, error) { return f(gvk) }
+
+const sourcePrefix = "# Source: "
+
+// Split parses a Helm manifest stream ("---"-separated documents with
+// "# Source:" comments) into a Set. Namespaced objects without a namespace
+// get defaultNamespace, as Helm's kube client does; cluster-scoped objects
+// keep an empty namespace whatever the manifest says. name labels errors
+// (a file name or "release manifest").
+func Split(name, manifest, defaultNamespace string, scoper Scoper) (*Set, error) {
+	set := NewSet()
+	crdScopes := map[schema.GroupKind]bool{}
+	var docs []doc
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
+	for i := 1; ; i++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		d := doc{index: i, source: sourceOf(raw)}
+		if err := yaml.Unmarshal(raw, &d.content); err != nil {
+			return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
+		}
+		if len(d.content) == 0 {
+			continue
+		}
+		docs = append(docs, d)
+		if gk, namespaced, ok := crdScope(d.content); ok {
+			crdScopes[gk] = namespaced
+		}
+	}
+	for _, d := range docs {
+		obj := &unstructured.Unstructured{Object: d.content}
+		gvk := obj.GroupVersionKind()
+		where := d.source
+		if where == "" {
+			where = fmt.Sprintf("document %d", d.index)
+		}
+		if gvk.Kind == "" || gvk.Version == "" {
+			return nil, fmt.Errorf("%s: %s: object has no apiVersion or kind", name, where)
+		}
+		if obj.GetName() == "" {
+			return nil, fmt.Errorf("%s: %s: %s has no metadata.name", name, where, gvk.Kind)
+		}
+		namespaced, known, err := scoper.IsNamespaced(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %s %q: %w", name, where, gvk.Kind, obj.GetName(), err)
+		}
+		if !known {
+			// A CRD in the same manifest tells the scope of its kind.
+			namespaced, known = crdScopes[gvk.GroupKind()]
+			if !known {
+				namespaced = true
+			}
+		}
+		if namespaced {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(defaultNamespace)
+			}
+		} else {
+			obj.SetNamespace("")
+		}
+		o := &Object{
+			ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			GVK:    gvk,
+			Source: d.source,
+			Obj:    obj,
+		}
+		if err := set.Add(o); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return set, nil
+}
+
+type doc struct {
+	index   int
+	source  string
+	content map[string]interface{}
+}
+
+func sourceOf(raw []byte) string {
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(string(line)), sourcePrefix); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// crdScope reads group, kind and scope from a CustomResourceDefinition.
+func crdScope(content map[string]interface{}) (schema.GroupKind, bool, bool) {
+	u := unstructured.Unstructured{Object: content}
+	if u.GetKind() != "CustomResourceDefinition" {
+		return schema.GroupKind{}, false, false
+	}
+	group, _, _ := unstructured.NestedString(content, "spec", "group")
+	kind, _, _ := unstructured.NestedString(content, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(content, "spec", "scope")
+	return schema.GroupKind{Group: group, Kind: kind}, scope != "Cluster", true
+}
