@@ -75,7 +75,7 @@ func (c *Cluster) Fetch(ctx context.Context, objs []*manifest.Object, concurrenc
 		go func(o *manifest.Object) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			st := c.get(ctx, o)
+			st := c.Get(ctx, o)
 			mu.Lock()
 			out[o.ID] = st
 			mu.Unlock()
@@ -85,7 +85,8 @@ func (c *Cluster) Fetch(ctx context.Context, objs []*manifest.Object, concurrenc
 	return out
 }
 
-func (c *Cluster) get(ctx context.Context, o *manifest.Object) State {
+// Get reads one object's live state.
+func (c *Cluster) Get(ctx context.Context, o *manifest.Object) State {
 	ri, mapping, err := c.Resource(o.GVK, o.ID.Namespace)
 	if err != nil {
 		if meta.IsNoMatchError(err) {

@@ -1,0 +1,269 @@
+// Package classify turns a predicted object change into a verdict: the
+// update's class (in-place, rolling, recreate-required, invalid), the field
+// paths that decide it and where that knowledge came from.
+package classify
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// MaxReasonPaths caps the field paths listed per verdict; the diff shows all.
+const MaxReasonPaths = 12
+
+// Classifier holds the catalogue; build one with New and share it.
+type Classifier struct {
+	catalogue catalogue
+}
+
+// New returns a Classifier.
+func New() *Classifier { return &Classifier{catalogue: newCatalogue()} }
+
+// Update describes one object the upgrade patches.
+type Update struct {
+	GroupKind schema.GroupKind
+	// Live is the object in the cluster, Predicted what the server's dry-run
+	// returned (nil when it rejected the patch), Local the patch applied
+	// locally to Live (always set: it locates fields when the server only
+	// names a parent, and stands in for Predicted when no dry-run was made).
+	Live, Predicted, Local *unstructured.Unstructured
+	// DryRunErr is the server's rejection of the dry-run patch.
+	DryRunErr error
+	// RecreateErr is the server's answer to a dry-run create of the new
+	// object, asked only when the patch was rejected as immutable. nil means
+	// a recreate would be accepted.
+	RecreateErr error
+	// Secret hides values from server messages.
+	Secret bool
+}
+
+// Verdict is the classification of one update.
+type Verdict struct {
+	Class   plan.Class
+	Reasons []plan.Reason
+	Rollout *plan.Rollout
+	// Noop is true when the predicted object equals the live one.
+	Noop bool
+}
+
+// Classify decides the verdict for an update. Server answers win over the
+// catalogue; the catalogue is used only when no dry-run answer exists.
+func (c *Classifier) Classify(u Update) Verdict {
+	live := Normalize(u.Live).Object
+	local := Normalize(u.Local).Object
+	if u.DryRunErr != nil {
+		return c.rejected(u, live, local)
+	}
+	source := plan.SourceServer
+	predicted := Normalize(u.Predicted)
+	if predicted == nil {
+		source = plan.SourceCatalogue
+		predicted = Normalize(u.Local)
+	}
+	changed := ChangedPaths(live, predicted.Object)
+	if len(changed) == 0 {
+		return Verdict{Noop: true}
+	}
+	if source == plan.SourceCatalogue {
+		if reasons := c.immutableReasons(u.GroupKind, changed, live, predicted.Object, plan.SourceCatalogue, ""); len(reasons) > 0 {
+			return Verdict{Class: plan.ClassRecreateRequired, Reasons: reasons}
+		}
+	}
+	if podTemplateKinds[u.GroupKind] {
+		var template []string
+		for _, p := range changed {
+			if Under(p, "spec.template") {
+				template = append(template, p)
+			}
+		}
+		if len(template) > 0 {
+			return Verdict{
+				Class:   plan.ClassRolling,
+				Reasons: pathReasons(template, "pod template changed", source, live, predicted.Object),
+				Rollout: rollout(u.GroupKind, predicted.Object),
+			}
+		}
+	}
+	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", source, live, predicted.Object)}
+}
+
+// rejected classifies a dry-run patch the server refused.
+func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verdict {
+	status, ok := apiStatus(u.DryRunErr)
+	if !ok || status.Reason != metav1.StatusReasonInvalid {
+		// Admission denial, bad request, conflict: recreating would not help.
+		return Verdict{Class: plan.ClassInvalid, Reasons: []plan.Reason{{
+			Path: "", Message: Sanitize(u.DryRunErr.Error(), u.Secret), Source: plan.SourceServer}}}
+	}
+	var immutable, other []metav1.StatusCause
+	for _, cause := range causes(status) {
+		if c.isImmutableCause(u.GroupKind, cause) {
+			immutable = append(immutable, cause)
+		} else {
+			other = append(other, cause)
+		}
+	}
+	if len(immutable) == 0 || len(other) > 0 && !recreateAccepted(u.RecreateErr) {
+		return Verdict{Class: plan.ClassInvalid, Reasons: causeReasons(append(other, immutable...), u.Secret)}
+	}
+	if u.RecreateErr != nil && !recreateAccepted(u.RecreateErr) {
+		// The new object itself is rejected: recreating it would fail too.
+		rs, _ := apiStatus(u.RecreateErr)
+		reasons := causeReasons(causes(rs), u.Secret)
+		if len(reasons) == 0 {
+			reasons = []plan.Reason{{Message: Sanitize(u.RecreateErr.Error(), u.Secret), Source: plan.SourceServer}}
+		}
+		return Verdict{Class: plan.ClassInvalid, Reasons: reasons}
+	}
+	changed := ChangedPaths(live, local)
+	var reasons []plan.Reason
+	seen := map[string]bool{}
+	for _, cause := range immutable {
+		field := strings.TrimPrefix(cause.Field, "metadata.")
+		if strings.HasPrefix(cause.Field, "metadata.") {
+			field = cause.Field
+		}
+		var under []string
+		for _, p := range changed {
+			if Under(p, field) {
+				under = append(under, p)
+			}
+		}
+		// A coarse cause ("spec: Forbidden") names the parent; the catalogue
+		// and the local comparison name the fields that really changed.
+		found := c.immutableReasons(u.GroupKind, under, live, local, plan.SourceServer, causeMessage(cause, u.Secret))
+		if len(found) == 0 {
+			found = pathReasons(under, causeMessage(cause, u.Secret), plan.SourceServer, live, local)
+		}
+		if len(found) == 0 {
+			found = []plan.Reason{{Path: cause.Field, Message: causeMessage(cause, u.Secret), Source: plan.SourceServer}}
+		}
+		for _, r := range found {
+			if !seen[r.Path] {
+				seen[r.Path] = true
+				reasons = append(reasons, r)
+			}
+		}
+	}
+	return Verdict{Class: plan.ClassRecreateRequired, Reasons: capReasons(reasons)}
+}
+
+// immutablePhrases are the API server's wordings for "this field cannot be
+// changed on an existing object" across kinds and versions 1.34–1.37.
+var immutablePhrases = regexp.MustCompile(`(?i)(field is immutable|is immutable after creation|may not change once set|may not be changed|cannot change roleref|updates to [a-z]+ spec for fields other than|updates to [a-zA-Z]+ are forbidden|field is immutable when)`)
+
+// isImmutableCause reports whether a validation cause says the field cannot
+// change: the catalogue names its field, or the server's message does.
+func (c *Classifier) isImmutableCause(kind schema.GroupKind, cause metav1.StatusCause) bool {
+	if cause.Type != metav1.CauseTypeFieldValueInvalid && cause.Type != metav1.CauseTypeForbidden {
+		return false
+	}
+	if immutablePhrases.MatchString(cause.Message) {
+		return true
+	}
+	for _, r := range c.catalogue[kind] {
+		if cause.Field == r.path && r.applies == nil && len(r.except) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// immutableReasons returns a reason for each changed path the catalogue marks
+// immutable. message, when set, replaces the catalogue's wording (the server
+// said it first).
+func (c *Classifier) immutableReasons(kind schema.GroupKind, changed []string, live, predicted map[string]interface{}, source plan.Source, message string) []plan.Reason {
+	var reasons []plan.Reason
+	for _, p := range changed {
+		r := c.catalogue.immutableAt(kind, p, live, predicted)
+		if r == nil {
+			continue
+		}
+		msg := r.message
+		if message != "" {
+			msg = message
+		}
+		reasons = append(reasons, reason(p, msg, source, live, predicted))
+	}
+	return capReasons(reasons)
+}
+
+func reason(path, message string, source plan.Source, live, predicted map[string]interface{}) plan.Reason {
+	return plan.Reason{Path: path, Message: message, Source: source,
+		Before: render(Lookup(live, path)), After: render(Lookup(predicted, path))}
+}
+
+func pathReasons(paths []string, message string, source plan.Source, live, predicted map[string]interface{}) []plan.Reason {
+	var out []plan.Reason
+	for _, p := range paths {
+		out = append(out, reason(p, message, source, live, predicted))
+	}
+	return capReasons(out)
+}
+
+func capReasons(rs []plan.Reason) []plan.Reason {
+	if len(rs) <= MaxReasonPaths {
+		return rs
+	}
+	more := len(rs) - MaxReasonPaths
+	rs = append(rs[:MaxReasonPaths:MaxReasonPaths], plan.Reason{Path: "…", Message: fmt.Sprintf("and %d more field(s); see the diff", more), Source: rs[0].Source})
+	return rs
+}
+
+func render(v interface{}) string {
+	if v == nil {
+		return "<unset>"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+func apiStatus(err error) (metav1.Status, bool) {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		return s.Status(), true
+	}
+	return metav1.Status{}, false
+}
+
+func causes(s metav1.Status) []metav1.StatusCause {
+	if s.Details == nil {
+		return nil
+	}
+	return s.Details.Causes
+}
+
+// recreateAccepted: a dry-run create of an existing name that passes
+// validation fails only in storage, with AlreadyExists.
+func recreateAccepted(err error) bool { return err == nil || apierrors.IsAlreadyExists(err) }
+
+func causeReasons(cs []metav1.StatusCause, secret bool) []plan.Reason {
+	var out []plan.Reason
+	for _, c := range cs {
+		out = append(out, plan.Reason{Path: c.Field, Message: causeMessage(c, secret), Source: plan.SourceServer})
+	}
+	return out
+}
+
+func causeMessage(c metav1.StatusCause, secret bool) string { return Sanitize(c.Message, secret) }
+
+// invalidValue matches the value the server echoes in field errors; it is
+// greedy on purpose: removing too much is safe, leaving a fragment is not.
+var invalidValue = regexp.MustCompile(`Invalid value: .*: `)
+
+// Sanitize removes echoed values from server messages about Secrets: a
+// Secret's value must never reach any output.
+func Sanitize(msg string, secret bool) string {
+	if !secret {
+		return msg
+	}
+	return invalidValue.ReplaceAllString(msg, "Invalid value: (redacted): ")
+}

@@ -1,0 +1,165 @@
+package classify
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// identifier matches map keys printed as ".key"; others print as "[key]",
+// the way Kubernetes field paths print label and annotation keys.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func joinKey(prefix, key string) string {
+	if identifier.MatchString(key) {
+		if prefix == "" {
+			return key
+		}
+		return prefix + "." + key
+	}
+	return fmt.Sprintf("%s[%s]", prefix, key)
+}
+
+// ChangedPaths returns the sorted leaf paths where a and b differ, in
+// Kubernetes field-path notation (spec.template.spec.containers[0].image).
+// Lists of different lengths are reported at the list itself.
+func ChangedPaths(a, b map[string]interface{}) []string {
+	var out []string
+	diffValue("", a, b, &out)
+	sort.Strings(out)
+	return out
+}
+
+func diffValue(path string, a, b interface{}, out *[]string) {
+	am, aok := a.(map[string]interface{})
+	bm, bok := b.(map[string]interface{})
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		for k := range keys {
+			diffValue(joinKey(path, k), am[k], bm[k], out)
+		}
+		return
+	}
+	al, alok := a.([]interface{})
+	bl, blok := b.([]interface{})
+	if alok && blok && len(al) == len(bl) {
+		for i := range al {
+			diffValue(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i], out)
+		}
+		return
+	}
+	if !equalValues(a, b) {
+		*out = append(*out, path)
+	}
+}
+
+// equalValues compares JSON values, treating int64 and float64 forms of the
+// same number as equal (unstructured decoding yields either).
+func equalValues(a, b interface{}) bool {
+	if af, ok := number(a); ok {
+		bf, ok := number(b)
+		return ok && af == bf
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func number(v interface{}) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// Under reports whether path is prefix itself or lies below it.
+func Under(path, prefix string) bool {
+	if prefix == "" || path == prefix {
+		return true
+	}
+	return strings.HasPrefix(path, prefix+".") || strings.HasPrefix(path, prefix+"[")
+}
+
+// Lookup returns the value at a path produced by ChangedPaths, or nil.
+func Lookup(obj map[string]interface{}, path string) interface{} {
+	var cur interface{} = obj
+	for _, seg := range splitPath(path) {
+		switch c := cur.(type) {
+		case map[string]interface{}:
+			cur = c[seg]
+		case []interface{}:
+			var i int
+			if _, err := fmt.Sscanf(seg, "%d", &i); err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// splitPath undoes joinKey: "a.b[c.d][0]" → [a b c.d 0].
+func splitPath(path string) []string {
+	var segs []string
+	for len(path) > 0 {
+		switch path[0] {
+		case '.':
+			path = path[1:]
+		case '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return append(segs, path[1:])
+			}
+			segs = append(segs, path[1:end])
+			path = path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				return append(segs, path)
+			}
+			segs = append(segs, path[:end])
+			path = path[end:]
+		}
+	}
+	return segs
+}
+
+// serverManaged are fields the API server owns; they are never part of a
+// change users make.
+var serverManaged = [][]string{
+	{"metadata", "managedFields"},
+	{"metadata", "resourceVersion"},
+	{"metadata", "generation"},
+	{"metadata", "uid"},
+	{"metadata", "creationTimestamp"},
+	{"metadata", "selfLink"},
+	{"status"},
+}
+
+// Normalize returns a copy of obj without server-managed fields, the form
+// changes are compared and shown in. nil stays nil.
+func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	out := obj.DeepCopy()
+	for _, f := range serverManaged {
+		unstructured.RemoveNestedField(out.Object, f...)
+	}
+	return out
+}

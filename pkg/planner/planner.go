@@ -1,0 +1,290 @@
+// Package planner builds a plan: it joins the last release manifest, the new
+// render and the live objects, predicts each change (server-side dry-run or,
+// failing that, locally) and classifies it. Plan mode sends no write to the
+// cluster: every request other than a read carries dryRun=All.
+package planner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+)
+
+// Helm's ownership metadata, added to every object it applies
+// (helm pkg/action/validate.go setMetadataVisitor).
+const (
+	managedByLabel          = "app.kubernetes.io/managed-by"
+	releaseNameAnnotation   = "meta.helm.sh/release-name"
+	releaseNamespaceAnno    = "meta.helm.sh/release-namespace"
+	resourcePolicyAnno      = "helm.sh/resource-policy"
+	resourcePolicyKeepValue = "keep"
+)
+
+// Input is what the render stage hands over.
+type Input struct {
+	Release plan.Release
+	// PreviousManifest is the manifest of the release Helm diffs against
+	// (empty for an install); NextManifest the new render.
+	PreviousManifest string
+	NextManifest     string
+	Hooks            []plan.Hook
+	Notes            []string
+}
+
+// Planner builds plans against one cluster.
+type Planner struct {
+	Cluster       *live.Cluster
+	Patcher       *predict.Patcher
+	Classifier    *classify.Classifier
+	ServerVersion string
+	// Concurrency bounds the objects evaluated at once (GET + dry-run).
+	Concurrency int
+}
+
+// New returns a Planner for cluster.
+func New(cluster *live.Cluster, serverVersion string) *Planner {
+	return &Planner{Cluster: cluster, Patcher: predict.NewPatcher(), Classifier: classify.New(),
+		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency}
+}
+
+// Plan predicts and classifies every object of both releases.
+func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
+	ns := in.Release.Namespace
+	prev, err := manifest.Split(fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision), in.PreviousManifest, ns, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range next.Objects() {
+		addHelmMetadata(o.Obj, in.Release.Name, ns)
+	}
+	ids := manifest.UnionIDs(prev, next)
+	changes := make([]plan.Change, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(p.Concurrency, 1))
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	markRenames(changes)
+	for i := range changes {
+		if changes[i].Destructive {
+			changes[i].Fingerprint = plan.Fingerprint(changes[i])
+		}
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	return &plan.Plan{
+		Release:       in.Release,
+		ServerVersion: p.ServerVersion,
+		Changes:       changes,
+		Hooks:         in.Hooks,
+		Notes:         in.Notes,
+	}, nil
+}
+
+// change evaluates one object: prev and next are its last-release and new
+// forms (either may be nil).
+func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object) (plan.Change, error) {
+	obj := next
+	if obj == nil {
+		obj = prev
+	}
+	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String()}
+	state := p.Cluster.Get(ctx, obj)
+	if state.Err != nil {
+		return c, state.Err
+	}
+	liveObj := state.Obj
+	switch {
+	case next == nil:
+		p.deletion(&c, liveObj)
+	case liveObj == nil:
+		p.creation(ctx, &c, next)
+	default:
+		if err := p.update(ctx, &c, rel, prev, next, liveObj); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// destructiveDeletes are kinds whose deletion loses data or everything in
+// them (GUIDE §4); a StatefulSet's default cascade stops all its pods at once.
+var destructiveDeletes = map[schema.GroupKind]string{
+	{Kind: "PersistentVolumeClaim"}: "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)",
+	{Kind: "PersistentVolume"}:      "deleting a PersistentVolume can delete the underlying storage",
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: "deleting a CRD deletes every custom resource of that kind",
+	{Kind: "Namespace"}:                   "deleting a Namespace deletes everything in it",
+	{Group: "apps", Kind: "StatefulSet"}: "deleting a StatefulSet stops all its pods at once",
+}
+
+func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
+	if liveObj == nil {
+		c.Action = plan.ActionNoop
+		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
+		return
+	}
+	c.Before = classify.Normalize(redact.Object(liveObj))
+	if liveObj.GetAnnotations()[resourcePolicyAnno] == resourcePolicyKeepValue {
+		c.Action = plan.ActionNoop
+		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
+			Message: "removed from the chart but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
+		return
+	}
+	c.Action = plan.ActionDelete
+	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
+	msg, destructive := destructiveDeletes[gk]
+	if !destructive {
+		msg = "removed from the chart: Helm deletes it"
+	}
+	c.Destructive = destructive
+	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
+}
+
+func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object) {
+	c.Action = plan.ActionCreate
+	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
+	if err != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("not validated by the server: %v (its CRD may come with this release)", err))
+		c.After = classify.Normalize(redact.Object(next.Obj))
+		return
+	}
+	created, err := predict.DryRunCreate(ctx, ri, next.Obj)
+	if err != nil {
+		if rejectsObject(err) {
+			c.Class = plan.ClassInvalid
+			c.Destructive, c.Blocking = true, true
+			c.Reasons = []plan.Reason{{Message: "the server rejects the new object: " + sanitize(err, next.Obj), Source: plan.SourceServer}}
+		} else {
+			c.Notes = append(c.Notes, "not validated by the server: "+sanitize(err, next.Obj))
+		}
+		created = next.Obj
+	}
+	c.After = classify.Normalize(redact.Object(created))
+}
+
+func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+	c.Action = plan.ActionUpdate
+	secret := redact.IsSecret(liveObj)
+	if prev == nil {
+		if owner := liveObj.GetAnnotations()[releaseNameAnnotation]; owner != rel.Name ||
+			liveObj.GetAnnotations()[releaseNamespaceAnno] != rel.Namespace {
+			c.Class = plan.ClassInvalid
+			c.Destructive, c.Blocking = true, true
+			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,
+				Message: fmt.Sprintf("exists in the cluster but is not owned by release %s/%s (owner %q): Helm refuses to adopt it", rel.Namespace, rel.Name, owner)}}
+			c.Before = classify.Normalize(redact.Object(liveObj))
+			return nil
+		}
+	}
+	var original *unstructured.Unstructured
+	if prev != nil {
+		original = prev.Obj
+	}
+	patch, pt, err := p.Patcher.Patch(original, next.Obj, liveObj)
+	if err != nil {
+		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
+	}
+	c.Before = classify.Normalize(redact.Object(liveObj))
+	if predict.Empty(patch) {
+		// Helm sends nothing for an empty patch.
+		c.Action = plan.ActionNoop
+		c.After = c.Before
+		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
+		return nil
+	}
+	local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.ID, err)
+	}
+	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
+		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret}
+	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.ID, err)
+	}
+	predicted, dryErr := predict.DryRunPatch(ctx, ri, c.ID.Name, pt, patch)
+	switch {
+	case dryErr == nil:
+		u.Predicted = redact.Object(predicted)
+	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
+		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())
+	default:
+		u.DryRunErr = dryErr
+		if apierrors.IsInvalid(dryErr) {
+			_, u.RecreateErr = predict.DryRunCreate(ctx, ri, next.Obj)
+		}
+	}
+	v := p.Classifier.Classify(u)
+	if v.Noop {
+		c.Action = plan.ActionNoop
+	}
+	c.Class, c.Reasons, c.Rollout = v.Class, v.Reasons, v.Rollout
+	c.Destructive = v.Class == plan.ClassRecreateRequired || v.Class == plan.ClassInvalid
+	c.Blocking = v.Class == plan.ClassInvalid
+	after := predicted
+	if after == nil {
+		after = local
+	}
+	c.After = classify.Normalize(redact.Object(after))
+	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
+	return nil
+}
+
+// rejectsObject reports whether the server refused the object itself (as
+// opposed to being unable to answer).
+func rejectsObject(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		(apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource"))
+}
+
+// sanitize renders a server error about obj, without values for Secrets.
+func sanitize(err error, obj *unstructured.Unstructured) string {
+	return classify.Sanitize(err.Error(), redact.IsSecret(obj))
+}
+
+// addHelmMetadata mirrors what Helm adds to every object it applies, so the
+// prediction patches the same object Helm will.
+func addHelmMetadata(obj *unstructured.Unstructured, release, namespace string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[managedByLabel] = "Helm"
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[releaseNameAnnotation] = release
+	ann[releaseNamespaceAnno] = namespace
+	obj.SetAnnotations(ann)
+}
