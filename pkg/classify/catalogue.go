@@ -90,7 +90,7 @@ func newCatalogue() catalogue {
 			{path: "preemptionPolicy", message: "may not be changed in an update"},
 		},
 		gk("discovery.k8s.io", "EndpointSlice"): {{path: "addressType", message: immutableMsg}},
-		gk("", "ResourceQuota"):                  {{path: "spec.scopes", message: immutableMsg}},
+		gk("", "ResourceQuota"):                 {{path: "spec.scopes", message: immutableMsg}},
 		gk("apiextensions.k8s.io", "CustomResourceDefinition"): {
 			{path: "spec.group", message: immutableMsg},
 			{path: "spec.names.plural", message: immutableMsg},

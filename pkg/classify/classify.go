@@ -112,10 +112,10 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 			other = append(other, cause)
 		}
 	}
-	if len(immutable) == 0 || len(other) > 0 && !recreateAccepted(u.RecreateErr) {
-		return Verdict{Class: plan.ClassInvalid, Reasons: causeReasons(append(other, immutable...), u.Secret)}
+	if len(immutable) == 0 {
+		return Verdict{Class: plan.ClassInvalid, Reasons: causeReasons(other, u.Secret)}
 	}
-	if u.RecreateErr != nil && !recreateAccepted(u.RecreateErr) {
+	if !recreateAccepted(u.RecreateErr) {
 		// The new object itself is rejected: recreating it would fail too.
 		rs, _ := apiStatus(u.RecreateErr)
 		reasons := causeReasons(causes(rs), u.Secret)

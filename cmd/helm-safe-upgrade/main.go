@@ -1,0 +1,22 @@
+// Command helm-safe-upgrade plans, reviews and applies Helm upgrades without
+// surprises. The same binary runs as a Helm plugin (helm safe-upgrade) and,
+// installed by krew as kubectl-safe_upgrade, as a kubectl plugin.
+package main
+
+import (
+	"os"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+)
+
+// Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
+var (
+	version = "dev"
+	commit  = "none"
+)
+
+func main() {
+	streams := cli.SystemStreams()
+	build := cli.BuildInfo{Version: version, Commit: commit}
+	os.Exit(cli.Execute(os.Args[0], os.Args[1:], streams, build))
+}

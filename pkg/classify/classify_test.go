@@ -1,0 +1,259 @@
+package classify
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+func obj(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+const sts = `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: ns, resourceVersion: "7"}
+spec:
+  replicas: 3
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: "postgres:16"}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+status: {replicas: 3}
+`
+
+const stsBigger = `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: ns, resourceVersion: "7"}
+spec:
+  replicas: 3
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: "postgres:16"}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}
+`
+
+func invalid(kind schema.GroupKind, errs ...*field.Error) error {
+	return apierrors.NewInvalid(kind, "x", field.ErrorList(errs))
+}
+
+func TestClassifyRejected(t *testing.T) {
+	stsGK := schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	vct := "spec.volumeClaimTemplates[0].spec.resources.requests.storage"
+	tests := []struct {
+		name      string
+		kind      schema.GroupKind
+		live      string
+		local     string
+		dryRunErr error
+		recreate  error
+		class     plan.Class
+		paths     []string
+	}{
+		{
+			name: "statefulset ≤1.36: one coarse spec Forbidden cause",
+			kind: stsGK, live: sts, local: stsBigger,
+			dryRunErr: invalid(stsGK, field.Forbidden(field.NewPath("spec"),
+				"updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")),
+			recreate: apierrors.NewAlreadyExists(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "db"),
+			class:    plan.ClassRecreateRequired, paths: []string{vct},
+		},
+		{
+			name: "statefulset 1.37: per-field immutable cause",
+			kind: stsGK, live: sts, local: stsBigger,
+			dryRunErr: invalid(stsGK, field.Invalid(field.NewPath("spec", "volumeClaimTemplates"), "x", "field is immutable")),
+			recreate:  apierrors.NewAlreadyExists(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "db"),
+			class:     plan.ClassRecreateRequired, paths: []string{vct},
+		},
+		{
+			name: "selector does not match labels: invalid, not recreatable",
+			kind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, live: sts, local: sts,
+			dryRunErr: invalid(stsGK, field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), "x", "`selector` does not match template `labels`")),
+			class:     plan.ClassInvalid, paths: []string{"spec.template.metadata.labels"},
+		},
+		{
+			name: "immutable and the new object is rejected too: invalid",
+			kind: stsGK, live: sts, local: stsBigger,
+			dryRunErr: invalid(stsGK, field.Invalid(field.NewPath("spec", "selector"), "x", "field is immutable"),
+				field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), "x", "`selector` does not match template `labels`")),
+			recreate: invalid(stsGK, field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), "x", "`selector` does not match template `labels`")),
+			class:    plan.ClassInvalid, paths: []string{"spec.template.metadata.labels"},
+		},
+		{
+			name: "admission denial: invalid",
+			kind: stsGK, live: sts, local: stsBigger,
+			dryRunErr: apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "db", errString("admission webhook \"x\" denied the request")),
+			class:     plan.ClassInvalid, paths: []string{""},
+		},
+	}
+	c := New()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := c.Classify(Update{GroupKind: tt.kind, Live: obj(t, tt.live), Local: obj(t, tt.local),
+				DryRunErr: tt.dryRunErr, RecreateErr: tt.recreate})
+			if v.Class != tt.class {
+				t.Fatalf("class = %q, want %q (reasons %+v)", v.Class, tt.class, v.Reasons)
+			}
+			var paths []string
+			for _, r := range v.Reasons {
+				paths = append(paths, r.Path)
+				if r.Source != plan.SourceServer {
+					t.Errorf("reason %q source = %q, want server", r.Path, r.Source)
+				}
+			}
+			if len(paths) != len(tt.paths) {
+				t.Fatalf("paths = %q, want %q", paths, tt.paths)
+			}
+			for i := range paths {
+				if paths[i] != tt.paths[i] {
+					t.Fatalf("paths = %q, want %q", paths, tt.paths)
+				}
+			}
+		})
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestClassifyAccepted(t *testing.T) {
+	deploy := func(image, strategy string, replicas int) string {
+		return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns}
+spec:
+  replicas: ` + itoa(replicas) + `
+  strategy: {type: ` + strategy + `}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "` + image + `"}]}
+`
+	}
+	deployGK := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	tests := []struct {
+		name            string
+		kind            schema.GroupKind
+		live, predicted string
+		useLocal        bool
+		class           plan.Class
+		noop            bool
+		paths           []string
+		impactContains  string
+		source          plan.Source
+	}{
+		{name: "image change rolls", kind: deployGK, live: deploy("nginx:1", "RollingUpdate", 3), predicted: deploy("nginx:2", "RollingUpdate", 3),
+			class: plan.ClassRolling, paths: []string{"spec.template.spec.containers[0].image"}, impactContains: "3 pod(s) replaced gradually", source: plan.SourceServer},
+		{name: "recreate strategy means downtime", kind: deployGK, live: deploy("nginx:1", "Recreate", 2), predicted: deploy("nginx:2", "Recreate", 2),
+			class: plan.ClassRolling, paths: []string{"spec.template.spec.containers[0].image"}, impactContains: "stopped before new ones start", source: plan.SourceServer},
+		{name: "replicas only is in-place", kind: deployGK, live: deploy("nginx:1", "RollingUpdate", 2), predicted: deploy("nginx:1", "RollingUpdate", 5),
+			class: plan.ClassInPlace, paths: []string{"spec.replicas"}, source: plan.SourceServer},
+		{name: "same object is a noop", kind: deployGK, live: deploy("nginx:1", "RollingUpdate", 2), predicted: deploy("nginx:1", "RollingUpdate", 2), noop: true},
+		{name: "catalogue finds the immutable claim template offline", kind: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, live: sts, predicted: stsBigger, useLocal: true,
+			class: plan.ClassRecreateRequired, paths: []string{"spec.volumeClaimTemplates[0].spec.resources.requests.storage"}, source: plan.SourceCatalogue},
+	}
+	c := New()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := Update{GroupKind: tt.kind, Live: obj(t, tt.live), Local: obj(t, tt.predicted)}
+			if !tt.useLocal {
+				u.Predicted = obj(t, tt.predicted)
+			}
+			v := c.Classify(u)
+			if v.Noop != tt.noop || v.Class != tt.class {
+				t.Fatalf("verdict = %+v, want class %q noop %v", v, tt.class, tt.noop)
+			}
+			for i, r := range v.Reasons {
+				if i >= len(tt.paths) || r.Path != tt.paths[i] || r.Source != tt.source {
+					t.Fatalf("reasons = %+v, want paths %q from %s", v.Reasons, tt.paths, tt.source)
+				}
+			}
+			if tt.impactContains != "" && (v.Rollout == nil || !contains(v.Rollout.Impact, tt.impactContains)) {
+				t.Fatalf("rollout = %+v, want impact containing %q", v.Rollout, tt.impactContains)
+			}
+		})
+	}
+}
+
+func TestCatalogue(t *testing.T) {
+	svc := func(ip string) map[string]interface{} {
+		return map[string]interface{}{"spec": map[string]interface{}{"clusterIP": ip}}
+	}
+	pvc := func(size string) map[string]interface{} {
+		return map[string]interface{}{"spec": map[string]interface{}{"resources": map[string]interface{}{"requests": map[string]interface{}{"storage": size}}}}
+	}
+	cm := func(immutable bool) map[string]interface{} {
+		return map[string]interface{}{"immutable": immutable, "data": map[string]interface{}{"k": "v"}}
+	}
+	tests := []struct {
+		name            string
+		kind            schema.GroupKind
+		path            string
+		live, predicted map[string]interface{}
+		immutable       bool
+	}{
+		{"service IP to another IP", gk("", "Service"), "spec.clusterIP", svc("10.96.0.10"), svc("10.96.0.11"), true},
+		{"service IP dropped keeps the live one", gk("", "Service"), "spec.clusterIP", svc("10.96.0.10"), svc(""), false},
+		{"pvc grows", gk("", "PersistentVolumeClaim"), "spec.resources.requests.storage", pvc("1Gi"), pvc("2Gi"), false},
+		{"pvc shrinks", gk("", "PersistentVolumeClaim"), "spec.resources.requests.storage", pvc("2Gi"), pvc("1Gi"), true},
+		{"pvc storage class", gk("", "PersistentVolumeClaim"), "spec.storageClassName", nil, nil, true},
+		{"immutable configmap data", gk("", "ConfigMap"), "data.k", cm(true), cm(true), true},
+		{"mutable configmap data", gk("", "ConfigMap"), "data.k", cm(false), cm(false), false},
+		{"statefulset template is mutable", gk("apps", "StatefulSet"), "spec.template.spec.containers[0].image", nil, nil, false},
+		{"statefulset serviceName", gk("apps", "StatefulSet"), "spec.serviceName", nil, nil, true},
+		{"rolebinding roleRef", gk("rbac.authorization.k8s.io", "RoleBinding"), "roleRef.name", nil, nil, true},
+		{"job template", gk("batch", "Job"), "spec.template.spec.containers[0].image", nil, nil, true},
+		{"job parallelism", gk("batch", "Job"), "spec.parallelism", nil, nil, false},
+		{"pod image", gk("", "Pod"), "spec.containers[1].image", nil, nil, false},
+		{"pod command", gk("", "Pod"), "spec.containers[1].command", nil, nil, true},
+	}
+	c := newCatalogue()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := c.immutableAt(tt.kind, tt.path, tt.live, tt.predicted) != nil
+			if got != tt.immutable {
+				t.Fatalf("immutableAt(%s, %s) = %v, want %v", tt.kind, tt.path, got, tt.immutable)
+			}
+		})
+	}
+}
+
+func TestSanitizeHidesSecretValues(t *testing.T) {
+	msg := `Secret "s" is invalid: data[pw]: Invalid value: "hunter2": some rule`
+	got := Sanitize(msg, true)
+	if contains(got, "hunter2") {
+		t.Fatalf("Sanitize leaked the value: %s", got)
+	}
+	if Sanitize(msg, false) != msg {
+		t.Fatal("Sanitize changed a non-secret message")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,107 @@
+// Package cli is the command layer: it parses flags into Options and runs
+// Complete → Validate → Run. It holds no logic of its own beyond wiring the
+// stages together.
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// BuildInfo identifies the binary.
+type BuildInfo struct {
+	Version string
+	Commit  string
+}
+
+// helmSDKVersion reads the Helm SDK version compiled in.
+func helmSDKVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "helm.sh/helm/v3" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// commandName returns how users invoke this binary: as a krew-installed
+// kubectl plugin (kubectl-safe_upgrade) or as a Helm plugin.
+func commandName(argv0 string) string {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	if strings.HasPrefix(base, "kubectl-") {
+		return "kubectl safe-upgrade"
+	}
+	return "helm safe-upgrade"
+}
+
+const longHelp = `Plan, review and apply a Helm upgrade without surprises.
+
+%[1]s renders the new release exactly as "helm upgrade" would, compares it
+with the last release and the live objects, and classifies every object:
+create, delete, no-op, in-place, rolling (pods replaced) or recreate-required
+(an immutable field changes). Destructive changes block the upgrade until they
+are acknowledged (--ack, --ack-file, or by typing the release name at the
+prompt). What is applied is exactly the render that was reviewed.
+
+Exit codes:
+  0  success (applied; or with --dry-run: the gate lets the upgrade through)
+  1  error (bad input, unreachable cluster, failed upgrade)
+  2  blocked: destructive changes are not acknowledged; nothing was written
+  3  with --dry-run --detailed-exitcode: changes pending that the gate lets through
+     (and 0 means no changes at all)
+`
+
+// NewRootCommand builds the command for the given invocation name.
+func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Command {
+	name := commandName(argv0)
+	o := NewUpgradeOptions(streams)
+	cmd := &cobra.Command{
+		Use:   name + " RELEASE CHART [flags]",
+		Short: "Plan, review and apply a Helm upgrade without surprises",
+		Long:  fmt.Sprintf(longHelp, name),
+		Example: fmt.Sprintf(`  # Show what the upgrade would do, without writing anything
+  %[1]s my-db bitnami/postgresql --version 16.0.0 -f values.yaml --dry-run
+
+  # Apply, acknowledging one destructive change reviewed in the plan
+  %[1]s my-db bitnami/postgresql -f values.yaml --ack StatefulSet/my-db/my-db-postgresql@3f2a9c1e0b7d`, name),
+		Version:       fmt.Sprintf("%s (commit %s, helm SDK %s)", build.Version, build.Commit, helmSDKVersion()),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetVersionTemplate("{{.Version}}\n")
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// Execute runs the command with args and returns the process exit code.
+func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int {
+	cmd := NewRootCommand(argv0, streams, build)
+	cmd.SetArgs(args)
+	// Flag errors are bad input: exit 1 with the message, as for any error.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	return exitCode(cmd.Execute(), streams.ErrOut)
+}

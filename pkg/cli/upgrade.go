@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	helmcli "helm.sh/helm/v3/pkg/cli"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+)
+
+// UpgradeOptions holds the flags and, after Complete, the dependencies of one
+// run. Run never reads flags.
+type UpgradeOptions struct {
+	Streams  Streams
+	Settings *helmcli.EnvSettings
+	Render   render.Options
+
+	DryRun            bool
+	DetailedExitcode  bool
+	Output            string
+	DiffContext       int
+	Acks              []string
+	AckFile           string
+	AckAllDestructive bool
+	Force             bool
+
+	// Set by Complete.
+	ReleaseName string
+	ChartRef    string
+	Namespace   string
+	AckSet      *gate.Acks
+	Logf        func(format string, args ...interface{})
+}
+
+// NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
+// HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
+func NewUpgradeOptions(streams Streams) *UpgradeOptions {
+	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3}
+}
+
+// AddFlags registers the command's flags: Helm's global ones (namespace,
+// kube context, ...), helm upgrade's render flags, and ours.
+func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	o.Settings.AddFlags(fs)
+	o.Render.AddFlags(fs)
+	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
+	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: text, json or markdown")
+	fs.IntVar(&o.DiffContext, "diff-context", o.DiffContext, "lines of context in diffs")
+	fs.StringArrayVar(&o.Acks, "ack", nil, "acknowledge a destructive change: KIND/NAME, KIND/NAMESPACE/NAME, optionally @FINGERPRINT (repeatable)")
+	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
+	fs.BoolVar(&o.AckAllDestructive, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
+	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+}
+
+// Complete fills the fields Run needs from flags and arguments.
+func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.ReleaseName, o.ChartRef = args[0], args[1]
+	o.Namespace = o.Settings.Namespace()
+	o.Render.Namespace = o.Namespace
+	o.Logf = func(string, ...interface{}) {}
+	if o.Settings.Debug {
+		o.Logf = func(format string, args ...interface{}) {
+			fmt.Fprintf(o.Streams.ErrOut, "debug: "+format+"\n", args...)
+		}
+	}
+	acks, err := gate.ParseAcks(o.Acks)
+	if err != nil {
+		return err
+	}
+	if o.AckFile != "" {
+		fromFile, err := gate.ReadAckFile(o.AckFile)
+		if err != nil {
+			return err
+		}
+		acks.Add(fromFile)
+	}
+	o.AckSet = acks
+	return nil
+}
+
+// Validate checks flag combinations.
+func (o *UpgradeOptions) Validate() error {
+	switch o.Output {
+	case "text", "json", "markdown":
+	default:
+		return fmt.Errorf("--output %q: want text, json or markdown", o.Output)
+	}
+	if o.DetailedExitcode && !o.DryRun {
+		return errors.New("--detailed-exitcode needs --dry-run")
+	}
+	if o.DiffContext < 0 {
+		return fmt.Errorf("--diff-context %d: must be 0 or more", o.DiffContext)
+	}
+	return nil
+}
+
+// Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
+func (o *UpgradeOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	timeout := o.Render.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	planCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	p, err := o.plan(planCtx)
+	if err != nil {
+		return err
+	}
+	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
+	if err := report.Write(o.Streams.Out, p, report.Options{Format: o.Output, Color: o.Streams.Color(), Context: o.DiffContext}); err != nil {
+		return err
+	}
+	o.printDecision(o.Streams.ErrOut, decision)
+	if o.DryRun {
+		switch {
+		case decision.Blocked():
+			return withExitCode(ExitBlocked, nil)
+		case o.DetailedExitcode && p.HasChanges():
+			return withExitCode(ExitPending, nil)
+		}
+		return nil
+	}
+	if decision.Blocked() {
+		return withExitCode(ExitBlocked, nil)
+	}
+	return errors.New("applying is not implemented yet: run with --dry-run")
+}
+
+func (o *UpgradeOptions) printDecision(w io.Writer, d gate.Decision) {
+	for _, msg := range d.Messages() {
+		fmt.Fprintln(w, msg)
+	}
+}
+
+// plan renders the release and builds the plan against the cluster.
+func (o *UpgradeOptions) plan(ctx context.Context) (*plan.Plan, error) {
+	getter := o.Settings.RESTClientGetter()
+	restConfig, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	restConfig.Timeout = 30 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		restConfig.Timeout = time.Until(deadline)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("cluster client: %w", err)
+	}
+	version, err := disco.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("cluster unreachable at %s: %w", restConfig.Host, err)
+	}
+	cfg, err := render.NewConfiguration(getter, o.Namespace, os.Getenv("HELM_DRIVER"), o.Logf)
+	if err != nil {
+		return nil, err
+	}
+	res, err := render.Render(ctx, cfg, o.Settings, o.ReleaseName, o.ChartRef, o.Render)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(o.Streams.ErrOut, "warning:", w)
+	}
+	groups, err := restmapper.GetAPIGroupResources(disco)
+	if err != nil {
+		return nil, fmt.Errorf("discovering API resources: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	return planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+}
+
+// plannerInput converts the render result into the planner's input.
+func plannerInput(res *render.Result) planner.Input {
+	next := res.Next
+	in := planner.Input{
+		Release: plan.Release{
+			Name:      next.Name,
+			Namespace: next.Namespace,
+			Revision:  next.Version,
+			Chart:     next.Chart.Metadata.Name + "-" + next.Chart.Metadata.Version,
+			Install:   res.Install,
+		},
+		NextManifest: next.Manifest,
+	}
+	if res.Previous != nil {
+		in.PreviousManifest = res.Previous.Manifest
+		in.Release.CurrentRevision = res.Previous.Version
+	}
+	for _, h := range next.Hooks {
+		events := make([]string, 0, len(h.Events))
+		for _, e := range h.Events {
+			events = append(events, string(e))
+		}
+		in.Hooks = append(in.Hooks, plan.Hook{Kind: h.Kind, Name: h.Name, Events: events})
+	}
+	if crds := res.Chart.CRDObjects(); len(crds) > 0 {
+		names := make([]string, 0, len(crds))
+		for _, c := range crds {
+			names = append(names, c.Filename)
+		}
+		verb := "are not upgraded or deleted by helm upgrade"
+		if res.Install {
+			verb = "are created by the install if absent, and never upgraded afterwards"
+		}
+		in.Notes = append(in.Notes, fmt.Sprintf("CRDs in the chart's crds/ directory (%s) %s", strings.Join(names, ", "), verb))
+	}
+	return in
+}

@@ -1,0 +1,116 @@
+// Package gate decides whether an upgrade may proceed: every destructive
+// change must be acknowledged, by flag, by a reviewed ack file, by the person
+// at the prompt, or (emergencies) all at once.
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+)
+
+// Ack acknowledges one destructive change.
+type Ack struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Fingerprint, when set, binds the ack to the exact change reviewed.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	// Via says where the ack came from (flag, ack file), for the audit trail.
+	Via string `json:"-"`
+	// anyNamespace: given as KIND/NAME.
+	anyNamespace bool
+}
+
+func (a Ack) String() string {
+	s := a.Kind + "/"
+	if !a.anyNamespace && a.Namespace != "" {
+		s += a.Namespace + "/"
+	}
+	s += a.Name
+	if a.Fingerprint != "" {
+		s += "@" + a.Fingerprint
+	}
+	return s
+}
+
+// matches reports whether the ack names the object (fingerprint aside).
+// Kind is matched case-insensitively, as Kind or Kind.group.
+func (a Ack) matches(id manifest.ObjectID) bool {
+	kind := strings.ToLower(a.Kind)
+	if kind != strings.ToLower(id.Kind) && kind != strings.ToLower(id.Kind+"."+id.Group) {
+		return false
+	}
+	return a.Name == id.Name && (a.anyNamespace || a.Namespace == id.Namespace)
+}
+
+// Acks is the set of acknowledgements of one run.
+type Acks struct {
+	list []Ack
+}
+
+// Add appends other's acks.
+func (s *Acks) Add(other *Acks) { s.list = append(s.list, other.list...) }
+
+// ParseAcks parses --ack values.
+func ParseAcks(values []string) (*Acks, error) {
+	s := &Acks{}
+	for _, v := range values {
+		a, err := parseAck(v)
+		if err != nil {
+			return nil, fmt.Errorf("--ack %q: %w", v, err)
+		}
+		a.Via = "flag"
+		s.list = append(s.list, a)
+	}
+	return s, nil
+}
+
+func parseAck(v string) (Ack, error) {
+	ref, fp, _ := strings.Cut(v, "@")
+	parts := strings.Split(ref, "/")
+	var a Ack
+	switch len(parts) {
+	case 2:
+		a = Ack{Kind: parts[0], Name: parts[1], anyNamespace: true}
+	case 3:
+		a = Ack{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
+	default:
+		return a, errors.New("want KIND/NAME or KIND/NAMESPACE/NAME, optionally @FINGERPRINT")
+	}
+	for _, p := range parts {
+		if p == "" {
+			return a, errors.New("empty KIND, NAMESPACE or NAME")
+		}
+	}
+	a.Fingerprint = fp
+	return a, nil
+}
+
+// ReadAckFile reads a YAML list of acks, the form meant to be committed and
+// reviewed in a pull request.
+func ReadAckFile(path string) (*Acks, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--ack-file: %w", err)
+	}
+	var list []Ack
+	if err := yaml.UnmarshalStrict(data, &list); err != nil {
+		return nil, fmt.Errorf("--ack-file %s: %w", path, err)
+	}
+	for i := range list {
+		a := &list[i]
+		if a.Kind == "" || a.Name == "" {
+			return nil, fmt.Errorf("--ack-file %s: entry %d: kind and name are required", path, i+1)
+		}
+		a.anyNamespace = a.Namespace == ""
+		a.Via = "ack-file"
+	}
+	return &Acks{list: list}, nil
+}
