@@ -1,0 +1,125 @@
+// Package render renders the next revision of a release exactly as
+// `helm upgrade` (or `helm upgrade --install`) would, without writing
+// anything to the cluster and without the cost of Helm's kube-client Build.
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/cli/values"
+)
+
+// Options are the render flags of `helm upgrade`, with Helm's semantics.
+type Options struct {
+	// Values are the user-supplied values: -f/--values, --set, --set-string,
+	// --set-file, --set-json, --set-literal.
+	Values values.Options
+
+	// Version is the chart version constraint (--version). When empty and
+	// Devel is set, ">0.0.0-0" is used, as Helm does.
+	Version string
+	// Devel also considers development versions (--devel).
+	Devel bool
+	// Repo locates the chart: --repo and the repository credentials and TLS
+	// options of `helm upgrade`. Repo.Version is used only when Version is
+	// empty.
+	Repo action.ChartPathOptions
+
+	// Install renders an install when the release does not exist (-i/--install).
+	Install bool
+	// ReuseValues, ResetValues and ResetThenReuseValues select how the
+	// previous release's values are combined with the new ones, as in
+	// `helm upgrade`.
+	ReuseValues          bool
+	ResetValues          bool
+	ResetThenReuseValues bool
+
+	// PostRenderer is the path of a post-renderer executable (--post-renderer),
+	// run with PostRendererArgs (--post-renderer-args).
+	PostRenderer     string
+	PostRendererArgs []string
+
+	SkipCRDs             bool // --skip-crds
+	SkipSchemaValidation bool // --skip-schema-validation
+	DisableHooks         bool // --no-hooks
+
+	// Timeout, Wait and Atomic do not change the render; they are carried to
+	// Helm's action so that the apply step runs with the same settings.
+	Timeout time.Duration // --timeout
+	Wait    bool          // --wait
+	Atomic  bool          // --atomic
+
+	// Description is the release description (--description).
+	Description string
+
+	// Namespace is the release namespace. Empty means settings.Namespace()
+	// (-n/--namespace, HELM_NAMESPACE, the kubeconfig context). The CLI owns
+	// the flag; AddFlags does not register it.
+	Namespace string
+}
+
+// DefaultTimeout is the default of --timeout, as in `helm upgrade`.
+const DefaultTimeout = 300 * time.Second
+
+// AddFlags registers the render flags on fs with the names, defaults and help
+// of `helm upgrade`. It does not register -n/--namespace, --kube-context or
+// --kubeconfig.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	// values (helm's addValueOptionsFlags)
+	v := &o.Values
+	fs.StringSliceVarP(&v.ValueFiles, "values", "f", []string{}, "specify values in a YAML file or a URL (can specify multiple)")
+	fs.StringArrayVar(&v.Values, "set", []string{}, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&v.StringValues, "set-string", []string{}, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	fs.StringArrayVar(&v.FileValues, "set-file", []string{}, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
+	fs.StringArrayVar(&v.JSONValues, "set-json", []string{}, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2)")
+	fs.StringArrayVar(&v.LiteralValues, "set-literal", []string{}, "set a literal STRING value on the command line")
+
+	// chart location (helm's addChartPathOptionsFlags)
+	c := &o.Repo
+	fs.StringVar(&o.Version, "version", "", "specify a version constraint for the chart version to use. This constraint can be a specific tag (e.g. 1.1.1) or it may reference a valid range (e.g. ^2.0.0). If this is not specified, the latest version is used")
+	fs.BoolVar(&c.Verify, "verify", false, "verify the package before using it")
+	fs.StringVar(&c.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
+	fs.StringVar(&c.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
+	fs.StringVar(&c.Username, "username", "", "chart repository username where to locate the requested chart")
+	fs.StringVar(&c.Password, "password", "", "chart repository password where to locate the requested chart")
+	fs.StringVar(&c.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
+	fs.StringVar(&c.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
+	fs.BoolVar(&c.InsecureSkipTLSverify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
+	fs.BoolVar(&c.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
+	fs.StringVar(&c.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
+	fs.BoolVar(&c.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
+
+	// upgrade (helm's newUpgradeCmd)
+	fs.BoolVarP(&o.Install, "install", "i", false, "if a release by this name doesn't already exist, run an install")
+	fs.BoolVar(&o.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
+	fs.BoolVar(&o.DisableHooks, "no-hooks", false, "disable pre/post upgrade hooks")
+	fs.BoolVar(&o.SkipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
+	fs.BoolVar(&o.ResetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
+	fs.BoolVar(&o.ReuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides from the command line via --set and -f. If '--reset-values' is specified, this is ignored")
+	fs.BoolVar(&o.ResetThenReuseValues, "reset-then-reuse-values", false, "when upgrading, reset the values to the ones built into the chart, apply the last release's values and merge in any overrides from the command line via --set and -f. If '--reset-values' or '--reuse-values' is specified, this is ignored")
+	fs.BoolVar(&o.Wait, "wait", false, "if set, will wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are in a ready state before marking the release as successful. It will wait for as long as --timeout")
+	fs.BoolVar(&o.Atomic, "atomic", false, "if set, upgrade process rolls back changes made in case of failed upgrade. The --wait flag will be set automatically if --atomic is used")
+	fs.BoolVar(&o.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	fs.StringVar(&o.Description, "description", "", "add a custom description")
+
+	// post-renderer (helm's bindPostRenderFlag)
+	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")
+	fs.StringArrayVar(&o.PostRendererArgs, "post-renderer-args", []string{}, "an argument to the post-renderer (can specify multiple)")
+}
+
+// defaultKeyring is helm's default for --keyring.
+func defaultKeyring() string {
+	if v, ok := os.LookupEnv("GNUPGHOME"); ok {
+		return filepath.Join(v, "pubring.gpg")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".gnupg", "pubring.gpg")
+}

@@ -1,0 +1,172 @@
+package render
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+)
+
+// NewConfiguration returns a Helm action configuration for namespace, with
+// the release storage chosen as HELM_DRIVER does: "" or "secret(s)",
+// "configmap(s)", "memory", "sql" (HELM_DRIVER_SQL_CONNECTION_STRING).
+// log may be nil.
+func NewConfiguration(getter genericclioptions.RESTClientGetter, namespace, driver string, log func(string, ...interface{})) (*action.Configuration, error) {
+	if log == nil {
+		log = func(string, ...interface{}) {}
+	}
+	cfg := new(action.Configuration)
+	if err := cfg.Init(getter, namespace, driver, log); err != nil {
+		return nil, fmt.Errorf("helm release storage (HELM_DRIVER=%q): %w", driver, err)
+	}
+	return cfg, nil
+}
+
+// planClient is the kube client Helm's action runs with while planning.
+//
+// Build returns no resources: Helm's install/upgrade dry-run builds (and
+// validates) the whole manifest through the API discovery, twice for an
+// upgrade, which costs about 2 s of CPU per 1000 objects, and then GETs
+// every object it would create to check ownership. The plan parses and
+// fetches the objects itself. Everything else goes to the real client
+// (IsReachable in particular), except writes, which Helm does not make in a
+// dry run and which are refused if it ever did.
+type planClient struct {
+	kube.Interface
+}
+
+func (*planClient) Build(io.Reader, bool) (kube.ResourceList, error) {
+	return kube.ResourceList{}, nil
+}
+
+func (*planClient) Create(kube.ResourceList) (*kube.Result, error) {
+	return nil, fmt.Errorf("%w: kube create", ErrWriteRefused)
+}
+
+func (*planClient) Update(_, _ kube.ResourceList, _ bool) (*kube.Result, error) {
+	return nil, fmt.Errorf("%w: kube update", ErrWriteRefused)
+}
+
+func (*planClient) Delete(kube.ResourceList) (*kube.Result, []error) {
+	return nil, []error{fmt.Errorf("%w: kube delete", ErrWriteRefused)}
+}
+
+// snapshot is a read-only storage driver over one release's history, read
+// once from the real storage. Helm's action reads the same revisions that
+// Result.Previous and Result.Last were chosen from, and any write fails.
+// Helm mutates the values of the release it upgrades from (CoalesceTables),
+// so the action gets copies whose Config is deep-copied.
+type snapshot struct {
+	name string
+	rels []*release.Release
+}
+
+func newSnapshot(name string, hist []*release.Release) *snapshot {
+	s := &snapshot{name: name, rels: make([]*release.Release, 0, len(hist))}
+	for _, r := range hist {
+		c := *r
+		c.Config = copyValues(r.Config)
+		s.rels = append(s.rels, &c)
+	}
+	return s
+}
+
+func (s *snapshot) Name() string { return s.name }
+
+func (s *snapshot) Get(key string) (*release.Release, error) {
+	for _, r := range s.rels {
+		if key == fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version) {
+			return r, nil
+		}
+	}
+	return nil, driver.ErrReleaseNotFound
+}
+
+func (s *snapshot) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+	var out []*release.Release
+	for _, r := range s.rels {
+		if filter(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *snapshot) Query(labels map[string]string) ([]*release.Release, error) {
+	var out []*release.Release
+	for _, r := range s.rels {
+		if matchLabels(r, labels) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return out, nil
+}
+
+func matchLabels(r *release.Release, labels map[string]string) bool {
+	for k, want := range labels {
+		var got string
+		switch k {
+		case "name":
+			got = r.Name
+		case "owner":
+			got = "helm"
+		case "status":
+			got = r.Info.Status.String()
+		case "version":
+			got = strconv.Itoa(r.Version)
+		default:
+			got = r.Labels[k]
+		}
+		if got != want {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *snapshot) Create(key string, _ *release.Release) error {
+	return fmt.Errorf("%w: create release record %s", ErrWriteRefused, key)
+}
+
+func (s *snapshot) Update(key string, _ *release.Release) error {
+	return fmt.Errorf("%w: update release record %s", ErrWriteRefused, key)
+}
+
+func (s *snapshot) Delete(key string) (*release.Release, error) {
+	return nil, fmt.Errorf("%w: delete release record %s", ErrWriteRefused, key)
+}
+
+// newTLSConfig is helm's internal tlsutil.NewClientTLS.
+func newTLSConfig(c action.ChartPathOptions) (*tls.Config, error) {
+	conf := &tls.Config{InsecureSkipVerify: c.InsecureSkipTLSverify} //nolint:gosec // the user asked for it
+	if c.CertFile != "" && c.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("can't load key pair from cert %s and key %s: %w", c.CertFile, c.KeyFile, err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	if c.CaFile != "" {
+		b, err := os.ReadFile(c.CaFile)
+		if err != nil {
+			return nil, fmt.Errorf("can't read CA file: %w", err)
+		}
+		cp := x509.NewCertPool()
+		if !cp.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("failed to append certificates from file: %s", c.CaFile)
+		}
+		conf.RootCAs = cp
+	}
+	return conf, nil
+}

@@ -1,0 +1,393 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+)
+
+// Result is the rendered next revision of a release and what it was
+// rendered against.
+type Result struct {
+	// Previous is the release Helm's upgrade treats as the current one: its
+	// Manifest is the "original" of the three-way merge patch Helm sends, and
+	// its Config is what --reuse-values / --reset-then-reuse-values reuse.
+	// Exactly as in Helm's prepareUpgrade, it is the last revision when that
+	// is deployed; otherwise the newest deployed revision; otherwise (no
+	// revision deployed) the last revision if it failed or was superseded.
+	// Nil when installing.
+	Previous *release.Release
+	// Last is the newest revision in storage, whatever its status (the one
+	// the next revision number follows). Nil when the release has no
+	// history. When upgrading it is Previous unless the last upgrade failed.
+	Last *release.Release
+	// Next is the rendered release, not stored: Manifest (without hooks),
+	// Hooks (sorted as Helm runs them), Config (the user values Helm stores,
+	// after --reuse-values and friends), Chart, Version, Info.Notes.
+	Next *release.Release
+	// Install is true when Next is an install (the release does not exist,
+	// or every revision was uninstalled and kept, and --install was given).
+	Install bool
+	// Chart is the loaded chart as Helm rendered it. With --reuse-values,
+	// Helm replaces Chart.Values by the previous release's coalesced values.
+	Chart *chart.Chart
+	// ChartPath is where the chart was found (a directory or an archive,
+	// downloaded to the repository cache when it came from a repository).
+	ChartPath string
+	// Values are the user-supplied values as merged from the flags (-f,
+	// --set, ...), before Helm combines them with the previous release's.
+	Values map[string]interface{}
+	// Warnings are things Helm would have printed (a deprecated chart, CRDs
+	// that an install creates before rendering).
+	Warnings []string
+}
+
+// ErrReleaseNotFound is matched (errors.Is) by the error Render returns when
+// the release does not exist and Options.Install is not set.
+var ErrReleaseNotFound = errors.New("release not found")
+
+// ErrReleasePending is matched (errors.Is) by the error Render returns when
+// the last revision of the release is pending-install, pending-upgrade or
+// pending-rollback.
+var ErrReleasePending = errors.New("release has an operation in progress")
+
+// ErrWriteRefused is returned if Helm's code path tries to write to the
+// cluster or to the release storage during a render. It never should.
+var ErrWriteRefused = errors.New("write refused while planning")
+
+// ReleaseNotFoundError says that a release does not exist (or that all its
+// revisions were uninstalled with --keep-history) and --install was not given.
+type ReleaseNotFoundError struct {
+	Name, Namespace string
+	// Uninstalled is true when the history exists but its last revision is
+	// uninstalled.
+	Uninstalled bool
+}
+
+func (e *ReleaseNotFoundError) Error() string {
+	if e.Uninstalled {
+		return fmt.Sprintf("release %q in namespace %s was uninstalled; use --install to install it again", e.Name, e.Namespace)
+	}
+	return fmt.Sprintf("release %q not found in namespace %s; use --install to install it", e.Name, e.Namespace)
+}
+
+// Unwrap makes errors.Is(err, ErrReleaseNotFound) true.
+func (e *ReleaseNotFoundError) Unwrap() error { return ErrReleaseNotFound }
+
+// PendingError says that the last revision of a release is in a pending
+// state: another install, upgrade or rollback is running or was interrupted.
+type PendingError struct {
+	Name, Namespace string
+	Revision        int
+	Status          release.Status
+	// RollbackTo is the newest deployed or superseded revision, 0 if none.
+	RollbackTo int
+}
+
+func (e *PendingError) Error() string {
+	msg := fmt.Sprintf("release %q in namespace %s is %s at revision %d: another install/upgrade/rollback is in progress or was interrupted; wait for it to finish", e.Name, e.Namespace, e.Status, e.Revision)
+	if e.RollbackTo > 0 {
+		return msg + fmt.Sprintf(", or if none is running, return to revision %d with: helm rollback %s %d -n %s", e.RollbackTo, e.Name, e.RollbackTo, e.Namespace)
+	}
+	return msg + fmt.Sprintf(", or if none is running, there is no earlier revision to roll back to: remove it with: helm uninstall %s -n %s", e.Name, e.Namespace)
+}
+
+// Unwrap makes errors.Is(err, ErrReleasePending) true.
+func (e *PendingError) Unwrap() error { return ErrReleasePending }
+
+// Render renders the next revision of releaseName from chartRef as
+// `helm upgrade [--install] --dry-run=server` would, through Helm's own
+// install/upgrade actions (values semantics, hooks, post-renderer, notes,
+// lookup and .Capabilities against the cluster), but on a copy of cfg whose
+// kube client does not build the manifests (see planClient) and whose
+// release storage is a read-only snapshot of the release's history. It
+// never writes to the cluster or to the storage.
+//
+// cfg must be set up for the release namespace (see NewConfiguration);
+// settings gives the repository, registry and plugin environment (nil means
+// cli.New()). When ctx is done, Render returns ctx's error at once.
+func Render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, releaseName, chartRef string, opts Options) (*Result, error) {
+	if cfg == nil || cfg.Releases == nil || cfg.KubeClient == nil {
+		return nil, errors.New("render: the Helm configuration has no release storage or kube client")
+	}
+	if settings == nil {
+		settings = cli.New()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rendering release %q: %w", releaseName, err)
+	}
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := render(ctx, cfg, settings, releaseName, chartRef, opts)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		// The render only reads; leaving it to finish in the background is safe.
+		return nil, fmt.Errorf("rendering release %q: %w", releaseName, context.Cause(ctx))
+	}
+}
+
+func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, chartRef string, opts Options) (*Result, error) {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = settings.Namespace()
+	}
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("release name %q is invalid: %w", name, err)
+	}
+
+	// The configuration the action runs on: the kube client does not build
+	// manifests and refuses writes; Log must not be nil (Helm calls it).
+	run := *cfg
+	run.KubeClient = &planClient{Interface: cfg.KubeClient}
+	if run.Log == nil {
+		run.Log = func(string, ...interface{}) {}
+	}
+
+	cpo := opts.Repo
+	if opts.Version != "" {
+		cpo.Version = opts.Version
+	}
+	if cpo.Version == "" && opts.Devel {
+		cpo.Version = ">0.0.0-0"
+	}
+	if run.RegistryClient == nil && (registry.IsOCI(chartRef) || registry.IsOCI(cpo.RepoURL)) {
+		rc, err := newRegistryClient(cpo, settings)
+		if err != nil {
+			return nil, fmt.Errorf("registry client for chart %q: %w", chartRef, err)
+		}
+		run.RegistryClient = rc
+	}
+
+	var post postrender.PostRenderer
+	if opts.PostRenderer != "" {
+		pr, err := postrender.NewExec(opts.PostRenderer, opts.PostRendererArgs...)
+		if err != nil {
+			return nil, fmt.Errorf("post-renderer %q: %w", opts.PostRenderer, err)
+		}
+		post = pr
+	}
+
+	// Chart and values, as cmd/helm/upgrade.go reads them.
+	locator := action.NewInstall(&run)
+	locator.ChartPathOptions = cpo
+	locator.SetRegistryClient(run.RegistryClient)
+	chartPath, err := locator.LocateChart(chartRef, settings)
+	if err != nil {
+		return nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
+	}
+	vals, err := opts.Values.MergeValues(getter.All(settings))
+	if err != nil {
+		return nil, fmt.Errorf("reading values: %w", err)
+	}
+	ch, err := loader.Load(chartPath)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
+	}
+	if req := ch.Metadata.Dependencies; req != nil {
+		if err := action.CheckDependencies(ch, req); err != nil {
+			return nil, fmt.Errorf("chart %s: checking dependencies (you may need to run `helm dependency build`): %w", chartPath, err)
+		}
+	}
+	res := &Result{Chart: ch, ChartPath: chartPath, Values: copyValues(vals)}
+	if ch.Metadata.Deprecated {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s is deprecated", ch.Name()))
+	}
+
+	// The release's history, read once; the action reads the same snapshot.
+	if err := cfg.KubeClient.IsReachable(); err != nil {
+		return nil, err
+	}
+	hist, err := cfg.Releases.History(name)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, ns, err)
+	}
+	releaseutil.Reverse(hist, releaseutil.SortByRevision)
+	if len(hist) > 0 {
+		res.Last = hist[0]
+	}
+	run.Releases = storage.Init(newSnapshot(cfg.Releases.Name(), hist))
+	run.Releases.Log = cfg.Releases.Log
+
+	if res.Last == nil || res.Last.Info.Status == release.StatusUninstalled {
+		if !opts.Install {
+			return nil, &ReleaseNotFoundError{Name: name, Namespace: ns, Uninstalled: res.Last != nil}
+		}
+		return renderInstall(ctx, &run, res, name, ns, cpo, post, vals, opts)
+	}
+	if st := res.Last.Info.Status; st.IsPending() {
+		pe := &PendingError{Name: name, Namespace: ns, Revision: res.Last.Version, Status: st}
+		for _, r := range hist {
+			if r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded {
+				pe.RollbackTo = r.Version
+				break
+			}
+		}
+		return nil, pe
+	}
+	res.Previous = currentRelease(hist)
+	if res.Previous == nil {
+		return nil, fmt.Errorf("release %q in namespace %s: last revision %d is %s and no revision is deployed: %w",
+			name, ns, res.Last.Version, res.Last.Info.Status, driver.ErrNoDeployedReleases)
+	}
+	return renderUpgrade(ctx, &run, res, name, ns, cpo, post, vals, opts)
+}
+
+// currentRelease mirrors Helm's prepareUpgrade: the last revision when it is
+// deployed, else the newest deployed one, else the last one when it failed
+// or was superseded. hist is sorted newest first.
+func currentRelease(hist []*release.Release) *release.Release {
+	last := hist[0]
+	for _, r := range hist {
+		if r.Info.Status == release.StatusDeployed {
+			return r
+		}
+	}
+	if last.Info.Status == release.StatusFailed || last.Info.Status == release.StatusSuperseded {
+		return last
+	}
+	return nil
+}
+
+func renderInstall(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {
+	switch t := res.Chart.Metadata.Type; t {
+	case "", "application":
+	default:
+		return nil, fmt.Errorf("chart %s: %s charts are not installable", res.ChartPath, t)
+	}
+	if !opts.SkipCRDs && len(res.Chart.CRDObjects()) > 0 {
+		res.Warnings = append(res.Warnings, "the chart has CRDs in crds/: an install creates them before rendering; they are not part of the rendered manifest")
+	}
+	inst := action.NewInstall(run)
+	inst.ChartPathOptions = cpo
+	inst.SetRegistryClient(run.RegistryClient)
+	inst.DryRun = true
+	inst.DryRunOption = "server"
+	inst.ReleaseName = name
+	inst.Namespace = ns
+	inst.Devel = opts.Devel
+	inst.DisableHooks = opts.DisableHooks
+	inst.SkipCRDs = opts.SkipCRDs
+	inst.SkipSchemaValidation = opts.SkipSchemaValidation
+	inst.Timeout = opts.Timeout
+	inst.Wait = opts.Wait
+	inst.Atomic = opts.Atomic
+	inst.Description = opts.Description
+	inst.PostRenderer = post
+	inst.Replace = res.Last != nil // every revision uninstalled: helm upgrade --install replaces
+
+	rel, err := inst.RunWithContext(ctx, res.Chart, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s for release %q (install): %w", res.ChartPath, name, err)
+	}
+	if res.Last != nil {
+		// What Install.replaceRelease stores; a dry run skips it.
+		rel.Version = res.Last.Version + 1
+	}
+	res.Next = rel
+	res.Install = true
+	return res, nil
+}
+
+func renderUpgrade(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {
+	up := action.NewUpgrade(run)
+	up.ChartPathOptions = cpo
+	up.SetRegistryClient(run.RegistryClient)
+	up.DryRun = true
+	up.DryRunOption = "server"
+	up.Install = opts.Install
+	up.Namespace = ns
+	up.Devel = opts.Devel
+	up.DisableHooks = opts.DisableHooks
+	up.SkipCRDs = opts.SkipCRDs
+	up.SkipSchemaValidation = opts.SkipSchemaValidation
+	up.ResetValues = opts.ResetValues
+	up.ReuseValues = opts.ReuseValues
+	up.ResetThenReuseValues = opts.ResetThenReuseValues
+	up.Timeout = opts.Timeout
+	up.Wait = opts.Wait
+	up.Atomic = opts.Atomic
+	up.Description = opts.Description
+	up.PostRenderer = post
+
+	rel, err := up.RunWithContext(ctx, name, res.Chart, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s for release %q (upgrade from revision %d): %w", res.ChartPath, name, res.Previous.Version, err)
+	}
+	res.Next = rel
+	return res, nil
+}
+
+// newRegistryClient builds the OCI registry client as cmd/helm does.
+func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*registry.Client, error) {
+	opts := []registry.ClientOption{
+		registry.ClientOptDebug(settings.Debug),
+		registry.ClientOptEnableCache(true),
+		registry.ClientOptWriter(os.Stderr),
+		registry.ClientOptCredentialsFile(settings.RegistryConfig),
+		registry.ClientOptBasicAuth(c.Username, c.Password),
+	}
+	if c.CertFile != "" && c.KeyFile != "" || c.CaFile != "" || c.InsecureSkipTLSverify {
+		tlsConf, err := newTLSConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
+			Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment},
+		}))
+	} else if c.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	return registry.NewClient(opts...)
+}
+
+// copyValues deep-copies a values tree (maps and slices of YAML/JSON values).
+func copyValues(v map[string]interface{}) map[string]interface{} {
+	if v == nil {
+		return nil
+	}
+	out := make(map[string]interface{}, len(v))
+	for k, x := range v {
+		out[k] = copyValue(x)
+	}
+	return out
+}
+
+func copyValue(x interface{}) interface{} {
+	switch t := x.(type) {
+	case map[string]interface{}:
+		return copyValues(t)
+	case chartutil.Values:
+		return chartutil.Values(copyValues(t))
+	case []interface{}:
+		out := make([]interface{}, len(t))
+		for i, e := range t {
+			out[i] = copyValue(e)
+		}
+		return out
+	default:
+		return x
+	}
+}
