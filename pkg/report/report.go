@@ -1,0 +1,281 @@
+// Package report presents a plan: a text view for terminals, a versioned JSON
+// document for tools and a Markdown view for pull-request comments. It only
+// reads the plan; building it is the job of the stages before.
+//
+// Nothing here prints a raw patch or a reason's before/after values: the only
+// object content shown is the YAML of Change.Before and Change.After, which the
+// earlier stages strip of server fields and mask for Secrets (and which this
+// package checks again, see guard).
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// Output formats accepted in Options.Format.
+const (
+	FormatText     = "text"
+	FormatJSON     = "json"
+	FormatMarkdown = "markdown"
+)
+
+// Defaults applied to a zero Options field, and the Context that asks for
+// no context lines.
+const (
+	DefaultContext          = 3
+	NoContext               = -1
+	DefaultMaxMarkdownBytes = 60000 // a GitHub comment holds 65536 characters
+)
+
+// Options controls how a plan is written.
+type Options struct {
+	// Format is FormatText (also when empty), FormatJSON or FormatMarkdown.
+	Format string
+	// Color turns on ANSI colours in the text format. The caller decides
+	// (TTY, NO_COLOR); JSON and Markdown are never coloured.
+	Color bool
+	// Context is the number of unchanged lines around each diff hunk:
+	// 0 means DefaultContext, NoContext (any negative value) means none.
+	Context int
+	// MaxMarkdownBytes bounds the Markdown output; 0 means
+	// DefaultMaxMarkdownBytes. Diffs are truncated first to stay under it.
+	MaxMarkdownBytes int
+}
+
+// Write writes p to w in the format opts.Format names.
+func Write(w io.Writer, p *plan.Plan, opts Options) error {
+	if p == nil {
+		return errors.New("report: no plan to write")
+	}
+	pw := &planWriter{plan: p, opts: opts.withDefaults()}
+	switch opts.Format {
+	case "", FormatText:
+		return pw.writeText(w)
+	case FormatJSON, FormatMarkdown:
+		return fmt.Errorf("report: format %q is not implemented yet", opts.Format)
+	default:
+		return fmt.Errorf("report: unknown output format %q (want %s, %s or %s)",
+			opts.Format, FormatText, FormatJSON, FormatMarkdown)
+	}
+}
+
+func (o Options) withDefaults() Options {
+	switch {
+	case o.Context == 0:
+		o.Context = DefaultContext
+	case o.Context < 0:
+		o.Context = 0
+	}
+	if o.MaxMarkdownBytes <= 0 {
+		o.MaxMarkdownBytes = DefaultMaxMarkdownBytes
+	}
+	return o
+}
+
+// planWriter holds what every format needs; it has one method per format.
+type planWriter struct {
+	plan *plan.Plan
+	opts Options
+}
+
+// summaryBuckets are the buckets of the summary line in order, keyed by
+// bucketKey.
+var summaryBuckets = []struct{ key, label string }{
+	{string(plan.ActionCreate), "to create"},
+	{string(plan.ClassInPlace), "in-place"},
+	{string(plan.ClassRolling), "rolling"},
+	{string(plan.ClassRecreateRequired), "recreate-required"},
+	{string(plan.ClassInvalid), "invalid"},
+	{string(plan.ActionDelete), "to delete"},
+}
+
+// bucketKey is an update's class, or another change's action.
+func bucketKey(c *plan.Change) string {
+	if c.Action == plan.ActionUpdate {
+		return string(c.Class)
+	}
+	return string(c.Action)
+}
+
+// SummaryLine returns the plan's one-line summary, e.g.
+// "Plan: 1 to create, 2 in-place, 1 rolling, 1 recreate-required (destructive), 0 to delete".
+// The invalid bucket appears only when it is not empty; "(destructive)"
+// marks a bucket holding at least one destructive change.
+func SummaryLine(p *plan.Plan) string {
+	count := map[string]int{}
+	destructive := map[string]bool{}
+	for i := range p.Changes {
+		key := bucketKey(&p.Changes[i])
+		count[key]++
+		destructive[key] = destructive[key] || p.Changes[i].Destructive
+	}
+	parts := make([]string, 0, len(summaryBuckets))
+	for _, b := range summaryBuckets {
+		if b.key == string(plan.ClassInvalid) && count[b.key] == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%d %s", count[b.key], b.label)
+		if destructive[b.key] {
+			part += " (destructive)"
+		}
+		parts = append(parts, part)
+	}
+	return "Plan: " + strings.Join(parts, ", ")
+}
+
+// shown returns the changes that are not noops, destructive first, then by
+// kind, namespace and name: the order of every table and diff list.
+func shown(p *plan.Plan) []*plan.Change {
+	var out []*plan.Change
+	for i := range p.Changes {
+		if p.Changes[i].Action != plan.ActionNoop {
+			out = append(out, &p.Changes[i])
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Destructive != out[j].Destructive {
+			return out[i].Destructive
+		}
+		return out[i].ID.Less(out[j].ID)
+	})
+	return out
+}
+
+// noops counts the changes that change nothing.
+func noops(p *plan.Plan) int {
+	n := 0
+	for i := range p.Changes {
+		if p.Changes[i].Action == plan.ActionNoop {
+			n++
+		}
+	}
+	return n
+}
+
+// objectName is "namespace/name", or "name" for cluster-scoped objects.
+func objectName(c *plan.Change) string {
+	if c.ID.Namespace == "" {
+		return c.ID.Name
+	}
+	return c.ID.Namespace + "/" + c.ID.Name
+}
+
+// className is the class of an update, "-" for other actions.
+func className(c *plan.Change) string {
+	if c.Class == plan.ClassNone {
+		return "-"
+	}
+	return string(c.Class)
+}
+
+// reasonText renders a reason as "path: message", naming the source when the
+// API server did not establish it (catalogue or Helm rules are less certain).
+func reasonText(r plan.Reason) string {
+	s := r.Message
+	if r.Path != "" {
+		s = r.Path + ": " + r.Message
+	}
+	if r.Source != "" && r.Source != plan.SourceServer {
+		s += " (source: " + string(r.Source) + ")"
+	}
+	return s
+}
+
+// ackArg is the flag that acknowledges c, bound to its fingerprint.
+func ackArg(c *plan.Change) string {
+	s := "--ack " + c.ID.String()
+	if c.Fingerprint != "" {
+		s += "@" + c.Fingerprint
+	}
+	return s
+}
+
+// ackStatus says what a destructive change needs before apply; "" for
+// changes that need nothing.
+func ackStatus(c *plan.Change) string {
+	switch {
+	case !c.Destructive:
+		return ""
+	case c.Blocking:
+		return "blocks the upgrade: cannot be acknowledged, fix the chart or the cluster"
+	case c.Acknowledged:
+		return "acknowledged"
+	default:
+		return "not acknowledged: add " + ackArg(c)
+	}
+}
+
+// destructiveLine counts destructive changes by what they still need, e.g.
+// "Destructive: 3 (1 acknowledged, 1 to acknowledge, 1 blocking)"; "" when
+// there are none.
+func destructiveLine(p *plan.Plan) string {
+	var total, acked, pending, blocking int
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if !c.Destructive {
+			continue
+		}
+		total++
+		switch {
+		case c.Blocking:
+			blocking++
+		case c.Acknowledged:
+			acked++
+		default:
+			pending++
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Destructive: %d (%d acknowledged, %d to acknowledge, %d blocking)",
+		total, acked, pending, blocking)
+}
+
+// releaseLine describes the release and the revisions involved.
+func releaseLine(r plan.Release) string {
+	s := fmt.Sprintf("Release %s in namespace %s", r.Name, r.Namespace)
+	if r.Install || r.CurrentRevision == 0 {
+		s += fmt.Sprintf(": install as revision %d", r.Revision)
+	} else {
+		s += fmt.Sprintf(": revision %d -> %d", r.CurrentRevision, r.Revision)
+	}
+	if r.Chart != "" {
+		s += ", chart " + r.Chart
+	}
+	return s
+}
+
+// offlineLine is said in every human format when the plan had no cluster.
+const offlineLine = "Offline plan: verdicts come from the catalogue only; live state and drift were not checked."
+
+// rolloutText describes the pods a workload update replaces.
+func rolloutText(r *plan.Rollout) string {
+	if r.Impact != "" {
+		return r.Impact
+	}
+	return fmt.Sprintf("%d replicas, strategy %s", r.Replicas, r.Strategy)
+}
+
+// driftText describes one drifted field.
+func driftText(d plan.Drift) string {
+	if d.Reverted {
+		return d.Path + " differs from the release; this upgrade reverts it"
+	}
+	return d.Path + " differs from the release; this upgrade keeps the live value"
+}
+
+// hookText describes one hook: "Job/db-migrate (pre-upgrade, post-install)".
+func hookText(h plan.Hook) string {
+	s := h.Kind + "/" + h.Name
+	if len(h.Events) > 0 {
+		s += " (" + strings.Join(h.Events, ", ") + ")"
+	}
+	return s
+}

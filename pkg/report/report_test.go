@@ -1,0 +1,243 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fatih/color"
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/output")
+
+// assertGolden compares got with testdata/output/name, or rewrites the file
+// with -update.
+func assertGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "output", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/report/ -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
+			FromFile: path, ToFile: "got", Context: 3,
+		})
+		t.Errorf("output differs from %s (run with -update if intended):\n%s", path, d)
+	}
+}
+
+func write(t testing.TB, p *plan.Plan, opts Options) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, p, opts); err != nil {
+		t.Fatalf("Write(%+v): %v", opts, err)
+	}
+	return b.String()
+}
+
+// offlineInstallPlan is a first install planned without a cluster.
+func offlineInstallPlan() *plan.Plan {
+	return &plan.Plan{
+		Release: plan.Release{Name: "shop", Namespace: "shop", Revision: 1, Chart: "shop-2.0.0", Install: true},
+		Offline: true,
+		Changes: []plan.Change{{
+			ID: id("", "Service", "web-public"), APIVersion: "v1", Action: plan.ActionCreate, After: service(),
+		}},
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		plan   *plan.Plan
+		opts   Options
+	}{
+		{"plan.txt", fixturePlan(), Options{}},
+		{"offline-install.txt", offlineInstallPlan(), Options{}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))
+		})
+	}
+}
+
+func TestSummaryLine(t *testing.T) {
+	change := func(a plan.Action, c plan.Class, destructive bool) plan.Change {
+		return plan.Change{Action: a, Class: c, Destructive: destructive}
+	}
+	for _, tc := range []struct {
+		name    string
+		changes []plan.Change
+		want    string
+	}{
+		{"empty", nil,
+			"Plan: 0 to create, 0 in-place, 0 rolling, 0 recreate-required, 0 to delete"},
+		{"noops are not counted", []plan.Change{change(plan.ActionNoop, plan.ClassNone, false)},
+			"Plan: 0 to create, 0 in-place, 0 rolling, 0 recreate-required, 0 to delete"},
+		{"the guide's example", []plan.Change{
+			change(plan.ActionCreate, plan.ClassNone, false),
+			change(plan.ActionUpdate, plan.ClassInPlace, false),
+			change(plan.ActionUpdate, plan.ClassInPlace, false),
+			change(plan.ActionUpdate, plan.ClassRolling, false),
+			change(plan.ActionUpdate, plan.ClassRecreateRequired, true),
+		}, "Plan: 1 to create, 2 in-place, 1 rolling, 1 recreate-required (destructive), 0 to delete"},
+		{"invalid shown when present", []plan.Change{
+			change(plan.ActionUpdate, plan.ClassInvalid, true),
+			change(plan.ActionUpdate, plan.ClassInvalid, true),
+		}, "Plan: 0 to create, 0 in-place, 0 rolling, 0 recreate-required, 2 invalid (destructive), 0 to delete"},
+		{"destructive marks only its bucket", []plan.Change{
+			change(plan.ActionDelete, plan.ClassNone, false),
+			change(plan.ActionDelete, plan.ClassNone, true),
+			change(plan.ActionUpdate, plan.ClassRecreateRequired, false),
+		}, "Plan: 0 to create, 0 in-place, 0 rolling, 1 recreate-required, 2 to delete (destructive)"},
+		{"destructive create (rename)", []plan.Change{
+			change(plan.ActionCreate, plan.ClassNone, true),
+			change(plan.ActionDelete, plan.ClassNone, true),
+		}, "Plan: 1 to create (destructive), 0 in-place, 0 rolling, 0 recreate-required, 1 to delete (destructive)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SummaryLine(&plan.Plan{Changes: tc.changes}); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTextSummaryIsFirstLine(t *testing.T) {
+	p := fixturePlan()
+	out := write(t, p, Options{})
+	if first, _, _ := strings.Cut(out, "\n"); first != SummaryLine(p) {
+		t.Errorf("first line %q, want the summary %q", first, SummaryLine(p))
+	}
+}
+
+func TestColor(t *testing.T) {
+	// The package-global switch must not decide either way.
+	defer func(saved bool) { color.NoColor = saved }(color.NoColor)
+	for _, global := range []bool{true, false} {
+		color.NoColor = global
+		plain := write(t, fixturePlan(), Options{Color: false})
+		if strings.Contains(plain, "\x1b[") {
+			t.Errorf("Color=false (global NoColor=%v): output has ANSI escapes", global)
+		}
+		coloured := write(t, fixturePlan(), Options{Color: true})
+		for _, esc := range []string{"\x1b[31m", "\x1b[33m", "\x1b[32m"} { // red, yellow, green
+			if !strings.Contains(coloured, esc) {
+				t.Errorf("Color=true (global NoColor=%v): no %q in output", global, esc)
+			}
+		}
+	}
+}
+
+func TestNoSecretValues(t *testing.T) {
+	p := fixturePlan()
+	// A Secret the masking stage missed: raw base64 data and a
+	// last-applied annotation carrying it again.
+	raw := secret("c3VwZXItc2VjcmV0LXZhbHVl") // "super-secret-value"
+	annotations := map[string]interface{}{
+		redact.LastAppliedAnnotation: `{"data":{"password":"c3VwZXItc2VjcmV0LXZhbHVl"}}`,
+	}
+	raw.Object["metadata"].(map[string]interface{})["annotations"] = annotations
+	raw.Object["stringData"] = map[string]interface{}{"token": "plain-token-value"}
+	p.Changes = append(p.Changes, plan.Change{
+		ID: manifest.ObjectID{Kind: "Secret", Namespace: "shop", Name: "leaky"}, APIVersion: "v1",
+		Action: plan.ActionCreate, After: raw,
+	})
+	// Any object's last-applied annotation, as pkg/redact masks it.
+	cm := configMap("warn")
+	cm.SetAnnotations(map[string]string{redact.LastAppliedAnnotation: `{"data":{"LOG_LEVEL":"last-applied-copy"}}`})
+	p.Changes = append(p.Changes, plan.Change{
+		ID: id("", "ConfigMap", "annotated"), APIVersion: "v1", Action: plan.ActionCreate, After: cm,
+	})
+	for _, f := range []string{FormatText} {
+		out := write(t, p, Options{Format: f})
+		for _, leak := range []string{secretValue, "c3VwZXItc2VjcmV0LXZhbHVl", "plain-token-value", "last-applied-copy"} {
+			if strings.Contains(out, leak) {
+				t.Errorf("%s output contains %q", f, leak)
+			}
+		}
+		for _, want := range []string{"(sensitive: 18 bytes, sha256:", "(sensitive: 17 bytes, sha256:", "(sensitive: 12 bytes, sha256:1a2b3c4d)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s output lacks the marker %q", f, want)
+			}
+		}
+	}
+	// The plan itself is left alone.
+	if got := raw.Object["data"].(map[string]interface{})["password"]; got != "c3VwZXItc2VjcmV0LXZhbHVl" {
+		t.Errorf("masking modified the plan: password is %v", got)
+	}
+	if got := annotations[redact.LastAppliedAnnotation]; !strings.Contains(got.(string), "c3VwZXI") {
+		t.Errorf("masking modified the plan: annotation is %v", got)
+	}
+}
+
+func TestContext(t *testing.T) {
+	c := &fixturePlan().Changes[2] // Deployment web: one changed line
+	for _, tc := range []struct {
+		context, wantContext int
+	}{{0, 3}, {NoContext, 0}, {-7, 0}, {1, 1}, {2, 2}} {
+		d, err := unifiedDiff(c, Options{Context: tc.context}.withDefaults().Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(d, "\n") {
+			if strings.HasPrefix(line, " ") {
+				n++
+			}
+		}
+		if n != 2*tc.wantContext {
+			t.Errorf("Context %d: %d context lines, want %d:\n%s", tc.context, n, 2*tc.wantContext, d)
+		}
+	}
+}
+
+func TestDiffHeadersAndNoops(t *testing.T) {
+	p := fixturePlan()
+	out := write(t, p, Options{})
+	for _, want := range []string{
+		"--- live/StatefulSet/shop/postgres\n+++ predicted/StatefulSet/shop/postgres\n",
+		"--- live/Service/shop/web-public\n+++ predicted/Service/shop/web-public\n",
+		"--- live/PersistentVolumeClaim/shop/uploads\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q", want)
+		}
+	}
+	for _, absent := range []string{"ServiceAccount", "live/Deployment/shop/worker"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("text output shows %q (a noop, or an update without prediction)", absent)
+		}
+	}
+	if !strings.Contains(out, "1 object unchanged") {
+		t.Error("text output does not count the noop")
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	if err := Write(&bytes.Buffer{}, fixturePlan(), Options{Format: "yaml"}); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
+		t.Errorf("unknown format: err = %v", err)
+	}
+	if err := Write(&bytes.Buffer{}, nil, Options{}); err == nil {
+		t.Error("nil plan: no error")
+	}
+}
