@@ -57,7 +57,9 @@ func Write(w io.Writer, p *plan.Plan, opts Options) error {
 	switch opts.Format {
 	case "", FormatText:
 		return pw.writeText(w)
-	case FormatJSON, FormatMarkdown:
+	case FormatJSON:
+		return pw.writeJSON(w)
+	case FormatMarkdown:
 		return fmt.Errorf("report: format %q is not implemented yet", opts.Format)
 	default:
 		return fmt.Errorf("report: unknown output format %q (want %s, %s or %s)",

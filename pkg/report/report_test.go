@@ -72,7 +72,9 @@ func TestGolden(t *testing.T) {
 		opts   Options
 	}{
 		{"plan.txt", fixturePlan(), Options{}},
+		{"plan.json", fixturePlan(), Options{Format: FormatJSON}},
 		{"offline-install.txt", offlineInstallPlan(), Options{}},
+		{"offline-install.json", offlineInstallPlan(), Options{Format: FormatJSON}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))
@@ -146,6 +148,12 @@ func TestColor(t *testing.T) {
 			}
 		}
 	}
+	// JSON is never coloured.
+	for _, f := range []string{FormatJSON} {
+		if out := write(t, fixturePlan(), Options{Format: f, Color: true}); strings.Contains(out, "\x1b[") {
+			t.Errorf("%s with Color=true has ANSI escapes", f)
+		}
+	}
 }
 
 func TestNoSecretValues(t *testing.T) {
@@ -168,7 +176,7 @@ func TestNoSecretValues(t *testing.T) {
 	p.Changes = append(p.Changes, plan.Change{
 		ID: id("", "ConfigMap", "annotated"), APIVersion: "v1", Action: plan.ActionCreate, After: cm,
 	})
-	for _, f := range []string{FormatText} {
+	for _, f := range []string{FormatText, FormatJSON} {
 		out := write(t, p, Options{Format: f})
 		for _, leak := range []string{secretValue, "c3VwZXItc2VjcmV0LXZhbHVl", "plain-token-value", "last-applied-copy"} {
 			if strings.Contains(out, leak) {
