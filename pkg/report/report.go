@@ -60,7 +60,7 @@ func Write(w io.Writer, p *plan.Plan, opts Options) error {
 	case FormatJSON:
 		return pw.writeJSON(w)
 	case FormatMarkdown:
-		return fmt.Errorf("report: format %q is not implemented yet", opts.Format)
+		return pw.writeMarkdown(w)
 	default:
 		return fmt.Errorf("report: unknown output format %q (want %s, %s or %s)",
 			opts.Format, FormatText, FormatJSON, FormatMarkdown)

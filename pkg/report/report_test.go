@@ -73,8 +73,10 @@ func TestGolden(t *testing.T) {
 	}{
 		{"plan.txt", fixturePlan(), Options{}},
 		{"plan.json", fixturePlan(), Options{Format: FormatJSON}},
+		{"plan.md", fixturePlan(), Options{Format: FormatMarkdown}},
 		{"offline-install.txt", offlineInstallPlan(), Options{}},
 		{"offline-install.json", offlineInstallPlan(), Options{Format: FormatJSON}},
+		{"offline-install.md", offlineInstallPlan(), Options{Format: FormatMarkdown}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))
@@ -148,8 +150,8 @@ func TestColor(t *testing.T) {
 			}
 		}
 	}
-	// JSON is never coloured.
-	for _, f := range []string{FormatJSON} {
+	// JSON and Markdown are never coloured.
+	for _, f := range []string{FormatJSON, FormatMarkdown} {
 		if out := write(t, fixturePlan(), Options{Format: f, Color: true}); strings.Contains(out, "\x1b[") {
 			t.Errorf("%s with Color=true has ANSI escapes", f)
 		}
@@ -176,7 +178,7 @@ func TestNoSecretValues(t *testing.T) {
 	p.Changes = append(p.Changes, plan.Change{
 		ID: id("", "ConfigMap", "annotated"), APIVersion: "v1", Action: plan.ActionCreate, After: cm,
 	})
-	for _, f := range []string{FormatText, FormatJSON} {
+	for _, f := range []string{FormatText, FormatJSON, FormatMarkdown} {
 		out := write(t, p, Options{Format: f})
 		for _, leak := range []string{secretValue, "c3VwZXItc2VjcmV0LXZhbHVl", "plain-token-value", "last-applied-copy"} {
 			if strings.Contains(out, leak) {
