@@ -61,6 +61,7 @@ Exit codes:
 func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
+	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use:   name + " RELEASE CHART [flags]",
 		Short: "Plan, review and apply a Helm upgrade without surprises",

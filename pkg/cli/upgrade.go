@@ -13,6 +13,8 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
@@ -45,6 +47,8 @@ type UpgradeOptions struct {
 	Namespace   string
 	AckSet      *gate.Acks
 	Logf        func(format string, args ...interface{})
+	// UserAgent marks every request of this tool (audit logs show it).
+	UserAgent string
 }
 
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
@@ -72,6 +76,12 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 // Complete fills the fields Run needs from flags and arguments.
 func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.ReleaseName, o.ChartRef = args[0], args[1]
+	if flags, ok := o.Settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && o.UserAgent != "" {
+		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			c.UserAgent = o.UserAgent
+			return c
+		}
+	}
 	o.Namespace = o.Settings.Namespace()
 	o.Render.Namespace = o.Namespace
 	o.Logf = func(string, ...interface{}) {}
@@ -128,7 +138,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
-	if err := report.Write(o.Streams.Out, p, report.Options{Format: o.Output, Color: o.Streams.Color(), Context: o.DiffContext}); err != nil {
+	if err := report.Write(o.Streams.Out, p, o.reportOptions()); err != nil {
 		return err
 	}
 	o.printDecision(o.Streams.ErrOut, decision)
@@ -145,6 +155,14 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitBlocked, nil)
 	}
 	return errors.New("applying is not implemented yet: run with --dry-run")
+}
+
+func (o *UpgradeOptions) reportOptions() report.Options {
+	ctxLines := o.DiffContext
+	if ctxLines == 0 {
+		ctxLines = report.NoContext // report treats 0 as "default"
+	}
+	return report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
 }
 
 func (o *UpgradeOptions) printDecision(w io.Writer, d gate.Decision) {

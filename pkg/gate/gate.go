@@ -72,13 +72,7 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 }
 
 // AckFlag is the --ack value that acknowledges c exactly.
-func AckFlag(c *plan.Change) string {
-	ref := c.ID.Kind + "/"
-	if c.ID.Namespace != "" {
-		ref += c.ID.Namespace + "/"
-	}
-	return ref + c.ID.Name + "@" + c.Fingerprint
-}
+func AckFlag(c *plan.Change) string { return c.ID.String() + "@" + c.Fingerprint }
 
 // Messages explains the decision for stderr.
 func (d Decision) Messages() []string {

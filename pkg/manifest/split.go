@@ -129,3 +129,14 @@ func crdScope(content map[string]interface{}) (schema.GroupKind, bool, bool) {
 	scope, _, _ := unstructured.NestedString(content, "spec", "scope")
 	return schema.GroupKind{Group: group, Kind: kind}, scope != "Cluster", true
 }
+
+// CRDKinds returns the kinds defined by CustomResourceDefinitions in s.
+func CRDKinds(s *Set) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, o := range s.Objects() {
+		if gk, _, ok := crdScope(o.Obj.Object); ok {
+			out[gk] = true
+		}
+	}
+	return out
+}

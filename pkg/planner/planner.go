@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -75,6 +76,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
 	ids := manifest.UnionIDs(prev, next)
+	crdKinds := manifest.CRDKinds(next)
 	changes := make([]plan.Change, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
@@ -85,7 +87,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id))
+			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id), crdKinds)
 		}()
 	}
 	wg.Wait()
@@ -112,7 +114,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -127,7 +129,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	case next == nil:
 		p.deletion(&c, liveObj)
 	case liveObj == nil:
-		p.creation(ctx, &c, next)
+		p.creation(ctx, &c, next, crdKinds)
 	default:
 		if err := p.update(ctx, &c, rel, prev, next, liveObj); err != nil {
 			return c, err
@@ -169,12 +171,20 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
 }
 
-func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object) {
+func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
 	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
 	if err != nil {
-		c.Notes = append(c.Notes, fmt.Sprintf("not validated by the server: %v (its CRD may come with this release)", err))
 		c.After = classify.Normalize(redact.Object(next.Obj))
+		if meta.IsNoMatchError(err) && crdKinds[next.GVK.GroupKind()] {
+			c.Notes = append(c.Notes, "not validated by the server: its CustomResourceDefinition is created by this release")
+			return
+		}
+		// Helm's upgrade fails on a kind the cluster does not serve (a
+		// removed API version, a missing CRD) before changing anything.
+		c.Class = plan.ClassInvalid
+		c.Destructive, c.Blocking = true, true
+		c.Reasons = []plan.Reason{{Path: "apiVersion", Message: "the cluster does not serve this kind: " + err.Error(), Source: plan.SourceServer}}
 		return
 	}
 	created, err := predict.DryRunCreate(ctx, ri, next.Obj)

@@ -1,0 +1,134 @@
+// Package e2e runs the tool against a real kube-apiserver, etcd and
+// kube-controller-manager (internal/testcluster) with charts installed by the
+// real helm CLI.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// writeChart writes a chart named name at version with the given templates
+// (file name → content) and returns its directory.
+func writeChart(t *testing.T, name, version string, templates map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name+"-"+version)
+	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chartYAML := "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(chartYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range templates {
+		path := filepath.Join(dir, file)
+		if !strings.Contains(file, "/") {
+			path = filepath.Join(dir, "templates", file)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// result is one in-process run of the tool.
+type result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// run executes the tool in-process against the test cluster.
+func run(t *testing.T, c *testcluster.Cluster, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	args = append(args, "--kubeconfig", c.Kubeconfig)
+	code := cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
+	return result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// jsonPlan mirrors the documented JSON contract (README, GUIDE §3).
+type jsonPlan struct {
+	APIVersion string `json:"apiVersion"`
+	Release    struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+		Revision  int    `json:"revision"`
+		Chart     string `json:"chart"`
+	} `json:"release"`
+	Summary map[string]int `json:"summary"`
+	Changes []jsonChange   `json:"changes"`
+}
+
+type jsonChange struct {
+	APIVersion   string `json:"apiVersion"`
+	Kind         string `json:"kind"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Action       string `json:"action"`
+	Class        string `json:"class"`
+	Destructive  bool   `json:"destructive"`
+	Acknowledged bool   `json:"acknowledged"`
+	Fingerprint  string `json:"fingerprint"`
+	Reasons      []struct {
+		Path, Message, Source string
+	} `json:"reasons"`
+	Diff    string `json:"diff"`
+	Rollout *struct {
+		Replicas int64  `json:"replicas"`
+		Strategy string `json:"strategy"`
+		Impact   string `json:"impact"`
+	} `json:"rollout"`
+	Drift []struct {
+		Path     string `json:"path"`
+		Reverted bool   `json:"reverted"`
+	} `json:"drift"`
+	Notes []string `json:"notes"`
+}
+
+// planJSON runs the tool with --dry-run -o json and decodes the plan.
+func planJSON(t *testing.T, c *testcluster.Cluster, args ...string) (*jsonPlan, result) {
+	t.Helper()
+	r := run(t, c, append(args, "--dry-run", "-o", "json")...)
+	if r.Code == 1 {
+		t.Fatalf("tool failed (exit 1):\n%s\n%s", r.Stderr, r.Stdout)
+	}
+	var p jsonPlan
+	if err := json.Unmarshal([]byte(r.Stdout), &p); err != nil {
+		t.Fatalf("decoding the JSON plan: %v\nstdout:\n%s\nstderr:\n%s", err, r.Stdout, r.Stderr)
+	}
+	return &p, r
+}
+
+// change returns the change for kind/name, failing the test if absent.
+func (p *jsonPlan) change(t *testing.T, kind, name string) jsonChange {
+	t.Helper()
+	for _, c := range p.Changes {
+		if c.Kind == kind && c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no change for %s/%s in plan: %+v", kind, name, p.Changes)
+	return jsonChange{}
+}
+
+func (c jsonChange) paths() []string {
+	var out []string
+	for _, r := range c.Reasons {
+		out = append(out, r.Path)
+	}
+	return out
+}

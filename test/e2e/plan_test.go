@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+type stsSpec struct {
+	size, label, service, strategy, image string
+}
+
+func (s stsSpec) yaml() string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: %s
+  selector: {matchLabels: {app: %s}}
+  updateStrategy: {type: %s}
+  template:
+    metadata: {labels: {app: %s}}
+    spec: {containers: [{name: db, image: "%s"}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: %s}}}
+`, s.service, s.label, s.strategy, s.label, s.image, s.size)
+}
+
+var baseSTS = stsSpec{size: "1Gi", label: "db", service: "db", strategy: "RollingUpdate", image: "postgres:16.1"}
+
+func deployment(label, image, strategy string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: %d
+  strategy: {type: %s}
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec: {containers: [{name: web, image: "%s"}]}
+`, replicas, strategy, label, label, image)
+}
+
+func configMap(immutable bool, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\nimmutable: %v\ndata: {mode: %q}\n", immutable, value)
+}
+
+func service(clusterIP string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec:\n  clusterIP: %s\n  selector: {app: api}\n  ports: [{port: 80}]\n", clusterIP)
+}
+
+func job(image string) string {
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: "%s"}]
+`, image)
+}
+
+func pvc(size string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: %s}}\n", size)
+}
+
+func roleBinding(role string) string {
+	return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: readers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %s}
+subjects: [{kind: ServiceAccount, name: default}]
+`, role)
+}
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`
+
+func widget(size int) string {
+	return fmt.Sprintf("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: gadget}\nspec: {size: %d}\n", size)
+}
+
+// planCase is one row of issue #3's acceptance table: install v1 with the
+// real helm, optionally disturb the live state, plan v2 and check the verdict.
+type planCase struct {
+	name   string
+	v1, v2 map[string]string
+	setup  func(t *testing.T, c *testcluster.Cluster, ns string)
+	kind   string
+	object string
+	action string
+	class  string
+	// destructive is the expected flag; paths are prefixes that must each
+	// start some reason path.
+	destructive bool
+	paths       []string
+	impact      string
+	driftPath   string
+}
+
+func planCases() []planCase {
+	sts := func(s stsSpec) map[string]string { return map[string]string{"sts.yaml": s.yaml()} }
+	with := func(f func(*stsSpec)) stsSpec { s := baseSTS; f(&s); return s }
+	one := func(file, content string) map[string]string { return map[string]string{file: content} }
+	return []planCase{
+		{name: "statefulset volumeClaimTemplates storage", v1: sts(baseSTS), v2: sts(with(func(s *stsSpec) { s.size = "2Gi" })),
+			kind: "StatefulSet", object: "db", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.volumeClaimTemplates[0].spec.resources.requests.storage"}},
+		{name: "statefulset selector", v1: sts(baseSTS), v2: sts(with(func(s *stsSpec) { s.label = "db2" })),
+			kind: "StatefulSet", object: "db", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.selector.matchLabels.app"}},
+		{name: "statefulset serviceName", v1: sts(baseSTS), v2: sts(with(func(s *stsSpec) { s.service = "db-headless" })),
+			kind: "StatefulSet", object: "db", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.serviceName"}},
+		{name: "deployment selector", v1: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)), v2: one("d.yaml", deployment("web2", "nginx:1.25", "RollingUpdate", 2)),
+			kind: "Deployment", object: "web", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.selector.matchLabels.app"}},
+		{name: "service clusterIP", v1: one("s.yaml", service("10.96.200.10")), v2: one("s.yaml", service("10.96.200.11")),
+			kind: "Service", object: "api", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.clusterIP"}},
+		{name: "job template", v1: one("j.yaml", job("busybox:1.36")), v2: one("j.yaml", job("busybox:1.37")),
+			kind: "Job", object: "migrate", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.template"}},
+		{name: "pvc shrink", v1: one("p.yaml", pvc("2Gi")), v2: one("p.yaml", pvc("1Gi")),
+			kind: "PersistentVolumeClaim", object: "data", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"spec.resources.requests.storage"}},
+		{name: "rolebinding roleRef", v1: one("rb.yaml", roleBinding("view")), v2: one("rb.yaml", roleBinding("edit")),
+			kind: "RoleBinding", object: "readers", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"roleRef.name"}},
+		{name: "immutable configmap data", v1: one("cm.yaml", configMap(true, "a")), v2: one("cm.yaml", configMap(true, "b")),
+			kind: "ConfigMap", object: "settings", action: "update", class: "recreate-required", destructive: true,
+			paths: []string{"data.mode"}},
+		{name: "deployment image", v1: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 3)), v2: one("d.yaml", deployment("web", "nginx:1.26", "RollingUpdate", 3)),
+			kind: "Deployment", object: "web", action: "update", class: "rolling",
+			paths: []string{"spec.template.spec.containers[0].image"}, impact: "3 pod(s) replaced gradually"},
+		{name: "statefulset OnDelete template", v1: sts(with(func(s *stsSpec) { s.strategy = "OnDelete" })), v2: sts(with(func(s *stsSpec) { s.strategy = "OnDelete"; s.image = "postgres:16.2" })),
+			kind: "StatefulSet", object: "db", action: "update", class: "rolling",
+			paths: []string{"spec.template.spec.containers[0].image"}, impact: "OnDelete"},
+		{name: "deployment Recreate strategy", v1: one("d.yaml", deployment("web", "nginx:1.25", "Recreate", 2)), v2: one("d.yaml", deployment("web", "nginx:1.26", "Recreate", 2)),
+			kind: "Deployment", object: "web", action: "update", class: "rolling",
+			paths: []string{"spec.template.spec.containers[0].image"}, impact: "stopped before new ones start"},
+		{name: "replicas only", v1: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)), v2: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 4)),
+			kind: "Deployment", object: "web", action: "update", class: "in-place", paths: []string{"spec.replicas"}},
+		{name: "configmap data", v1: one("cm.yaml", configMap(false, "a")), v2: one("cm.yaml", configMap(false, "b")),
+			kind: "ConfigMap", object: "settings", action: "update", class: "in-place", paths: []string{"data.mode"}},
+		{name: "pvc removed from the chart", v1: map[string]string{"p.yaml": pvc("1Gi"), "cm.yaml": configMap(false, "a")}, v2: one("cm.yaml", configMap(false, "a")),
+			kind: "PersistentVolumeClaim", object: "data", action: "delete", destructive: true},
+		{name: "custom resource", v1: map[string]string{"crds/widget.yaml": widgetCRD, "w.yaml": widget(1)}, v2: map[string]string{"crds/widget.yaml": widgetCRD, "w.yaml": widget(2)},
+			kind: "Widget", object: "gadget", action: "update", class: "in-place", paths: []string{"spec.size"}},
+		{name: "drift reverted", v1: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)), v2: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)),
+			setup: func(t *testing.T, c *testcluster.Cluster, ns string) {
+				scale, err := c.Clientset(t).AppsV1().Deployments(ns).GetScale(t.Context(), "web", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				scale.Spec.Replicas = 5
+				if _, err := c.Clientset(t).AppsV1().Deployments(ns).UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			kind: "Deployment", object: "web", action: "update", class: "in-place", paths: []string{"spec.replicas"}, driftPath: "spec.replicas"},
+	}
+}
+
+func TestPlanVerdicts(t *testing.T) {
+	c := testcluster.Get(t)
+	for _, tc := range planCases() {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			ns := c.Namespace(t)
+			c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", tc.v1), "-n", ns)
+			if tc.setup != nil {
+				tc.setup(t, c, ns)
+			}
+			before := len(c.AuditEvents(t, nil))
+			p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", tc.v2), "-n", ns)
+			got := p.change(t, tc.kind, tc.object)
+			if got.Action != tc.action || got.Class != tc.class || got.Destructive != tc.destructive {
+				t.Fatalf("%s/%s: got action=%s class=%s destructive=%v, want %s %s %v\nreasons: %+v\nstderr:\n%s",
+					tc.kind, tc.object, got.Action, got.Class, got.Destructive, tc.action, tc.class, tc.destructive, got.Reasons, r.Stderr)
+			}
+			for _, want := range tc.paths {
+				if !hasPathPrefix(got.paths(), want) {
+					t.Errorf("reason paths %q: none starts with %q (reasons %+v)", got.paths(), want, got.Reasons)
+				}
+			}
+			if tc.destructive && got.Fingerprint == "" {
+				t.Errorf("destructive change without a fingerprint")
+			}
+			if tc.impact != "" && (got.Rollout == nil || !strings.Contains(got.Rollout.Impact, tc.impact)) {
+				t.Errorf("rollout = %+v, want impact containing %q", got.Rollout, tc.impact)
+			}
+			if tc.driftPath != "" && !driftReverted(got, tc.driftPath) {
+				t.Errorf("drift = %+v, want %s reverted", got.Drift, tc.driftPath)
+			}
+			wantCode := 0
+			if tc.destructive {
+				wantCode = 2
+			}
+			if r.Code != wantCode {
+				t.Errorf("exit code %d, want %d\nstderr:\n%s", r.Code, wantCode, r.Stderr)
+			}
+			assertOnlyDryRunWrites(t, c, ns, before)
+		})
+	}
+}
+
+func hasPathPrefix(paths []string, prefix string) bool {
+	for _, p := range paths {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func driftReverted(c jsonChange, path string) bool {
+	for _, d := range c.Drift {
+		if d.Path == path && d.Reverted {
+			return true
+		}
+	}
+	return false
+}
+
+// assertOnlyDryRunWrites proves from the API server's audit log that the
+// tool sent no write without dryRun=All since event index before.
+func assertOnlyDryRunWrites(t *testing.T, c *testcluster.Cluster, ns string, before int) {
+	t.Helper()
+	events := c.AuditEvents(t, nil)
+	sawTool := false
+	for _, e := range events[before:] {
+		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") {
+			continue
+		}
+		sawTool = true
+		switch e.Verb {
+		case "get", "list", "watch":
+			continue
+		}
+		if !strings.Contains(e.RequestURI, "dryRun=All") {
+			t.Errorf("plan mode sent a write without dryRun=All: %s %s", e.Verb, e.RequestURI)
+		}
+	}
+	if !sawTool {
+		t.Errorf("no request of the tool in the audit log: the user agent is not set, or the check cannot fail")
+	}
+}
+
+func TestInstallWhenReleaseDoesNotExist(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := writeChart(t, "fresh", "1.0.0", map[string]string{
+		"cm.yaml": configMap(false, "a"), "d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 1), "s.yaml": service(""),
+	})
+	p, r := planJSON(t, c, "fresh", chart, "-n", ns, "--install")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if len(p.Changes) != 3 || p.Summary["create"] != 3 {
+		t.Fatalf("want 3 creates, got summary %v changes %+v", p.Summary, p.Changes)
+	}
+	for _, ch := range p.Changes {
+		if ch.Action != "create" {
+			t.Errorf("%s/%s: action %s, want create", ch.Kind, ch.Name, ch.Action)
+		}
+	}
+	r = run(t, c, "fresh", chart, "-n", ns, "--dry-run")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "fresh") || !strings.Contains(r.Stderr, "--install") {
+		t.Fatalf("without --install: want exit 1 naming the release and --install, got %d\n%s", r.Code, r.Stderr)
+	}
+}
