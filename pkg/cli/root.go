@@ -71,7 +71,6 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 
   # Apply, acknowledging one destructive change reviewed in the plan
   %[1]s my-db bitnami/postgresql -f values.yaml --ack StatefulSet/my-db/my-db-postgresql@3f2a9c1e0b7d`, name),
-		Version:       fmt.Sprintf("%s (commit %s, helm SDK %s)", build.Version, build.Commit, helmSDKVersion()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -90,7 +89,6 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -98,8 +96,19 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 	return cmd
 }
 
+// versionLine is what --version prints.
+func versionLine(argv0 string, build BuildInfo) string {
+	return fmt.Sprintf("%s %s (commit %s, helm SDK %s)\n", commandName(argv0), build.Version, build.Commit, helmSDKVersion())
+}
+
 // Execute runs the command with args and returns the process exit code.
 func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int {
+	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
+	// alone, it asks for the tool's version.
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Fprint(streams.Out, versionLine(argv0, build))
+		return ExitOK
+	}
 	cmd := NewRootCommand(argv0, streams, build)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.

@@ -40,6 +40,12 @@ type UpgradeOptions struct {
 	AckFile           string
 	AckAllDestructive bool
 	Force             bool
+	// Offline pre-merge mode: compare a base render with the head render
+	// without any cluster access.
+	Offline      bool
+	FromChart    string
+	FromValues   []string
+	FromManifest string
 
 	// Set by Complete.
 	ReleaseName string
@@ -71,6 +77,10 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
 	fs.BoolVar(&o.AckAllDestructive, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
+	fs.StringVar(&o.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
+	fs.StringArrayVar(&o.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
+	fs.StringVar(&o.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
 }
 
 // Complete fills the fields Run needs from flags and arguments.
@@ -112,6 +122,17 @@ func (o *UpgradeOptions) Validate() error {
 	default:
 		return fmt.Errorf("--output %q: want text, json or markdown", o.Output)
 	}
+	if o.Offline {
+		o.DryRun = true
+		if (o.FromChart == "") == (o.FromManifest == "") {
+			return errors.New("--offline needs exactly one of --from-chart or --from-manifest")
+		}
+	} else if o.FromChart != "" || o.FromManifest != "" || len(o.FromValues) > 0 {
+		return errors.New("--from-chart, --from-values and --from-manifest need --offline")
+	}
+	if len(o.FromValues) > 0 && o.FromChart == "" {
+		return errors.New("--from-values needs --from-chart")
+	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
 	}
@@ -133,7 +154,11 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	planCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	p, err := o.plan(planCtx)
+	build := o.plan
+	if o.Offline {
+		build = o.offlinePlan
+	}
+	p, err := build(planCtx)
 	if err != nil {
 		return err
 	}
@@ -211,6 +236,35 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*plan.Plan, error) {
 	}
 	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
 	return planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+}
+
+// offlinePlan compares the base (a chart render or a manifest file) with the
+// head render; nothing reaches a cluster.
+func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*plan.Plan, error) {
+	headOpts := o.Render
+	headOpts.Install = true
+	head, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.ChartRef, headOpts)
+	if err != nil {
+		return nil, fmt.Errorf("head chart %s: %w", o.ChartRef, err)
+	}
+	in := plannerInput(head)
+	in.Release.Install = false
+	if o.FromManifest != "" {
+		data, err := os.ReadFile(o.FromManifest)
+		if err != nil {
+			return nil, fmt.Errorf("--from-manifest: %w", err)
+		}
+		in.PreviousManifest, in.PreviousName = string(data), "--from-manifest "+o.FromManifest
+	} else {
+		baseOpts := render.Options{Namespace: o.Namespace, Install: true}
+		baseOpts.Values.ValueFiles = o.FromValues
+		base, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.FromChart, baseOpts)
+		if err != nil {
+			return nil, fmt.Errorf("base chart %s: %w", o.FromChart, err)
+		}
+		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
+	}
+	return planner.New(nil, "").Plan(ctx, in)
 }
 
 // plannerInput converts the render result into the planner's input.

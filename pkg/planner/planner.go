@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -41,11 +42,15 @@ type Input struct {
 	// (empty for an install); NextManifest the new render.
 	PreviousManifest string
 	NextManifest     string
+	// PreviousName labels the previous manifest in errors (offline: the base
+	// chart or manifest file); empty means the release revision.
+	PreviousName string
 	Hooks            []plan.Hook
 	Notes            []string
 }
 
-// Planner builds plans against one cluster.
+// Planner builds plans against one cluster, or offline (Cluster nil) from
+// two renders alone.
 type Planner struct {
 	Cluster       *live.Cluster
 	Patcher       *predict.Patcher
@@ -64,13 +69,28 @@ func New(cluster *live.Cluster, serverVersion string) *Planner {
 // Plan predicts and classifies every object of both releases.
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
-	prev, err := manifest.Split(fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision), in.PreviousManifest, ns, p.Cluster)
+	var scoper manifest.Scoper = manifest.StaticScoper{}
+	if p.Cluster != nil {
+		scoper = p.Cluster
+	}
+	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
+	if in.PreviousName != "" {
+		prevName = in.PreviousName
+	}
+	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, scoper)
 	if err != nil {
 		return nil, err
 	}
-	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
+	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, scoper)
 	if err != nil {
 		return nil, err
+	}
+	if p.Cluster == nil {
+		// Offline, the base render stands in for the live objects, as if
+		// Helm had applied it.
+		for _, o := range prev.Objects() {
+			addHelmMetadata(o.Obj, in.Release.Name, ns)
+		}
 	}
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
@@ -103,13 +123,18 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		}
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
-	return &plan.Plan{
+	out := &plan.Plan{
 		Release:       in.Release,
 		ServerVersion: p.ServerVersion,
+		Offline:       p.Cluster == nil,
 		Changes:       changes,
 		Hooks:         in.Hooks,
 		Notes:         in.Notes,
-	}, nil
+	}
+	if out.Offline {
+		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
+	}
+	return out, nil
 }
 
 // change evaluates one object: prev and next are its last-release and new
@@ -120,11 +145,18 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 		obj = prev
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String()}
-	state := p.Cluster.Get(ctx, obj)
-	if state.Err != nil {
-		return c, state.Err
+	var liveObj *unstructured.Unstructured
+	if p.Cluster == nil {
+		if prev != nil {
+			liveObj = prev.Obj
+		}
+	} else {
+		state := p.Cluster.Get(ctx, obj)
+		if state.Err != nil {
+			return c, state.Err
+		}
+		liveObj = state.Obj
 	}
-	liveObj := state.Obj
 	switch {
 	case next == nil:
 		p.deletion(&c, liveObj)
@@ -173,6 +205,10 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 
 func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
+	if p.Cluster == nil {
+		c.After = classify.Normalize(redact.Object(next.Obj))
+		return
+	}
 	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
 	if err != nil {
 		c.After = classify.Normalize(redact.Object(next.Obj))
@@ -237,21 +273,9 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
 		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret}
-	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
+	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.ID, err)
-	}
-	predicted, dryErr := predict.DryRunPatch(ctx, ri, c.ID.Name, pt, patch)
-	switch {
-	case dryErr == nil:
-		u.Predicted = redact.Object(predicted)
-	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
-		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())
-	default:
-		u.DryRunErr = dryErr
-		if apierrors.IsInvalid(dryErr) {
-			_, u.RecreateErr = predict.DryRunCreate(ctx, ri, next.Obj)
-		}
+		return err
 	}
 	v := p.Classifier.Classify(u)
 	if v.Noop {
@@ -267,6 +291,33 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	c.After = classify.Normalize(redact.Object(after))
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
 	return nil
+}
+
+// dryRun asks the server for the predicted object and records its answer in
+// u; offline, or when RBAC forbids the dry-run, it returns nil and the
+// classifier falls back to the catalogue.
+func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
+	if p.Cluster == nil {
+		return nil, nil
+	}
+	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.ID, err)
+	}
+	predicted, dryErr := predict.DryRunPatch(ctx, ri, c.ID.Name, pt, patch)
+	switch {
+	case dryErr == nil:
+		u.Predicted = redact.Object(predicted)
+		return predicted, nil
+	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
+		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())
+	default:
+		u.DryRunErr = dryErr
+		if apierrors.IsInvalid(dryErr) {
+			_, u.RecreateErr = predict.DryRunCreate(ctx, ri, next.Obj)
+		}
+	}
+	return nil, nil
 }
 
 // rejectsObject reports whether the server refused the object itself (as
