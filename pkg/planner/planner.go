@@ -45,8 +45,8 @@ type Input struct {
 	// PreviousName labels the previous manifest in errors (offline: the base
 	// chart or manifest file); empty means the release revision.
 	PreviousName string
-	Hooks            []plan.Hook
-	Notes            []string
+	Hooks        []plan.Hook
+	Notes        []string
 }
 
 // Planner builds plans against one cluster, or offline (Cluster nil) from
@@ -173,11 +173,11 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 // destructiveDeletes are kinds whose deletion loses data or everything in
 // them (GUIDE §4); a StatefulSet's default cascade stops all its pods at once.
 var destructiveDeletes = map[schema.GroupKind]string{
-	{Kind: "PersistentVolumeClaim"}: "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)",
-	{Kind: "PersistentVolume"}:      "deleting a PersistentVolume can delete the underlying storage",
+	{Kind: "PersistentVolumeClaim"}:                                   "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)",
+	{Kind: "PersistentVolume"}:                                        "deleting a PersistentVolume can delete the underlying storage",
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: "deleting a CRD deletes every custom resource of that kind",
-	{Kind: "Namespace"}:                   "deleting a Namespace deletes everything in it",
-	{Group: "apps", Kind: "StatefulSet"}: "deleting a StatefulSet stops all its pods at once",
+	{Kind: "Namespace"}:                                               "deleting a Namespace deletes everything in it",
+	{Group: "apps", Kind: "StatefulSet"}:                              "deleting a StatefulSet stops all its pods at once",
 }
 
 func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
