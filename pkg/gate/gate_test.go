@@ -1,0 +1,169 @@
+package gate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/gate -update)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func fixture() *plan.Plan {
+	sts := plan.Change{ID: manifest.ObjectID{Group: "apps", Kind: "StatefulSet", Namespace: "prod", Name: "db"},
+		Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired, Destructive: true,
+		Reasons: []plan.Reason{{Path: "spec.volumeClaimTemplates[0].spec.resources.requests.storage", Message: "field is immutable", Source: plan.SourceServer, Before: "1Gi", After: "2Gi"}}}
+	pvc := plan.Change{ID: manifest.ObjectID{Kind: "PersistentVolumeClaim", Namespace: "prod", Name: "cache"},
+		Action: plan.ActionDelete, Destructive: true,
+		Reasons: []plan.Reason{{Message: "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)", Source: plan.SourceHelm}}}
+	bad := plan.Change{ID: manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "prod", Name: "web"},
+		Action: plan.ActionUpdate, Class: plan.ClassInvalid, Destructive: true, Blocking: true,
+		Reasons: []plan.Reason{{Path: "spec.template.metadata.labels", Message: "Invalid value: ...: `selector` does not match template `labels`", Source: plan.SourceServer}}}
+	cm := plan.Change{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "prod", Name: "settings"}, Action: plan.ActionUpdate, Class: plan.ClassInPlace}
+	p := &plan.Plan{Release: plan.Release{Name: "shop", Namespace: "prod"}, Changes: []plan.Change{sts, pvc, bad, cm}}
+	for i := range p.Changes {
+		if p.Changes[i].Destructive {
+			p.Changes[i].Fingerprint = plan.Fingerprint(p.Changes[i])
+		}
+	}
+	return p
+}
+
+func TestEvaluate(t *testing.T) {
+	fp := func(p *plan.Plan, i int) string { return p.Changes[i].Fingerprint }
+	tests := []struct {
+		name    string
+		acks    func(p *plan.Plan) []string
+		ackAll  bool
+		unacked int
+		stale   int
+		blocked bool
+	}{
+		{name: "no acks", acks: func(*plan.Plan) []string { return nil }, unacked: 2, blocked: true},
+		{name: "ack by kind/name", acks: func(*plan.Plan) []string { return []string{"StatefulSet/db", "pvc/prod/cache"} }, unacked: 1, blocked: true},
+		{name: "ack by kind.group/ns/name@fingerprint", acks: func(p *plan.Plan) []string {
+			return []string{"statefulset.apps/prod/db@" + fp(p, 0), "PersistentVolumeClaim/prod/cache@" + fp(p, 1)}
+		}, blocked: true},
+		{name: "stale fingerprint does not count", acks: func(p *plan.Plan) []string {
+			return []string{"StatefulSet/prod/db@000000000000", "PersistentVolumeClaim/prod/cache"}
+		}, unacked: 1, stale: 1, blocked: true},
+		{name: "ack-all still refuses invalid", acks: func(*plan.Plan) []string { return nil }, ackAll: true, blocked: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := fixture()
+			acks, err := ParseAcks(tt.acks(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Evaluate(p, acks, tt.ackAll)
+			if len(d.Unacked) != tt.unacked || len(d.Stale) != tt.stale || d.Blocked() != tt.blocked || len(d.Refused) != 1 {
+				t.Fatalf("decision: unacked %d stale %d refused %d blocked %v; want %d %d 1 %v",
+					len(d.Unacked), len(d.Stale), len(d.Refused), d.Blocked(), tt.unacked, tt.stale, tt.blocked)
+			}
+			if p.Changes[2].Acknowledged {
+				t.Fatal("an invalid change was acknowledged")
+			}
+		})
+	}
+}
+
+func TestEvaluateLetsThroughWhenAllAcked(t *testing.T) {
+	p := fixture()
+	p.Changes = p.Changes[:2] // without the invalid change
+	acks, _ := ParseAcks([]string{"StatefulSet/prod/db@" + p.Changes[0].Fingerprint, "PersistentVolumeClaim/cache"})
+	d := Evaluate(p, acks, false)
+	if d.Blocked() || d.Via["flag"] != 2 || !p.Changes[0].Acknowledged || !p.Changes[1].Acknowledged {
+		t.Fatalf("want both acknowledged by flag, got %+v", d)
+	}
+}
+
+func TestParseAcksRejectsBadInput(t *testing.T) {
+	for _, v := range []string{"StatefulSet", "a/b/c/d", "StatefulSet//db", "/db"} {
+		if _, err := ParseAcks([]string{v}); err == nil || !strings.Contains(err.Error(), v) {
+			t.Errorf("ParseAcks(%q) = %v, want an error naming it", v, err)
+		}
+	}
+}
+
+func TestReadAckFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "acks.yaml")
+	os.WriteFile(good, []byte("- kind: StatefulSet\n  namespace: prod\n  name: db\n  fingerprint: abc\n  reason: reviewed in PR 42\n"), 0o644)
+	acks, err := ReadAckFile(good)
+	if err != nil || len(acks.list) != 1 || acks.list[0].Via != "ack-file" || acks.list[0].Fingerprint != "abc" {
+		t.Fatalf("ReadAckFile = %+v, %v", acks, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("- kind: StatefulSet\n  nmae: db\n"), 0o644)
+	if _, err := ReadAckFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("unknown field: want an error naming %s, got %v", bad, err)
+	}
+}
+
+func TestBlockedMessagesGolden(t *testing.T) {
+	p := fixture()
+	acks, _ := ParseAcks([]string{"StatefulSet/prod/db@000000000000", "Secret/nothing"})
+	d := Evaluate(p, acks, false)
+	golden(t, "blocked.txt", strings.Join(d.Messages(), "\n")+"\n")
+}
+
+// scripted answers like a person would, echoing the prompt as a terminal shows it.
+type scripted struct {
+	answer string
+	out    *bytes.Buffer
+}
+
+func (s scripted) Input(prompt string) (string, error) {
+	s.out.WriteString(prompt + s.answer + "\n")
+	return s.answer, nil
+}
+
+func TestConfirm(t *testing.T) {
+	for _, tt := range []struct {
+		answer string
+		yes    bool
+	}{{"shop", true}, {"yes", false}, {"", false}, {" shop ", true}} {
+		p := fixture()
+		p.Changes = p.Changes[:2]
+		d := Evaluate(p, &Acks{}, false)
+		var out bytes.Buffer
+		ok, err := Confirm(scripted{tt.answer, &out}, &out, "shop", &d)
+		if err != nil || ok != tt.yes || d.Blocked() == tt.yes {
+			t.Fatalf("answer %q: ok %v blocked %v err %v", tt.answer, ok, d.Blocked(), err)
+		}
+		if tt.answer == "shop" {
+			golden(t, "prompt.txt", out.String())
+		}
+	}
+}
+
+func TestLinePrompter(t *testing.T) {
+	var out bytes.Buffer
+	got, err := NewLinePrompter(strings.NewReader("shop\r\nnext\n"), &out).Input("name? ")
+	if err != nil || got != "shop" || out.String() != "name? " {
+		t.Fatalf("Input = %q, %v; prompt %q", got, err, out.String())
+	}
+}

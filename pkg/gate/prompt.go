@@ -1,0 +1,70 @@
+package gate
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Prompter asks a person a question on a terminal.
+type Prompter interface {
+	// Input shows prompt and returns the line typed, without its newline.
+	Input(prompt string) (string, error)
+}
+
+// LinePrompter reads answers line by line from In and writes prompts to Out.
+type LinePrompter struct {
+	in  *bufio.Reader
+	out io.Writer
+}
+
+// NewLinePrompter returns a prompter on in and out (the terminal).
+func NewLinePrompter(in io.Reader, out io.Writer) *LinePrompter {
+	return &LinePrompter{in: bufio.NewReader(in), out: out}
+}
+
+// Input implements Prompter. End of input is an empty answer.
+func (p *LinePrompter) Input(prompt string) (string, error) {
+	fmt.Fprint(p.out, prompt)
+	line, err := p.in.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// Confirm lists the unacknowledged destructive changes and asks the person
+// to type the release name; anything else declines. On yes the changes are
+// marked acknowledged (via "prompt").
+func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, error) {
+	fmt.Fprintf(out, "\nThis upgrade makes %d destructive change(s) that nobody acknowledged:\n", len(d.Unacked))
+	for _, c := range d.Unacked {
+		what := string(c.Class)
+		if what == "" {
+			what = string(c.Action)
+		}
+		fmt.Fprintf(out, "  - %s %s\n", what, c.ID)
+		for _, r := range c.Reasons {
+			if r.Path == "" {
+				fmt.Fprintf(out, "      %s\n", r.Message)
+			} else {
+				fmt.Fprintf(out, "      %s: %s\n", r.Path, r.Message)
+			}
+		}
+	}
+	answer, err := p.Input(fmt.Sprintf("Type the release name (%s) to apply them; anything else aborts: ", release))
+	if err != nil {
+		return false, err
+	}
+	if strings.TrimSpace(answer) != release {
+		return false, nil
+	}
+	for _, c := range d.Unacked {
+		c.Acknowledged = true
+		d.Via["prompt"]++
+	}
+	d.Unacked = nil
+	return true, nil
+}
