@@ -8,9 +8,28 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# build_module SRC_DIR OUT_DIR GO_MOD_SETUP... : copies the cmd sources into a
-# scratch module under the cache, lets the setup function write go.mod, and
-# builds every cmd into OUT_DIR.
+# lock_cache serialises builds: parallel test binaries and the demo may all ask
+# for the same binaries, and two builds would share the scratch and .tmp dirs.
+# Each build function calls it once it knows it must build, then checks the
+# cache again (another process may have built it meanwhile).
+LOCKED=
+lock_cache() {
+  [[ -n "$LOCKED" ]] && return 0
+  LOCKED=1
+  mkdir -p "$CACHE_DIR"
+  if ! command -v flock >/dev/null; then
+    log "flock not found: not guarding against a concurrent build"
+    return 0
+  fi
+  exec 9>"$CACHE_DIR/build.lock"
+  if ! flock -n 9; then
+    log "waiting for another build of the control plane to finish"
+    flock 9
+  fi
+}
+
+# scratch_module NAME: prints a fresh, empty folder under the cache where a
+# throwaway go.mod pins what one build needs.
 scratch_module() {
   local name=$1
   local dir="$CACHE_DIR/src/$name"
@@ -19,9 +38,13 @@ scratch_module() {
   echo "$dir"
 }
 
+etcd_cached() { [[ -x "$(etcd_bin_dir)/etcd" ]]; }
+
 build_etcd() {
   local out; out="$(etcd_bin_dir)"
-  [[ -x "$out/etcd" ]] && return 0
+  etcd_cached && return 0
+  lock_cache
+  etcd_cached && return 0
   log "building etcd $ETCD_VERSION"
   local dir; dir="$(scratch_module "etcd-$ETCD_VERSION")"
   mkdir -p "$dir/etcd"
@@ -31,9 +54,11 @@ build_etcd() {
     go mod init safe-upgrade.local/etcd >/dev/null 2>&1
     go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
     go mod tidy >/dev/null
+    rm -rf "$out.tmp"
     mkdir -p "$out.tmp"
     go build -trimpath -o "$out.tmp/etcd" ./etcd
   )
+  rm -rf "$out"
   mv "$out.tmp" "$out"
 }
 
@@ -46,9 +71,16 @@ staging_replaces() {
     while read -r mod; do echo "-replace=$mod=$mod@$minor_version"; done
 }
 
+kubernetes_cached() {
+  local out; out="$(kube_bin_dir)"
+  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]
+}
+
 build_kubernetes() {
   local out; out="$(kube_bin_dir)"
-  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]] && return 0
+  kubernetes_cached && return 0
+  lock_cache
+  kubernetes_cached && return 0
   log "building kube-apiserver, kube-controller-manager and kubectl $KUBE_VERSION (cold: several minutes)"
   local ver=${KUBE_VERSION#v}
   local major=${ver%%.*} rest=${ver#*.}
@@ -70,6 +102,7 @@ build_kubernetes() {
     go mod tidy >/dev/null
     local pkg=k8s.io/component-base/version
     local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    rm -rf "$out.tmp"
     mkdir -p "$out.tmp"
     for c in kube-apiserver kube-controller-manager kubectl; do
       go build -trimpath -ldflags "$ldflags" -o "$out.tmp/$c" "./$c"
@@ -83,7 +116,10 @@ build_helm() {
   local version=$1 major=${1%%.*}
   local out; out="$(helm_bin_dir "$version")"
   [[ -x "$out/helm" ]] && return 0
+  lock_cache
+  [[ -x "$out/helm" ]] && return 0
   log "building helm $version"
+  rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   GOBIN="$out.tmp" go install "helm.sh/helm/$major/cmd/helm@$version"
   rm -rf "$out"
