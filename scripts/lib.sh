@@ -16,3 +16,40 @@ helm_bin_dir() { echo "$CACHE_DIR/bin/helm-$1"; }
 
 log() { echo "==> $*" >&2; }
 die() { echo "error: $*" >&2; exit 1; }
+
+# pid_alive PID [MARK]: true if PID is running (a zombie counts as gone) and,
+# with MARK, one of its arguments is MARK or starts with MARK/ — so a PID that
+# the system reused for another program is never taken for ours.
+pid_alive() {
+  local pid=$1 mark=${2:-} stat args
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  if [[ -d /proc/self ]]; then
+    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+    stat="${stat##*) }"
+    [[ "${stat%% *}" != [ZX] ]] || return 1
+    args="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) " || return 1
+  else
+    args="$(ps -p "$pid" -o state=,command= 2>/dev/null) " || return 1
+    [[ "$args" != Z* ]] || return 1
+  fi
+  [[ -z "$mark" || "$args" == *"$mark/"* || "$args" == *"$mark "* ]]
+}
+
+# stop_pid_file FILE MARK [SECONDS]: stops the process named in FILE if it is
+# still ours (SIGTERM, then SIGKILL after SECONDS, default 20), waits until it
+# is gone, removes FILE.
+stop_pid_file() {
+  local file=$1 mark=$2 secs=${3:-20} pid
+  [[ -f "$file" ]] || return 0
+  pid="$(cat "$file")"
+  if pid_alive "$pid" "$mark"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq $((secs * 5))); do pid_alive "$pid" "$mark" || break; sleep 0.2; done
+    if pid_alive "$pid" "$mark"; then
+      log "$(basename "$file" .pid) (pid $pid) ignored SIGTERM for ${secs}s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do pid_alive "$pid" "$mark" || break; sleep 0.2; done
+    fi
+  fi
+  rm -f "$file"
+}

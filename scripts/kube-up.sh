@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# Starts a local control plane for tests and the demo: etcd, kube-apiserver and
+# kube-controller-manager (built from the Go module proxy by
+# build-controlplane.sh, cached) on random free loopback ports, with a fresh
+# data dir, RBAC on, a token-auth admin in system:masters and an audit log of
+# every request (Metadata level) so tests can prove what was sent.
+#
+# Usage: scripts/kube-up.sh [--foreground] [STATE_DIR]
+#   STATE_DIR defaults to $KUBE_STATE_DIR, else a new .cache/run/kube-<version>-XXXXXX.
+#   It must be empty or hold a stopped cluster (its data is wiped).
+#
+# The components run under a supervisor process (this script, re-executed with
+# --supervise) that stays their parent, so they are reaped when they exit, and
+# that stops them all, in order, when it is told to (SIGTERM, kube-down.sh),
+# when one of them dies, or when KUBE_UP_OWNER_PID exits. By default the
+# supervisor is detached and this script returns once the cluster is ready;
+# with --foreground it runs in this process (tests start it that way, so the
+# supervisor is their child too).
+#
+# When ready it prints `export KUBECONFIG=STATE_DIR/kubeconfig` on stdout; all
+# progress goes to stderr. The state dir then holds:
+#   kubeconfig           admin credentials (user "admin", group system:masters)
+#   audit.log            JSON audit events, one a line (blocking mode: written as each
+#                        request completes; maxsize 0: never rotated)
+#   kube-up.pid          the supervisor; scripts/kube-down.sh STATE_DIR stops everything
+#   *.pid, *.log         one per component (kube-up.log: the detached supervisor's output)
+#   pki/                 CA, serving cert, service-account key pair
+#
+# Environment:
+#   KUBE_VERSION          control-plane version (see lib.sh), e.g. v1.36.3
+#   KUBE_UP_TIMEOUT       seconds to wait for readiness (default 180)
+#   KUBE_UP_OWNER_PID     stop the cluster when that process exits (tests pass
+#                         their own PID so a crashed test binary leaks nothing)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SELF="$ROOT/scripts/kube-up.sh"
+TIMEOUT="${KUBE_UP_TIMEOUT:-180}"
+COMPONENTS=(etcd kube-apiserver kube-controller-manager)
+STOP_ORDER=(kube-controller-manager kube-apiserver etcd) # etcd last: the API server needs it to shut down
+
+ETCD="$(etcd_bin_dir)/etcd"
+KBIN="$(kube_bin_dir)"
+KUBECTL="$KBIN/kubectl"
+
+# prepare_state DIR: resolves the state dir into STATE (absolute), refuses one
+# whose cluster still runs, and removes what an earlier run left there.
+prepare_state() {
+  STATE=$1
+  if [[ -z "$STATE" ]]; then
+    mkdir -p "$CACHE_DIR/run"
+    STATE="$(mktemp -d "$CACHE_DIR/run/kube-$KUBE_VERSION-XXXXXX")"
+  fi
+  mkdir -p "$STATE"
+  STATE="$(cd "$STATE" && pwd)"
+  local c
+  for c in kube-up "${COMPONENTS[@]}"; do
+    if [[ -f "$STATE/$c.pid" ]] && pid_alive "$(cat "$STATE/$c.pid")" "$STATE"; then
+      die "$c is already running from $STATE (scripts/kube-down.sh $STATE stops it)"
+    fi
+  done
+  # Only the names this script writes are removed, never the whole dir.
+  rm -rf "$STATE/etcd-data" "$STATE/pki" "$STATE"/*.pid "$STATE"/*.log "$STATE/ready" \
+    "$STATE/kubeconfig" "$STATE/kcm.kubeconfig" "$STATE/tokens.csv" "$STATE/audit-policy.yaml"
+}
+
+# --- credentials -------------------------------------------------------------
+gen_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+
+gen_pki() {
+  gen_key "$PKI/ca.key"
+  openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=safe-upgrade-test-ca" -days 3650 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$PKI/ca.crt" 2>/dev/null
+  gen_key "$PKI/apiserver.key"
+  openssl req -new -key "$PKI/apiserver.key" -subj "/CN=kube-apiserver" -out "$PKI/apiserver.csr" 2>/dev/null
+  printf '%s\n' \
+    "basicConstraints=CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" \
+    "extendedKeyUsage=serverAuth" \
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc" \
+    >"$PKI/apiserver.ext"
+  openssl x509 -req -in "$PKI/apiserver.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+    -set_serial "0x$(openssl rand -hex 8)" -days 3650 -extfile "$PKI/apiserver.ext" \
+    -out "$PKI/apiserver.crt" 2>/dev/null
+  # Service-account tokens: signed with this key, verified with its public half.
+  gen_key "$PKI/sa.key"
+  openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+}
+
+# write_kubeconfig FILE USER TOKEN PORT
+write_kubeconfig() {
+  local ca; ca="$(base64 <"$PKI/ca.crt" | tr -d '\n')"
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: safe-upgrade-test
+  cluster:
+    server: https://127.0.0.1:$4
+    certificate-authority-data: $ca
+users:
+- name: $2
+  user:
+    token: $3
+contexts:
+- name: safe-upgrade-test
+  context:
+    cluster: safe-upgrade-test
+    user: $2
+    namespace: default
+current-context: safe-upgrade-test
+EOF
+  chmod 600 "$1"
+}
+
+# write_credentials: the PKI, the static tokens and the audit policy.
+write_credentials() {
+  command -v openssl >/dev/null || die "openssl is needed to generate the test cluster's certificates"
+  mkdir -p "$PKI"
+  gen_pki
+  ADMIN_TOKEN="$(openssl rand -hex 24)"
+  KCM_TOKEN="$(openssl rand -hex 24)"
+  # token,user,uid,"groups": the controller manager gets its own user so audit
+  # events tell its requests from the tests'.
+  cat >"$STATE/tokens.csv" <<EOT
+$ADMIN_TOKEN,admin,admin,"system:masters"
+$KCM_TOKEN,system:kube-controller-manager,kube-controller-manager,"system:masters"
+EOT
+  chmod 600 "$STATE/tokens.csv"
+  cat >"$STATE/audit-policy.yaml" <<'EOT'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+EOT
+}
+
+# --- ports and processes -----------------------------------------------------
+# free_port VAR: sets VAR to a loopback port nobody listens on, below the
+# ephemeral range so an outgoing connection cannot take it between the check
+# and the bind, and different from the ports already handed out.
+USED_PORTS=" "
+free_port() {
+  local p
+  for _ in $(seq 100); do
+    p=$((10000 + RANDOM % 22000))
+    [[ "$USED_PORTS" == *" $p "* ]] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      USED_PORTS+="$p "
+      printf -v "$1" '%s' "$p"
+      return 0
+    fi
+  done
+  die "no free loopback port found"
+}
+
+# start NAME BINARY ARGS...: runs it in the background with its output in
+# NAME.log (never on our stdout: callers may be reading that until EOF).
+start() {
+  local name=$1; shift
+  "$@" >"$STATE/$name.log" 2>&1 </dev/null &
+  echo $! >"$STATE/$name.pid"
+}
+
+# component_died prints the first component that has exited. No command-line
+# check here: these are our own children, possibly not yet exec'd.
+component_died() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    [[ -f "$STATE/$c.pid" ]] || continue
+    pid_alive "$(cat "$STATE/$c.pid")" || { echo "$c"; return 0; }
+  done
+  return 1
+}
+
+show_logs() {
+  local c
+  for c in "$@"; do
+    [[ -f "$STATE/$c.log" ]] || continue
+    echo "---- last lines of $STATE/$c.log" >&2
+    tail -n 30 "$STATE/$c.log" >&2
+  done
+}
+
+# wait_for WHAT CMD...: polls CMD until it succeeds, a component dies or the
+# deadline passes. Returns 2 when a port was taken under us (caller retries).
+wait_for() {
+  local what=$1; shift
+  local dead
+  while ! "$@" >/dev/null 2>&1; do
+    if dead="$(component_died)"; then
+      if grep -q "address already in use" "$STATE/$dead.log" 2>/dev/null; then
+        log "$dead lost its port to another process; retrying with new ports"
+        return 2
+      fi
+      echo "error: $dead exited while waiting for $what" >&2
+      show_logs "$dead"
+      return 1
+    fi
+    if owner_gone; then
+      echo "error: owner process $KUBE_UP_OWNER_PID exited while waiting for $what" >&2
+      return 1
+    fi
+    if ((SECONDS >= DEADLINE)); then
+      echo "error: timed out after ${TIMEOUT}s waiting for $what" >&2
+      show_logs "${COMPONENTS[@]}"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+owner_gone() { [[ -n "${KUBE_UP_OWNER_PID:-}" ]] && ! pid_alive "$KUBE_UP_OWNER_PID"; }
+
+stop_components() {
+  local c
+  for c in "${STOP_ORDER[@]}"; do stop_pid_file "$STATE/$c.pid" "$STATE"; done
+}
+
+kubectl_admin() { "$KUBECTL" --kubeconfig="$STATE/kubeconfig" --request-timeout=5s "$@"; }
+apiserver_ready() { [[ "$(kubectl_admin get --raw=/readyz)" == ok ]]; }
+# The controller manager is up once its service-account controller has made
+# the default ServiceAccount (pods cannot be created in a namespace without it).
+controllers_ready() { kubectl_admin get serviceaccount default -n default -o name; }
+
+start_all() {
+  local etcd_port peer_port api_port kcm_port
+  USED_PORTS=" "
+  free_port etcd_port; free_port peer_port; free_port api_port; free_port kcm_port
+  rm -rf "$STATE/etcd-data" "$STATE/audit.log"
+
+  start etcd "$ETCD" --name=default --data-dir="$STATE/etcd-data" \
+    --listen-client-urls="http://127.0.0.1:$etcd_port" --advertise-client-urls="http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls="http://127.0.0.1:$peer_port" --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
+    --initial-cluster="default=http://127.0.0.1:$peer_port" \
+    --unsafe-no-fsync --log-level=warn
+
+  # The advertise address is loopback too (no default route needed); the
+  # endpoint reconciler is off because Endpoints may not hold loopback IPs.
+  start kube-apiserver "$KBIN/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+    --endpoint-reconciler-type=none \
+    --cert-dir="$PKI" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --token-auth-file="$STATE/tokens.csv" \
+    --authorization-mode=RBAC \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --allow-privileged=true \
+    --audit-policy-file="$STATE/audit-policy.yaml" --audit-log-path="$STATE/audit.log" \
+    --audit-log-format=json --audit-log-mode=blocking --audit-log-maxsize=0 \
+    --profiling=false
+
+  write_kubeconfig "$STATE/kubeconfig" admin "$ADMIN_TOKEN" "$api_port"
+  write_kubeconfig "$STATE/kcm.kubeconfig" system:kube-controller-manager "$KCM_TOKEN" "$api_port"
+  wait_for "kube-apiserver /readyz on port $api_port" apiserver_ready || return
+
+  # Canonical controller names (1.37 no longer knows cloud-node-lifecycle);
+  # without nodes the node controllers have nothing to do.
+  start kube-controller-manager "$KBIN/kube-controller-manager" \
+    --kubeconfig="$STATE/kcm.kubeconfig" \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --controllers='*,-node-ipam-controller,-node-lifecycle-controller' \
+    --leader-elect=false --bind-address=127.0.0.1 --secure-port="$kcm_port" \
+    --authentication-skip-lookup --profiling=false
+  wait_for "kube-controller-manager (the default ServiceAccount)" controllers_ready
+}
+
+# supervise: starts the components as children of this process, prints the
+# export line once they are ready, and stops them when told to or when
+# something goes wrong; it exits only after they are gone.
+supervise() {
+  PKI="$STATE/pki"
+  echo $$ >"$STATE/kube-up.pid"
+  trap 'stop_components; rm -f "$STATE/ready" "$STATE/kube-up.pid"' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+  trap 'exit 129' HUP
+  write_credentials
+
+  log "starting control plane $KUBE_VERSION in $STATE"
+  DEADLINE=$((SECONDS + TIMEOUT))
+  local attempt rc
+  for attempt in 1 2 3; do
+    rc=0
+    start_all || rc=$?
+    ((rc == 0)) && break
+    stop_components
+    ((rc == 2 && attempt < 3)) || die "control plane did not start (logs in $STATE)"
+  done
+  touch "$STATE/ready"
+  log "control plane ready in ${SECONDS}s; stop it with: scripts/kube-down.sh $STATE"
+  echo "export KUBECONFIG=$STATE/kubeconfig"
+
+  local dead
+  while :; do
+    if owner_gone; then
+      log "owner process $KUBE_UP_OWNER_PID exited; stopping the control plane"
+      exit 0
+    fi
+    if dead="$(component_died)"; then
+      echo "error: $dead exited; stopping the control plane" >&2
+      show_logs "$dead"
+      exit 1
+    fi
+    sleep 1
+  done
+}
+
+case "${1:-}" in
+  --supervise)
+    STATE=$2
+    supervise
+    ;;
+  --foreground)
+    "$ROOT/scripts/build-controlplane.sh" etcd kubernetes
+    prepare_state "${2:-${KUBE_STATE_DIR:-}}"
+    # Same process, with the absolute state dir on its command line (that is
+    # how kube-down.sh recognises it).
+    exec bash "$SELF" --supervise "$STATE"
+    ;;
+  *)
+    "$ROOT/scripts/build-controlplane.sh" etcd kubernetes
+    prepare_state "${1:-${KUBE_STATE_DIR:-}}"
+    nohup bash "$SELF" --supervise "$STATE" >"$STATE/kube-up.log" 2>&1 </dev/null &
+    supervisor=$!
+    until [[ -f "$STATE/ready" ]]; do
+      if ! pid_alive "$supervisor"; then
+        tail -n 80 "$STATE/kube-up.log" >&2
+        die "control plane did not start (logs in $STATE)"
+      fi
+      sleep 0.5
+    done
+    log "control plane ready; stop it with: scripts/kube-down.sh $STATE"
+    echo "export KUBECONFIG=$STATE/kubeconfig"
+    ;;
+esac
