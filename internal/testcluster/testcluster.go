@@ -1,0 +1,390 @@
+// Package testcluster gives end-to-end tests a real control plane: etcd,
+// kube-apiserver and kube-controller-manager built from the Go module proxy by
+// scripts/build-controlplane.sh and started by scripts/kube-up.sh, plus the
+// real helm v3 and v4 CLIs and kubectl of the same build.
+//
+// A package that uses it calls Main from its TestMain; the first Get starts
+// the control plane (once per test binary) and Main stops it after the tests.
+// When SAFE_UPGRADE_KUBECONFIG names the kubeconfig of a cluster started by
+// scripts/kube-up.sh, that cluster is used and left running. Tests never skip:
+// when the control plane cannot start, Get fails the test with the reason.
+//
+//	func TestMain(m *testing.M) { testcluster.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		c := testcluster.Get(t)
+//		ns := c.Namespace(t)
+//		c.Helm(t, "install", "demo", chart, "-n", ns)
+//	}
+package testcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ReuseEnv names the environment variable that points at the kubeconfig of a
+// running cluster (from scripts/kube-up.sh) to use instead of starting one.
+const ReuseEnv = "SAFE_UPGRADE_KUBECONFIG"
+
+// Cluster is a running control plane and the client binaries built with it.
+type Cluster struct {
+	// Kubeconfig is the admin kubeconfig (user "admin", group system:masters).
+	Kubeconfig string
+	// RESTConfig is built from Kubeconfig, with client-side rate limits raised.
+	RESTConfig *rest.Config
+	// AuditLogPath is the API server's JSON audit log; empty for a reused
+	// cluster that kube-up.sh did not start.
+	AuditLogPath string
+	// Helm3 and Helm4 are the paths of the helm CLIs (v3.22.0, v4.3.1).
+	Helm3 string
+	Helm4 string
+	// Kubectl is the path of kubectl, the same version as the control plane.
+	Kubectl string
+	// ServerVersion is what the API server reports, e.g. v1.37.2.
+	ServerVersion string
+	// Root is the repository root (where go.mod is), for testdata and bin/.
+	Root string
+
+	helmHome string
+	audit    auditLog
+}
+
+var (
+	mainCalled bool
+	startOnce  sync.Once
+	shared     *Cluster
+	startErr   error
+	// ownedState is the kube-up.sh state dir of the cluster this binary
+	// started, supervisor its supervising kube-up.sh process; both unset when
+	// none was started or an existing one was reused.
+	ownedState string
+	supervisor *exec.Cmd
+)
+
+// Main runs the tests of a package (call it from TestMain), then stops the
+// control plane if a test started one, and exits with the tests' code. The
+// control plane's logs are kept (and their folder printed) when tests failed.
+func Main(m *testing.M) {
+	mainCalled = true
+	code := m.Run()
+	if err := stop(code == 0); err != nil {
+		fmt.Fprintf(os.Stderr, "testcluster: stopping the control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Get returns the shared control plane, starting it on first use. It fails
+// the test (never skips) when the control plane cannot start.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("testcluster: call testcluster.Main(m) from this package's TestMain, so the control plane is stopped after the tests")
+	}
+	startOnce.Do(func() { shared, startErr = start() })
+	if startErr != nil {
+		t.Fatalf("testcluster: the control plane is not available: %v", startErr)
+	}
+	return shared
+}
+
+func start() (*Cluster, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Root: root}
+	// Cached binaries make this instant; a cold build takes several minutes.
+	fmt.Fprintln(os.Stderr, "testcluster: building the control plane and helm if not cached (cold: several minutes)")
+	if _, err := runScript(root, "build-controlplane.sh", "all"); err != nil {
+		return nil, err
+	}
+	if err := c.findBinaries(); err != nil {
+		return nil, err
+	}
+
+	if kc := os.Getenv(ReuseEnv); kc != "" {
+		c.Kubeconfig = kc
+	} else {
+		runDir := filepath.Join(cacheDir(root), "run")
+		if err := os.MkdirAll(runDir, 0o755); err != nil {
+			return nil, err
+		}
+		state, err := os.MkdirTemp(runDir, "test-"+filepath.Base(mustGetwd())+"-")
+		if err != nil {
+			return nil, err
+		}
+		ownedState = state
+		if c.Kubeconfig, err = kubeUp(root, state); err != nil {
+			return nil, err
+		}
+	}
+	if audit := filepath.Join(filepath.Dir(c.Kubeconfig), "audit.log"); fileExists(audit) {
+		c.AuditLogPath = audit
+	}
+
+	if c.RESTConfig, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	c.RESTConfig.QPS, c.RESTConfig.Burst = 100, 200
+	dc, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("asking the API server for its version: %w", err)
+	}
+	c.ServerVersion = v.GitVersion
+
+	if c.helmHome, err = os.MkdirTemp("", "testcluster-helm-"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// stop stops the cluster this binary started and removes what it made; the
+// state dir (logs, audit log) is kept unless the tests passed.
+func stop(passed bool) error {
+	if shared != nil && shared.helmHome != "" {
+		os.RemoveAll(shared.helmHome)
+	}
+	if ownedState == "" {
+		return nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	_, err = runScript(root, "kube-down.sh", ownedState)
+	if supervisor != nil {
+		if err != nil { // kube-down failed: the supervisor must go anyway
+			supervisor.Process.Kill()
+		}
+		supervisor.Wait() // reaps it; its exit status tells nothing new
+	}
+	if err != nil {
+		return err
+	}
+	if passed {
+		return os.RemoveAll(ownedState)
+	}
+	fmt.Fprintf(os.Stderr, "testcluster: control-plane logs and audit log kept in %s\n", ownedState)
+	return nil
+}
+
+// kubeUp runs scripts/kube-up.sh --foreground as a child of this process (so
+// the supervisor, and through it the components, are reaped when they exit)
+// and returns the kubeconfig once the script says the cluster is ready.
+// KUBE_UP_OWNER_PID makes the supervisor stop the cluster if this binary dies
+// without reaching the end of Main (panic, test timeout, kill).
+func kubeUp(root, state string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", "kube-up.sh"), "--foreground", state)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBE_UP_OWNER_PID="+strconv.Itoa(os.Getpid()))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if kc, ok := strings.CutPrefix(lines.Text(), "export KUBECONFIG="); ok {
+			supervisor = cmd
+			go io.Copy(io.Discard, stdout) // nothing more is expected; never block the script
+			return kc, nil
+		}
+	}
+	err = cmd.Wait()
+	return "", fmt.Errorf("scripts/kube-up.sh --foreground %s: %v\n%s", state, err, tail(stderr.String(), 60))
+}
+
+// syncBuffer is a bytes.Buffer safe for the exec package's copying goroutine
+// and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// findBinaries asks scripts/lib.sh, the one place that knows the cache layout
+// and the versions (KUBE_VERSION and friends are honoured), where they are.
+func (c *Cluster) findBinaries() error {
+	out, err := exec.Command("bash", "-c",
+		`source "$1" && kube_bin_dir && helm_bin_dir "$HELM3_VERSION" && helm_bin_dir "$HELM4_VERSION"`,
+		"lib.sh", filepath.Join(c.Root, "scripts", "lib.sh")).Output()
+	if err != nil {
+		return fmt.Errorf("reading the cache layout from scripts/lib.sh: %w", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 3 {
+		return fmt.Errorf("scripts/lib.sh printed %q, want three folders", out)
+	}
+	c.Kubectl = filepath.Join(dirs[0], "kubectl")
+	c.Helm3 = filepath.Join(dirs[1], "helm")
+	c.Helm4 = filepath.Join(dirs[2], "helm")
+	for _, bin := range []string{c.Kubectl, c.Helm3, c.Helm4} {
+		if !fileExists(bin) {
+			return fmt.Errorf("%s is missing after scripts/build-controlplane.sh all", bin)
+		}
+	}
+	return nil
+}
+
+// runScript runs scripts/NAME with ARGS and returns its stdout; on failure the
+// error carries the end of its stderr (kube-up.sh prints component logs there).
+func runScript(root, name string, args ...string) (string, error) {
+	cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", name)}, args...)...)
+	cmd.Dir = root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("scripts/%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(stderr.String(), 60))
+	}
+	return stdout.String(), nil
+}
+
+// Clientset returns a typed client for the cluster.
+func (c *Cluster) Clientset(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		t.Fatalf("testcluster: clientset: %v", err)
+	}
+	return cs
+}
+
+// Dynamic returns a dynamic client for the cluster.
+func (c *Cluster) Dynamic(t testing.TB) dynamic.Interface {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(c.RESTConfig)
+	if err != nil {
+		t.Fatalf("testcluster: dynamic client: %v", err)
+	}
+	return dc
+}
+
+// Env returns the environment for a helm (v3 or v4), kubectl or product
+// process: this process's environment without KUBECONFIG and HELM_*, plus
+// KUBECONFIG for the cluster and helm homes private to this test binary.
+func (c *Cluster) Env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "HELM_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"KUBECONFIG="+c.Kubeconfig,
+		"HELM_CACHE_HOME="+filepath.Join(c.helmHome, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(c.helmHome, "config"),
+		"HELM_DATA_HOME="+filepath.Join(c.helmHome, "data"),
+		// Helm 4 installs plugins under HELM_DATA_HOME but loads them from HELM_PLUGINS.
+		"HELM_PLUGINS="+filepath.Join(c.helmHome, "data", "plugins"),
+	)
+}
+
+// Helm runs the helm v3 CLI with Env and returns its combined output; it
+// fails the test, showing that output, when helm fails.
+func (c *Cluster) Helm(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.HelmErr(args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// HelmErr runs the helm v3 CLI like Helm but returns its error (an
+// *exec.ExitError when helm ran and failed) with the combined output.
+func (c *Cluster) HelmErr(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Helm3, args...)
+	cmd.Env = c.Env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if fileExists(filepath.Join(dir, "go.mod")) && fileExists(filepath.Join(dir, "scripts", "kube-up.sh")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod with scripts/kube-up.sh above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// cacheDir mirrors CACHE_DIR in scripts/lib.sh.
+func cacheDir(root string) string {
+	if d := os.Getenv("SAFE_UPGRADE_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(root, ".cache")
+}
+
+func mustGetwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "pkg"
+	}
+	return wd
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
