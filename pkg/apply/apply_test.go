@@ -1,0 +1,532 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/kube"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+)
+
+const (
+	relName = "app"
+	relNS   = "demo"
+)
+
+var randChart = filepath.Join("testdata", "charts", "rand")
+
+// recordingKube is Helm's printing fake kube client recording what Helm
+// builds and writes.
+type recordingKube struct {
+	kubefake.PrintingKubeClient
+	// onReachable runs when Helm's action starts (IsReachable is its first
+	// call); updateErr makes the first Update fail.
+	onReachable func()
+	updateErr   error
+
+	mu     sync.Mutex
+	builds []string // every manifest Helm built, in order
+	forces []bool   // the force argument of every Update
+	writes int
+}
+
+func (k *recordingKube) IsReachable() error {
+	if k.onReachable != nil {
+		k.onReachable()
+	}
+	return nil
+}
+
+func (k *recordingKube) Build(r io.Reader, validate bool) (kube.ResourceList, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.builds = append(k.builds, string(b))
+	k.mu.Unlock()
+	return k.PrintingKubeClient.Build(bytes.NewReader(b), validate)
+}
+
+func (k *recordingKube) Create(rl kube.ResourceList) (*kube.Result, error) {
+	k.count()
+	return k.PrintingKubeClient.Create(rl)
+}
+
+func (k *recordingKube) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+	k.count()
+	k.mu.Lock()
+	k.forces = append(k.forces, force)
+	k.mu.Unlock()
+	if err := k.updateErr; err != nil {
+		k.updateErr = nil
+		return &kube.Result{}, err
+	}
+	return k.PrintingKubeClient.Update(original, target, force)
+}
+
+func (k *recordingKube) Delete(rl kube.ResourceList) (*kube.Result, []error) {
+	k.count()
+	return k.PrintingKubeClient.Delete(rl)
+}
+
+func (k *recordingKube) count() {
+	k.mu.Lock()
+	k.writes++
+	k.mu.Unlock()
+}
+
+// countingDriver is Helm's memory storage counting writes.
+type countingDriver struct {
+	*driver.Memory
+	mu     sync.Mutex
+	writes int
+}
+
+func (d *countingDriver) count() {
+	d.mu.Lock()
+	d.writes++
+	d.mu.Unlock()
+}
+
+func (d *countingDriver) Create(key string, r *release.Release) error {
+	d.count()
+	return d.Memory.Create(key, r)
+}
+
+func (d *countingDriver) Update(key string, r *release.Release) error {
+	d.count()
+	return d.Memory.Update(key, r)
+}
+
+func (d *countingDriver) Delete(key string) (*release.Release, error) {
+	d.count()
+	return d.Memory.Delete(key)
+}
+
+type fixture struct {
+	cfg   *action.Configuration
+	kube  *recordingKube
+	store *countingDriver
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	mem := driver.NewMemory()
+	mem.SetNamespace(relNS)
+	f := &fixture{
+		kube:  &recordingKube{PrintingKubeClient: kubefake.PrintingKubeClient{Out: io.Discard, LogOutput: io.Discard}},
+		store: &countingDriver{Memory: mem},
+	}
+	f.cfg = &action.Configuration{
+		Releases:     storage.Init(f.store),
+		KubeClient:   f.kube,
+		Capabilities: chartutil.DefaultCapabilities,
+		Log:          func(string, ...interface{}) {},
+	}
+	return f
+}
+
+func testSettings(t *testing.T) *cli.EnvSettings {
+	t.Helper()
+	s := cli.New()
+	dir := t.TempDir()
+	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
+	s.RepositoryCache = filepath.Join(dir, "cache")
+	s.RegistryConfig = filepath.Join(dir, "registry.json")
+	s.MaxHistory = 0
+	return s
+}
+
+// plan renders the next revision of the test release as the plan does.
+func (f *fixture) plan(t *testing.T, opts render.Options) *render.Result {
+	t.Helper()
+	opts.Namespace = relNS
+	if opts.Timeout == 0 {
+		opts.Timeout = render.DefaultTimeout
+	}
+	res, err := render.Render(context.Background(), f.cfg, testSettings(t), relName, randChart, opts)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return res
+}
+
+// seed stores a deployed first revision.
+func (f *fixture) seed(t *testing.T) *release.Release {
+	t.Helper()
+	rel := f.plan(t, render.Options{Install: true}).Next
+	rel.Info.Status = release.StatusDeployed
+	if err := f.cfg.Releases.Create(rel); err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// addRevision stores a copy of the last revision as the next one.
+func (f *fixture) addRevision(t *testing.T, status release.Status) {
+	t.Helper()
+	last, err := f.cfg.Releases.Last(relName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *last
+	next.Info = &release.Info{Status: status}
+	next.Version++
+	if err := f.cfg.Releases.Create(&next); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writes counts the writes to the cluster and to the release storage.
+func (f *fixture) writes() (kube, store int) {
+	f.kube.mu.Lock()
+	defer f.kube.mu.Unlock()
+	f.store.mu.Lock()
+	defer f.store.mu.Unlock()
+	return f.kube.writes, f.store.writes
+}
+
+func (f *fixture) request(t *testing.T, rendered *render.Result) Request {
+	return Request{Config: f.cfg, Settings: testSettings(t), ReleaseName: relName, ChartRef: randChart,
+		Render: render.Options{Namespace: relNS, Timeout: render.DefaultTimeout}, Rendered: rendered, Log: t.Logf}
+}
+
+// noCluster fails the test if Apply wants the cluster for a recreate.
+func noCluster(t *testing.T) func(action.RESTClientGetter) (*live.Cluster, error) {
+	return func(action.RESTClientGetter) (*live.Cluster, error) {
+		t.Error("the recreate step connected to the cluster")
+		return nil, errors.New("no cluster in this test")
+	}
+}
+
+// secretValue returns the password of the rendered Secret.
+func secretValue(t *testing.T, m string) string {
+	t.Helper()
+	for _, line := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(line, "  password: "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no password in manifest:\n%s", m)
+	return ""
+}
+
+func TestApplyAppliesThePlannedRender(t *testing.T) {
+	tests := []struct {
+		name    string
+		install bool
+	}{
+		{name: "upgrade"},
+		{name: "install", install: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if !tt.install {
+				f.seed(t)
+			}
+			rendered := f.plan(t, render.Options{Install: tt.install})
+			again := f.plan(t, render.Options{Install: tt.install})
+			if secretValue(t, again.Next.Manifest) == secretValue(t, rendered.Next.Manifest) ||
+				again.Next.Hooks[0].Manifest == rendered.Next.Hooks[0].Manifest {
+				t.Fatal("the chart rendered the same random values twice: the test proves nothing")
+			}
+			planned := rendered.Next.Manifest
+			plannedHook := rendered.Next.Hooks[0].Manifest
+			plannedNotes := rendered.Next.Info.Notes
+
+			rel, err := apply(context.Background(), f.request(t, rendered), io.Discard, noCluster(t))
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			stored, err := f.cfg.Releases.Get(relName, rendered.Next.Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Manifest != planned || rel.Manifest != planned {
+				t.Errorf("stored manifest differs from the plan:\n%s\nwant:\n%s", stored.Manifest, planned)
+			}
+			if stored.Info.Status != release.StatusDeployed {
+				t.Errorf("status = %s", stored.Info.Status)
+			}
+			if len(stored.Hooks) != 1 || stored.Hooks[0].Manifest != plannedHook {
+				t.Errorf("stored hooks differ from the plan: %+v", stored.Hooks)
+			}
+			if stored.Hooks[0].LastRun.Phase != release.HookPhaseSucceeded {
+				t.Errorf("the planned hook did not run: %+v", stored.Hooks[0].LastRun)
+			}
+			if stored.Info.Notes != plannedNotes {
+				t.Errorf("notes = %q, want %q", stored.Info.Notes, plannedNotes)
+			}
+			// What Helm built and applied: the planned manifest and hook.
+			built := strings.Join(f.kube.builds, "\n---built---\n")
+			if !strings.Contains(built, planned) || !strings.Contains(built, plannedHook) {
+				t.Errorf("Helm did not build the planned manifest and hook; it built:\n%s", built)
+			}
+			if strings.Contains(built, secretValue(t, again.Next.Manifest)) {
+				t.Error("Helm built a re-rendered Secret")
+			}
+			// The plan is not changed by applying it.
+			if rendered.Next.Hooks[0].LastRun.Phase != "" || rendered.Next.Manifest != planned {
+				t.Error("apply changed the planned render")
+			}
+		})
+	}
+}
+
+func TestApplyFlags(t *testing.T) {
+	tests := []struct {
+		name        string
+		force       bool
+		description string
+		flagDesc    string // --description
+		wantForce   bool
+		wantDesc    string
+	}{
+		{name: "defaults", wantDesc: "Upgrade complete"},
+		{name: "force only when asked", force: true, wantForce: true, wantDesc: "Upgrade complete"},
+		{name: "audit description", description: "safe-upgrade: 1 recreate-required acked (StatefulSet/db via ack-file), 2 rolling", wantDesc: "safe-upgrade: 1 recreate-required acked (StatefulSet/db via ack-file), 2 rolling"},
+		{name: "--description when no audit text", flagDesc: "by hand", wantDesc: "by hand"},
+		{name: "audit text wins over --description", description: "audit", flagDesc: "by hand", wantDesc: "audit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seed(t)
+			req := f.request(t, f.plan(t, render.Options{}))
+			req.Force, req.Description, req.Render.Description = tt.force, tt.description, tt.flagDesc
+			if _, err := apply(context.Background(), req, io.Discard, noCluster(t)); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if want := []bool{tt.wantForce}; !reflect.DeepEqual(f.kube.forces, want) {
+				t.Errorf("force passed to Helm's Update = %v, want %v", f.kube.forces, want)
+			}
+			stored, err := f.cfg.Releases.Get(relName, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Info.Description != tt.wantDesc {
+				t.Errorf("description = %q, want %q", stored.Info.Description, tt.wantDesc)
+			}
+		})
+	}
+}
+
+func TestApplyKeepsPlannedValues(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{ReuseValues: true})
+	rendered.Values = map[string]interface{}{"extra": map[string]interface{}{"k": "v"}}
+	req := f.request(t, rendered)
+	req.Render.ReuseValues = true
+	if _, err := apply(context.Background(), req, io.Discard, noCluster(t)); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if want := map[string]interface{}{"extra": map[string]interface{}{"k": "v"}}; !reflect.DeepEqual(rendered.Values, want) {
+		t.Errorf("apply changed the planned values: %v", rendered.Values)
+	}
+	stored, err := f.cfg.Releases.Get(relName, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Config["message"] != nil || stored.Config["extra"] == nil {
+		t.Errorf("stored values = %v", stored.Config)
+	}
+}
+
+func recreateChange(group, kind, ns, name string) plan.Change {
+	return plan.Change{
+		ID:     manifest.ObjectID{Group: group, Kind: kind, Namespace: ns, Name: name},
+		Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired, Destructive: true, Acknowledged: true,
+	}
+}
+
+func TestApplyRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		// after runs between the plan and the apply.
+		after    func(t *testing.T, f *fixture)
+		recreate []plan.Change
+		cancel   bool
+		wantIs   error
+		wantErr  []string
+	}{
+		{
+			name:     "CustomResourceDefinition recreate",
+			recreate: []plan.Change{recreateChange("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"CustomResourceDefinition/widgets.example.com: recreate refused", "deletes every custom resource of its kind"},
+		},
+		{
+			name:     "Namespace recreate",
+			recreate: []plan.Change{recreateChange("", "Namespace", "", "demo")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"Namespace/demo: recreate refused", "deletes everything inside it"},
+		},
+		{
+			name: "unacknowledged recreate",
+			recreate: []plan.Change{func() plan.Change {
+				c := recreateChange("", "Service", relNS, "app-db")
+				c.Acknowledged = false
+				return c
+			}()},
+			wantIs:  ErrRecreateRefused,
+			wantErr: []string{"Service/demo/app-db: recreate refused: the change is not acknowledged"},
+		},
+		{
+			name: "recreate of a rolling change",
+			recreate: []plan.Change{func() plan.Change {
+				c := recreateChange("apps", "Deployment", relNS, "web")
+				c.Class = plan.ClassRolling
+				return c
+			}()},
+			wantIs:  ErrRecreateRefused,
+			wantErr: []string{"Deployment/demo/web: recreate refused: the plan says update (rolling)"},
+		},
+		{
+			name:    "pending upgrade since the plan",
+			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusPendingUpgrade) },
+			wantIs:  render.ErrReleasePending,
+			wantErr: []string{"is pending-upgrade at revision 2", "helm rollback app 1 -n demo"},
+		},
+		{
+			name:    "another upgrade since the plan",
+			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusDeployed) },
+			wantIs:  ErrStale,
+			wantErr: []string{`release "app" in namespace demo moved from revision 1 to 2 since the plan; plan again`},
+		},
+		{
+			name: "uninstalled with --keep-history since the plan",
+			after: func(t *testing.T, f *fixture) {
+				last, _ := f.cfg.Releases.Last(relName)
+				// A copy: the memory driver hands out its own records.
+				uninstalled, info := *last, *last.Info
+				info.Status = release.StatusUninstalled
+				uninstalled.Info = &info
+				if err := f.cfg.Releases.Update(&uninstalled); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantIs:  ErrStale,
+			wantErr: []string{"revision 1 went from deployed to uninstalled since the plan; plan again"},
+		},
+		{
+			name:    "cancelled before applying",
+			cancel:  true,
+			wantIs:  context.Canceled,
+			wantErr: []string{"apply cancelled, nothing was written"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seed(t)
+			rendered := f.plan(t, render.Options{})
+			if tt.after != nil {
+				tt.after(t, f)
+			}
+			kube0, store0 := f.writes()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel {
+				cancel()
+			}
+			req := f.request(t, rendered)
+			req.Recreate = tt.recreate
+			var out bytes.Buffer
+			rel, err := apply(ctx, req, &out, noCluster(t))
+			if err == nil {
+				t.Fatalf("apply succeeded (revision %d)", rel.Version)
+			}
+			if !errors.Is(err, tt.wantIs) {
+				t.Errorf("error %v is not %v", err, tt.wantIs)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 {
+				t.Errorf("writes: kube %d→%d, storage %d→%d", kube0, kube1, store0, store1)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q", out.String())
+			}
+		})
+	}
+}
+
+// TestApplyCancelledWhileHelmRenders cancels once Helm's action started
+// (after Apply's own checks) but before it stored anything.
+func TestApplyCancelledWhileHelmRenders(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.kube.onReachable = cancel
+	kube0, store0 := f.writes()
+	_, err := apply(ctx, f.request(t, rendered), io.Discard, noCluster(t))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "Helm stopped before storing revision 2") {
+		t.Fatalf("error = %v", err)
+	}
+	if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 {
+		t.Errorf("writes: kube %d→%d, storage %d→%d", kube0, kube1, store0, store1)
+	}
+}
+
+func TestApplyReportsReleaseState(t *testing.T) {
+	tests := []struct {
+		name          string
+		atomic        bool
+		wantAttempted release.Status
+		wantLast      int
+		wantLastSt    release.Status
+		wantErr       string
+	}{
+		{name: "failed", wantAttempted: release.StatusFailed, wantLast: 2, wantLastSt: release.StatusFailed,
+			wantErr: "the release is now failed at revision 2"},
+		{name: "atomic rolls back", atomic: true, wantAttempted: release.StatusFailed, wantLast: 3, wantLastSt: release.StatusDeployed,
+			wantErr: "has been rolled back due to atomic being set: cannot patch \"app-config\" with kind ConfigMap: boom; revision 2 is failed; the release is now deployed at revision 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seed(t)
+			rendered := f.plan(t, render.Options{})
+			f.kube.updateErr = errors.New(`cannot patch "app-config" with kind ConfigMap: boom`)
+			req := f.request(t, rendered)
+			req.Render.Atomic = tt.atomic
+			_, err := apply(context.Background(), req, io.Discard, noCluster(t))
+			var ue *UpgradeError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %v is not an *UpgradeError", err)
+			}
+			if ue.Attempted != 2 || ue.AttemptedStatus != tt.wantAttempted || ue.Last != tt.wantLast || ue.LastStatus != tt.wantLastSt {
+				t.Errorf("state = %+v", ue)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "boom") {
+				t.Errorf("error %q does not say %q", err, tt.wantErr)
+			}
+		})
+	}
+}
