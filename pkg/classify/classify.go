@@ -42,8 +42,55 @@ type Update struct {
 	// object, asked only when the patch was rejected as immutable. nil means
 	// a recreate would be accepted.
 	RecreateErr error
+	// Original and Target are the object in the last release manifest (nil
+	// when it was not there) and in the new render. A field neither mentions
+	// is the server's (a default, status): the local prediction may lack it
+	// where the server would keep it, so it is not a change.
+	Original, Target *unstructured.Unstructured
 	// Secret hides values from server messages.
 	Secret bool
+}
+
+// Backfill returns a copy of the local prediction with the server-only
+// fields it dropped (see localChanges) taken from live, so a diff of a
+// rejected update shows only what the chart changes.
+func (u Update) Backfill() *unstructured.Unstructured {
+	if u.Local == nil || u.Live == nil {
+		return u.Local
+	}
+	out := u.Local.DeepCopy()
+	live := u.Live.Object
+	kept := map[string]bool{}
+	for _, p := range u.localChanges(live, out.Object) {
+		kept[p] = true
+	}
+	for _, p := range ChangedPaths(live, out.Object) {
+		if !kept[p] && !strings.HasPrefix(p, "status") {
+			setPath(out.Object, p, Lookup(live, p))
+		}
+	}
+	return out
+}
+
+// localChanges compares live with the local prediction, leaving out fields
+// only the server sets: a patch that replaces a whole list (claim templates
+// have no merge key) drops their defaults locally, not on the server.
+func (u Update) localChanges(live, local map[string]interface{}) []string {
+	var orig, target map[string]interface{}
+	if u.Original != nil {
+		orig = u.Original.Object
+	}
+	if u.Target != nil {
+		target = u.Target.Object
+	}
+	var out []string
+	for _, p := range ChangedPaths(live, local) {
+		if u.Target != nil && Lookup(local, p) == nil && Lookup(orig, p) == nil && Lookup(target, p) == nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Verdict is the classification of one update.
@@ -70,6 +117,9 @@ func (c *Classifier) Classify(u Update) Verdict {
 		predicted = Normalize(u.Local)
 	}
 	changed := ChangedPaths(live, predicted.Object)
+	if source == plan.SourceCatalogue {
+		changed = u.localChanges(live, predicted.Object)
+	}
 	if len(changed) == 0 {
 		return Verdict{Noop: true}
 	}
@@ -124,7 +174,7 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 		}
 		return Verdict{Class: plan.ClassInvalid, Reasons: reasons}
 	}
-	changed := ChangedPaths(live, local)
+	changed := u.localChanges(live, local)
 	var reasons []plan.Reason
 	seen := map[string]bool{}
 	for _, cause := range immutable {
@@ -253,7 +303,17 @@ func causeReasons(cs []metav1.StatusCause, secret bool) []plan.Reason {
 	return out
 }
 
-func causeMessage(c metav1.StatusCause, secret bool) string { return Sanitize(c.Message, secret) }
+// echoedValue splits "Invalid value: <value>: <detail>".
+var echoedValue = regexp.MustCompile(`(?s)^Invalid value: (.*): ([^:]+)$`)
+
+// causeMessage is the server's message without a long echoed value (the
+// whole claim template list, say): the diff shows the values.
+func causeMessage(c metav1.StatusCause, secret bool) string {
+	if m := echoedValue.FindStringSubmatch(c.Message); m != nil && len(m[1]) > 60 {
+		return m[2]
+	}
+	return Sanitize(c.Message, secret)
+}
 
 // invalidValue matches the value the server echoes in field errors; it is
 // greedy on purpose: removing too much is safe, leaving a fragment is not.

@@ -113,6 +113,41 @@ func Lookup(obj map[string]interface{}, path string) interface{} {
 	return cur
 }
 
+// setPath sets value at a path produced by ChangedPaths, creating maps on the
+// way; it does nothing where a list index is out of range.
+func setPath(obj map[string]interface{}, path string, value interface{}) {
+	segs := splitPath(path)
+	var cur interface{} = obj
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch c := cur.(type) {
+		case map[string]interface{}:
+			if last {
+				c[seg] = value
+				return
+			}
+			next, ok := c[seg]
+			if !ok || next == nil {
+				next = map[string]interface{}{}
+				c[seg] = next
+			}
+			cur = next
+		case []interface{}:
+			var idx int
+			if _, err := fmt.Sscanf(seg, "%d", &idx); err != nil || idx < 0 || idx >= len(c) {
+				return
+			}
+			if last {
+				c[idx] = value
+				return
+			}
+			cur = c[idx]
+		default:
+			return
+		}
+	}
+}
+
 // splitPath undoes joinKey: "a.b[c.d][0]" → [a b c.d 0].
 func splitPath(path string) []string {
 	var segs []string

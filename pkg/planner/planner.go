@@ -272,7 +272,8 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 		return fmt.Errorf("%s: %w", c.ID, err)
 	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret}
+		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret,
+		Original: redact.Object(original), Target: redact.Object(next.Obj)}
 	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
 	if err != nil {
 		return err
@@ -286,7 +287,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	c.Blocking = v.Class == plan.ClassInvalid
 	after := predicted
 	if after == nil {
-		after = local
+		after = u.Backfill()
 	}
 	c.After = classify.Normalize(redact.Object(after))
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)

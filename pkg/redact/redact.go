@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -16,6 +17,9 @@ import (
 // LastAppliedAnnotation is kubectl's copy of the whole object, Secrets' data
 // included.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// maskedPrefix starts every masked value; masking is idempotent.
+const maskedPrefix = "(sensitive: "
 
 // Value returns the masked form of a secret value.
 func Value(raw []byte) string {
@@ -39,7 +43,7 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	out := obj.DeepCopy()
 	if ann := out.GetAnnotations(); ann != nil {
-		if v, ok := ann[LastAppliedAnnotation]; ok {
+		if v, ok := ann[LastAppliedAnnotation]; ok && !strings.HasPrefix(v, maskedPrefix) {
 			ann[LastAppliedAnnotation] = Value([]byte(v))
 			out.SetAnnotations(ann)
 		}
@@ -50,6 +54,9 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if data, ok := out.Object["data"].(map[string]interface{}); ok {
 		for k, v := range data {
 			s := fmt.Sprint(v)
+			if strings.HasPrefix(s, maskedPrefix) {
+				continue
+			}
 			raw, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
 				raw = []byte(s)
@@ -59,7 +66,9 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	if data, ok := out.Object["stringData"].(map[string]interface{}); ok {
 		for k, v := range data {
-			data[k] = Value([]byte(fmt.Sprint(v)))
+			if s := fmt.Sprint(v); !strings.HasPrefix(s, maskedPrefix) {
+				data[k] = Value([]byte(s))
+			}
 		}
 	}
 	return out

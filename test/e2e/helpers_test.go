@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,10 +55,15 @@ type result struct {
 func run(t *testing.T, c *testcluster.Cluster, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	args = append(args, "--kubeconfig", c.Kubeconfig)
-	code := cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
+	code := runTo(c, &out, &errOut, args...)
 	return result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// runTo executes the tool in-process with the given output streams.
+func runTo(c *testcluster.Cluster, out, errOut io.Writer, args ...string) int {
+	streams := cli.Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+	args = append(args, "--kubeconfig", c.Kubeconfig)
+	return cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
 }
 
 // jsonPlan mirrors the documented JSON contract (README, GUIDE §3).

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
@@ -175,12 +176,18 @@ func planCases() []planCase {
 			kind: "Widget", object: "gadget", action: "update", class: "in-place", paths: []string{"spec.size"}},
 		{name: "drift reverted", v1: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)), v2: one("d.yaml", deployment("web", "nginx:1.25", "RollingUpdate", 2)),
 			setup: func(t *testing.T, c *testcluster.Cluster, ns string) {
-				scale, err := c.Clientset(t).AppsV1().Deployments(ns).GetScale(t.Context(), "web", metav1.GetOptions{})
+				// An HPA or `kubectl scale` changes replicas behind Helm's back.
+				deployments := c.Clientset(t).AppsV1().Deployments(ns)
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					scale, err := deployments.GetScale(t.Context(), "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					scale.Spec.Replicas = 5
+					_, err = deployments.UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{})
+					return err
+				})
 				if err != nil {
-					t.Fatal(err)
-				}
-				scale.Spec.Replicas = 5
-				if _, err := c.Clientset(t).AppsV1().Deployments(ns).UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
