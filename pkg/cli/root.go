@@ -4,10 +4,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -113,5 +117,8 @@ func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int 
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	return exitCode(cmd.Execute(), streams.ErrOut)
+	// Ctrl-C cancels the run; before the apply starts nothing is written.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut)
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -52,6 +53,7 @@ type UpgradeOptions struct {
 	ChartRef    string
 	Namespace   string
 	AckSet      *gate.Acks
+	Prompter    gate.Prompter
 	Logf        func(format string, args ...interface{})
 	// UserAgent marks every request of this tool (audit logs show it).
 	UserAgent string
@@ -112,6 +114,9 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 		acks.Add(fromFile)
 	}
 	o.AckSet = acks
+	if o.Prompter == nil {
+		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
+	}
 	return nil
 }
 
@@ -158,16 +163,17 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if o.Offline {
 		build = o.offlinePlan
 	}
-	p, err := build(planCtx)
+	pl, err := build(planCtx)
 	if err != nil {
 		return err
 	}
+	p := pl.plan
 	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
 	if err := report.Write(o.Streams.Out, p, o.reportOptions()); err != nil {
 		return err
 	}
-	o.printDecision(o.Streams.ErrOut, decision)
 	if o.DryRun {
+		o.printDecision(decision)
 		switch {
 		case decision.Blocked():
 			return withExitCode(ExitBlocked, nil)
@@ -176,10 +182,57 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && o.Streams.CanPrompt() {
+		ok, err := gate.Confirm(o.Prompter, o.Streams.ErrOut, o.ReleaseName, &decision)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return withExitCode(ExitBlocked, errors.New("aborted at the prompt; nothing was written"))
+		}
+	}
+	o.printDecision(decision)
 	if decision.Blocked() {
 		return withExitCode(ExitBlocked, nil)
 	}
-	return errors.New("applying is not implemented yet: run with --dry-run")
+	if o.Force {
+		fmt.Fprintln(o.Streams.ErrOut, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
+	}
+	return o.apply(ctx, pl)
+}
+
+// apply hands the reviewed render to Helm and reports the outcome.
+func (o *UpgradeOptions) apply(ctx context.Context, pl *planned) error {
+	var recreate []plan.Change
+	for _, c := range pl.plan.Changes {
+		if c.Action == plan.ActionUpdate && c.Class == plan.ClassRecreateRequired && c.Acknowledged {
+			recreate = append(recreate, c)
+		}
+	}
+	rel, err := apply.Apply(ctx, apply.Request{
+		Config:      pl.config,
+		Settings:    o.Settings,
+		ReleaseName: o.ReleaseName,
+		ChartRef:    o.ChartRef,
+		Render:      o.Render,
+		Rendered:    pl.rendered,
+		Recreate:    recreate,
+		Force:       o.Force,
+		Description: gate.AuditLine(pl.plan, o.Render.Description),
+		Log:         o.Logf,
+	}, o.Streams.ErrOut)
+	if err != nil {
+		return err
+	}
+	verb := "upgraded"
+	if pl.rendered.Install {
+		verb = "installed"
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
+	return nil
 }
 
 func (o *UpgradeOptions) reportOptions() report.Options {
@@ -190,14 +243,21 @@ func (o *UpgradeOptions) reportOptions() report.Options {
 	return report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
 }
 
-func (o *UpgradeOptions) printDecision(w io.Writer, d gate.Decision) {
+func (o *UpgradeOptions) printDecision(d gate.Decision) {
 	for _, msg := range d.Messages() {
-		fmt.Fprintln(w, msg)
+		fmt.Fprintln(o.Streams.ErrOut, msg)
 	}
 }
 
+// planned is a plan with what is needed to apply it.
+type planned struct {
+	plan     *plan.Plan
+	rendered *render.Result
+	config   *action.Configuration
+}
+
 // plan renders the release and builds the plan against the cluster.
-func (o *UpgradeOptions) plan(ctx context.Context) (*plan.Plan, error) {
+func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 	getter := o.Settings.RESTClientGetter()
 	restConfig, err := getter.ToRESTConfig()
 	if err != nil {
@@ -235,12 +295,16 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*plan.Plan, error) {
 		return nil, err
 	}
 	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
-	return planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+	if err != nil {
+		return nil, err
+	}
+	return &planned{plan: p, rendered: res, config: cfg}, nil
 }
 
 // offlinePlan compares the base (a chart render or a manifest file) with the
 // head render; nothing reaches a cluster.
-func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*plan.Plan, error) {
+func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*planned, error) {
 	headOpts := o.Render
 	headOpts.Install = true
 	head, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.ChartRef, headOpts)
@@ -264,7 +328,11 @@ func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*plan.Plan, error) {
 		}
 		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
 	}
-	return planner.New(nil, "").Plan(ctx, in)
+	p, err := planner.New(nil, "").Plan(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &planned{plan: p, rendered: head}, nil
 }
 
 // plannerInput converts the render result into the planner's input.

@@ -48,6 +48,7 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 			}
 			if !c.Acknowledged {
 				c.Acknowledged = true
+				c.AckedBy = a.Via
 				d.Via[a.Via]++
 			}
 		}
@@ -57,6 +58,7 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 			d.Refused = append(d.Refused, c)
 		case !c.Acknowledged && ackAll:
 			c.Acknowledged = true
+			c.AckedBy = "ack-all-destructive"
 			d.AckedAll = append(d.AckedAll, c)
 			d.Via["ack-all-destructive"]++
 		case !c.Acknowledged:
@@ -110,4 +112,42 @@ func firstReason(c *plan.Change) string {
 		return r.Message
 	}
 	return r.Path + ": " + r.Message
+}
+
+// AuditLine summarises the plan and the acknowledgements for the release
+// description that `helm history` shows, e.g. "safe-upgrade: 1
+// recreate-required acked (StatefulSet/db via ack-file), 2 rolling, 3 in-place".
+// A user-given description comes first.
+func AuditLine(p *plan.Plan, userDescription string) string {
+	var acked []string
+	for _, c := range p.Changes {
+		if c.Destructive && c.Acknowledged {
+			what := string(c.Class)
+			if what == "" {
+				what = string(c.Action)
+			}
+			acked = append(acked, fmt.Sprintf("%s %s/%s via %s", what, c.ID.Kind, c.ID.Name, c.AckedBy))
+		}
+	}
+	s := p.Summary()
+	parts := []string{}
+	if len(acked) > 0 {
+		parts = append(parts, fmt.Sprintf("%d destructive acked (%s)", len(acked), strings.Join(acked, ", ")))
+	}
+	for _, n := range []struct {
+		count int
+		what  string
+	}{{s.Create, "to create"}, {s.Rolling, "rolling"}, {s.InPlace, "in-place"}, {s.Delete, "to delete"}} {
+		if n.count > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n.count, n.what))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no changes")
+	}
+	line := "safe-upgrade: " + strings.Join(parts, ", ")
+	if userDescription != "" {
+		line = userDescription + " (" + line + ")"
+	}
+	return line
 }

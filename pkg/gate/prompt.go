@@ -63,6 +63,7 @@ func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, erro
 	}
 	for _, c := range d.Unacked {
 		c.Acknowledged = true
+		c.AckedBy = "prompt"
 		d.Via["prompt"]++
 	}
 	d.Unacked = nil

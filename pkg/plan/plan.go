@@ -79,9 +79,12 @@ type Change struct {
 	Action     Action            `json:"action"`
 	Class      Class             `json:"class,omitempty"`
 	// Destructive changes need an acknowledgement before apply.
-	Destructive  bool   `json:"destructive"`
-	Acknowledged bool   `json:"acknowledged"`
-	Fingerprint  string `json:"fingerprint,omitempty"`
+	Destructive  bool `json:"destructive"`
+	Acknowledged bool `json:"acknowledged"`
+	// AckedBy says how it was acknowledged: flag, ack-file, prompt,
+	// ack-all-destructive.
+	AckedBy     string `json:"ackedBy,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Blocking changes stop the upgrade whatever is acknowledged.
 	Blocking bool     `json:"-"`
 	Reasons  []Reason `json:"reasons"`
