@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The demo: build the tool, start the local control plane, install
+# testdata/charts/demo (v1) with the real helm v3, then ask helm-safe-upgrade
+# what upgrading to testdata/charts/demo-v2 would do. v2 grows the database
+# volume (an immutable StatefulSet field) and changes the web image (a rolling
+# update), so the expected verdict is "blocked" (exit 2).
+#
+# Usage: scripts/demo.sh        (KEEP_CLUSTER=1 leaves the control plane running)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+TOOL="$ROOT/bin/helm-safe-upgrade"
+HELM="$(helm_bin_dir "$HELM3_VERSION")/helm"
+KUBECTL="$(kube_bin_dir)/kubectl"
+NS=demo
+
+if [[ -t 1 ]]; then
+  section() { printf '\n\033[1m### %s\033[0m\n' "$*"; }
+else
+  section() { printf '\n### %s\n' "$*"; }
+fi
+
+make --no-print-directory build
+scripts/build-controlplane.sh all
+
+mkdir -p "$CACHE_DIR/run"
+STATE="$(mktemp -d "$CACHE_DIR/run/demo-XXXXXX")"
+if [[ "${KEEP_CLUSTER:-}" != 1 ]]; then
+  trap 'rc=$?; scripts/kube-down.sh "$STATE"
+        if ((rc == 0)); then rm -rf "$STATE"; else log "control-plane logs kept in $STATE"; fi' EXIT
+  trap 'exit 130' INT TERM
+  # Also stops the cluster if this script is killed outright.
+  export KUBE_UP_OWNER_PID=$$
+fi
+scripts/kube-up.sh "$STATE" >/dev/null
+
+# Helm and the tool see only this cluster and a private helm home.
+unset HELM_KUBECONTEXT HELM_NAMESPACE HELM_KUBEAPISERVER HELM_KUBETOKEN
+export KUBECONFIG="$STATE/kubeconfig"
+export HELM_CACHE_HOME="$STATE/helm/cache" HELM_CONFIG_HOME="$STATE/helm/config" HELM_DATA_HOME="$STATE/helm/data"
+export HELM_PLUGINS="$HELM_DATA_HOME/plugins"
+
+section "helm install demo testdata/charts/demo (v1.0.0) -n $NS"
+"$HELM" install demo testdata/charts/demo -n "$NS" --create-namespace
+
+section "live objects (kubectl get, from the API server)"
+"$KUBECTL" get statefulset,deployment,replicaset,service,configmap,secret,pvc -n "$NS" \
+  -l app.kubernetes.io/instance=demo -o wide
+
+section "helm-safe-upgrade demo testdata/charts/demo-v2 -n $NS --dry-run"
+rc=0
+"$TOOL" demo testdata/charts/demo-v2 -n "$NS" --dry-run || rc=$?
+case $rc in
+  0) log "exit 0: the gate lets the upgrade through" ;;
+  2) log "exit 2: blocked, destructive changes need acknowledging (the expected demo result)" ;;
+  3) log "exit 3: changes pending that the gate lets through" ;;
+  *) die "helm-safe-upgrade failed (exit $rc)" ;;
+esac
+
+if [[ "${KEEP_CLUSTER:-}" == 1 ]]; then
+  log "control plane kept running; use it with:"
+  echo "export KUBECONFIG=$KUBECONFIG"
+  log "stop it with: scripts/kube-down.sh $STATE"
+fi
