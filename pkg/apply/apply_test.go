@@ -19,6 +19,12 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -528,5 +534,51 @@ func TestApplyReportsReleaseState(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestApplyRecreateCommits cancels once the recreate step deleted an object:
+// the upgrade still runs, so that it creates the object again.
+func TestApplyRecreateCommits(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{})
+	fc := newFakeCluster(t)
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	cm.SetName("app-config")
+	cm.SetNamespace(relNS)
+	cm.SetUID("cm-uid")
+	configMaps := fc.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(relNS)
+	if _, err := configMaps.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fc.client.PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if len(a.(clienttesting.DeleteActionImpl).DeleteOptions.DryRun) == 0 {
+			cancel()
+		}
+		return false, nil, nil
+	})
+	req := f.request(t, rendered)
+	req.Recreate = []plan.Change{recreateChange("", "ConfigMap", relNS, "app-config")}
+	var out bytes.Buffer
+	rel, err := apply(ctx, req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the recreate did not delete the ConfigMap")
+	}
+	if rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
+		t.Errorf("release revision %d %s", rel.Version, rel.Info.Status)
+	}
+	if want := "ConfigMap/demo/app-config: recreated; running pods keep what they read at start, mounted files follow the new object\n"; out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+	if _, err := configMaps.Get(context.Background(), "app-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ConfigMap was not deleted before the upgrade: %v", err)
 	}
 }
