@@ -17,7 +17,7 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 	orig, cur := Normalize(original).Object, Normalize(live).Object
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {
-		if Lookup(orig, p) == nil {
+		if Lookup(orig, p) == nil || writeOnly(original, p) {
 			continue
 		}
 		d := plan.Drift{Path: p}
@@ -28,4 +28,10 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 		out = append(out, d)
 	}
 	return out
+}
+
+// writeOnly reports fields the server never returns: a Secret's stringData
+// is folded into data on write.
+func writeOnly(obj *unstructured.Unstructured, path string) bool {
+	return obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == "" && Under(path, "stringData")
 }

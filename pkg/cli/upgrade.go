@@ -263,6 +263,12 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	if o.Settings.QPS == 0 {
+		// In-flight requests are bounded by the planner's concurrency; the
+		// client-side default (5/s) would make a 1000-object plan take
+		// minutes. API Priority and Fairness still protects the server.
+		restConfig.QPS = -1
+	}
 	restConfig.Timeout = 30 * time.Second
 	if deadline, ok := ctx.Deadline(); ok {
 		restConfig.Timeout = time.Until(deadline)

@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+)
+
+// stsRelease installs baseSTS with the real helm and waits until the
+// controller manager created its pods and claims; it returns the namespace
+// and the v2 chart, whose claim template grows to 2Gi.
+func stsRelease(t *testing.T, c *testcluster.Cluster) (string, string) {
+	t.Helper()
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": baseSTS.yaml()}), "-n", ns)
+	// Without a kubelet pod db-0 never gets ready, so the controller (policy
+	// OrderedReady) stops at one pod and its claim: enough to prove survival.
+	waitFor(t, "the first pod and claim of StatefulSet db", func() bool {
+		return len(podUIDs(t, c, ns)) >= 1 && len(claimUIDs(t, c, ns)) >= 1
+	})
+	bigger := baseSTS
+	bigger.size = "2Gi"
+	return ns, writeChart(t, "app", "2.0.0", map[string]string{"sts.yaml": bigger.yaml()})
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func podUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
+	pods, err := c.Clientset(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+func claimUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
+	claims, err := c.Clientset(t).CoreV1().PersistentVolumeClaims(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range claims.Items {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+func templateStorage(t *testing.T, c *testcluster.Cluster, ns string) string {
+	sts, err := c.Clientset(t).AppsV1().StatefulSets(ns).Get(t.Context(), "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests["storage"]
+	return q.String()
+}
+
+// toolWrites returns the tool's requests since event index before that are
+// not reads and not dry-runs.
+func toolWrites(t *testing.T, c *testcluster.Cluster, ns string, before int) []testcluster.AuditEvent {
+	var out []testcluster.AuditEvent
+	for _, e := range c.AuditEvents(t, nil)[before:] {
+		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		if e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" || strings.Contains(e.RequestURI, "dryRun=All") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestApplyBlockedWithoutAck(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, v2 := stsRelease(t, c)
+	before := len(c.AuditEvents(t, nil))
+	r := run(t, c, "app", v2, "-n", ns)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--ack StatefulSet.apps/"+ns+"/db@") {
+		t.Fatalf("want exit 2 with the --ack flag to add, got %d\n%s", r.Code, r.Stderr)
+	}
+	if w := toolWrites(t, c, ns, before); len(w) > 0 {
+		t.Fatalf("blocked run wrote to the cluster: %+v", w)
+	}
+	if got := templateStorage(t, c, ns); got != "1Gi" {
+		t.Fatalf("live claim template changed to %s", got)
+	}
+}
+
+func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
+	c := testcluster.Get(t)
+	// What users get today: plain helm upgrade fails on the immutable field.
+	ns, v2 := stsRelease(t, c)
+	if out, err := c.HelmErr("upgrade", "app", v2, "-n", ns); err == nil || !strings.Contains(out, "Forbidden") && !strings.Contains(out, "immutable") {
+		t.Fatalf("plain helm upgrade: want a failure on the immutable field, got %v\n%s", err, out)
+	}
+
+	acksFile := func(t *testing.T, fp string) string {
+		path := filepath.Join(t.TempDir(), "acks.yaml")
+		content := "- kind: StatefulSet\n  name: db\n  fingerprint: " + fp + "\n  reason: claim template grows, reviewed\n"
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name string
+		args func(t *testing.T, ns, fp string) []string
+		via  string
+	}{
+		{"ack by flag", func(_ *testing.T, ns, _ string) []string { return []string{"--ack", "StatefulSet/" + ns + "/db"} }, "via flag"},
+		{"ack by flag with fingerprint", func(_ *testing.T, _ string, fp string) []string { return []string{"--ack", "StatefulSet/db@" + fp} }, "via flag"},
+		{"ack file", func(t *testing.T, _ string, fp string) []string { return []string{"--ack-file", acksFile(t, fp)} }, "via ack-file"},
+	}
+	for i, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			if i > 0 {
+				ns, v2 = stsRelease(t, c)
+			}
+			p, _ := planJSON(t, c, "app", v2, "-n", ns)
+			fp := p.change(t, "StatefulSet", "db").Fingerprint
+			pods, claims := podUIDs(t, c, ns), claimUIDs(t, c, ns)
+
+			stale := run(t, c, "app", v2, "-n", ns, "--ack", "StatefulSet/db@0123456789ab")
+			if stale.Code != 2 || !strings.Contains(stale.Stderr, "stale") {
+				t.Fatalf("stale fingerprint: want exit 2 saying stale, got %d\n%s", stale.Code, stale.Stderr)
+			}
+
+			r := run(t, c, append([]string{"app", v2, "-n", ns}, tt.args(t, ns, fp)...)...)
+			if r.Code != 0 {
+				t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+			}
+			if got := templateStorage(t, c, ns); got != "2Gi" {
+				t.Fatalf("claim template after apply: %s, want 2Gi", got)
+			}
+			for name, uid := range pods {
+				if now := podUIDs(t, c, ns)[name]; now != uid {
+					t.Errorf("pod %s: UID %s before, %s after: it was deleted", name, uid, now)
+				}
+			}
+			for name, uid := range claims {
+				if now := claimUIDs(t, c, ns)[name]; now != uid {
+					t.Errorf("claim %s: UID %s before, %s after: it was deleted", name, uid, now)
+				}
+			}
+			history := c.Helm(t, "history", "app", "-n", ns)
+			if !strings.Contains(history, "safe-upgrade: 1 destructive acked (recreate-required StatefulSet/db "+tt.via+")") {
+				t.Errorf("helm history lacks the audit line:\n%s", history)
+			}
+		})
+	}
+}
+
+// TestApplyPromptOnTerminal drives the prompt through a real pseudo-terminal.
+func TestApplyPromptOnTerminal(t *testing.T) {
+	c := testcluster.Get(t)
+	for _, tt := range []struct {
+		answer  string
+		code    int
+		storage string
+	}{{"nope", 2, "1Gi"}, {"app", 0, "2Gi"}} {
+		t.Run(tt.answer, func(t *testing.T) {
+			ns, v2 := stsRelease(t, c)
+			ptmx, tty, err := pty.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ptmx.Close()
+			defer tty.Close()
+			streams := cli.Streams{In: tty, Out: tty, ErrOut: tty,
+				InTTY: term.IsTerminal(int(tty.Fd())), OutTTY: term.IsTerminal(int(tty.Fd())), NoColor: true}
+			done := make(chan int, 1)
+			go func() {
+				done <- cli.Execute("helm-safe-upgrade", []string{"app", v2, "-n", ns, "--kubeconfig", c.Kubeconfig}, streams, cli.BuildInfo{Version: "e2e"})
+			}()
+			screen := bufio.NewReader(ptmx)
+			var seen strings.Builder
+			for !strings.Contains(seen.String(), "Type the release name (app)") {
+				b, err := screen.ReadByte()
+				if err != nil {
+					t.Fatalf("reading the terminal: %v\n%s", err, seen.String())
+				}
+				seen.WriteByte(b)
+			}
+			if _, err := ptmx.Write([]byte(tt.answer + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = screen.WriteTo(discard{}) }()
+			select {
+			case code := <-done:
+				if code != tt.code {
+					t.Fatalf("answer %q: exit %d, want %d", tt.answer, code, tt.code)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the tool did not finish after the answer")
+			}
+			if got := templateStorage(t, c, ns); got != tt.storage {
+				t.Fatalf("answer %q: claim template %s, want %s", tt.answer, got, tt.storage)
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestApplyWritesWhatWasShown: a Secret generated with randAlphaNum holds,
+// after apply, exactly the value the plan showed (masked by its hash), and
+// no request asked for force or replaced an object.
+func TestApplyWritesWhatWasShown(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	secret := func(version string) map[string]string {
+		return map[string]string{"s.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, labels: {v: \"" + version + "\"}}\nstringData:\n  password: {{ randAlphaNum 24 | quote }}\n"}
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", secret("1")), "-n", ns)
+	before := len(c.AuditEvents(t, nil))
+	r := run(t, c, "app", writeChart(t, "app", "2.0.0", secret("2")), "-n", ns, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	shown := regexp.MustCompile(`\+\s+password: '?(\(sensitive: [^)]*\))`).FindStringSubmatch(r.Stdout)
+	if shown == nil {
+		t.Fatalf("the plan shows no new masked password:\n%s", r.Stdout)
+	}
+	s, err := c.Clientset(t).CoreV1().Secrets(ns).Get(t.Context(), "creds", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := redact.Value(s.Data["password"]); got != shown[1] {
+		t.Fatalf("cluster holds %s, the plan showed %s", got, shown[1])
+	}
+	if strings.Contains(r.Stdout, string(s.Data["password"])) || strings.Contains(r.Stdout, base64.StdEncoding.EncodeToString(s.Data["password"])) {
+		t.Fatal("the plan leaks the generated password")
+	}
+	for _, e := range c.AuditEvents(t, nil)[before:] {
+		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") || strings.HasPrefix(e.ObjectRef.Name, "sh.helm.release.v1.") {
+			continue
+		}
+		if e.Verb == "update" || strings.Contains(e.RequestURI, "force=true") {
+			t.Errorf("without --force the tool sent %s %s", e.Verb, e.RequestURI)
+		}
+	}
+}
