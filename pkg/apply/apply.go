@@ -33,8 +33,8 @@ type Request struct {
 	// the --history-max default of `helm upgrade`. May be nil (no limit).
 	Settings *cli.EnvSettings
 	// ReleaseName and ChartRef are what the user named; ReleaseName, when
-	// set, must be the planned release's name. ChartRef only labels errors:
-	// the chart is not located or loaded again.
+	// set, must be the planned release's name. ChartRef is informational:
+	// the chart is not located or loaded again (Rendered.Chart is used).
 	ReleaseName, ChartRef string
 	// Render are the flags the plan was rendered with; Apply gives Helm's
 	// action the same ones (values handling, hooks, CRDs, timeout, wait,
@@ -67,15 +67,15 @@ type Request struct {
 // (three-way patches, creates, deletes, hooks, --wait, --timeout, --atomic,
 // history all as Helm does them). The user's own --post-renderer already ran
 // when the plan was rendered and is not run again. The planned hooks and
-// notes replace the re-rendered ones when Helm stores the new revision,
-// before any hook runs (see plannedStore).
+// notes replace the re-rendered ones when Helm stores the new revision
+// record, which it does before running any hook or touching the cluster.
 //
 // What still differs from the plan: Helm renders the chart templates once
 // more and throws the output away, so templates run again (a template that
 // calls `fail`, or `lookup`, sees the cluster as it is now), and an install
 // with a crds/ directory creates those CRDs as Helm does, from the chart
 // files. The values Helm stores are computed again from Rendered.Values and
-// the current release, which is the planned one: Apply refuses (StaleError)
+// the current release, which is the planned one: Apply refuses (*StaleError)
 // when the release's last revision or its status changed since the plan,
 // both before starting and again when Helm stores the new revision, and
 // refuses a pending release with the `helm rollback` hint
