@@ -285,10 +285,12 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	res, err := render.Render(ctx, cfg, o.Settings, o.ReleaseName, o.ChartRef, o.Render)
 	if err != nil {
 		return nil, err
 	}
+	o.Logf("rendered %s in %s", o.ChartRef, time.Since(start).Round(time.Millisecond))
 	for _, w := range res.Warnings {
 		fmt.Fprintln(o.Streams.ErrOut, "warning:", w)
 	}
@@ -301,10 +303,12 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 		return nil, err
 	}
 	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	start = time.Now()
 	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
 	if err != nil {
 		return nil, err
 	}
+	o.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	return &planned{plan: p, rendered: res, config: cfg}, nil
 }
 

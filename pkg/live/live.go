@@ -107,3 +107,61 @@ func (c *Cluster) Get(ctx context.Context, o *manifest.Object) State {
 		return State{Err: fmt.Errorf("%s: get: %w", o.ID, err)}
 	}
 }
+
+// MinListGroup is the number of objects of one kind in one namespace from
+// which a LIST is cheaper than a GET each.
+const MinListGroup = 8
+
+// Prefetch reads, with one LIST per kind and namespace, the objects that
+// come in groups of at least minGroup, and returns their states: an object
+// missing from its LIST does not exist. Objects in smaller groups, or whose
+// LIST failed (RBAC may allow get but not list), are left for Get.
+func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGroup int) map[manifest.ObjectID]State {
+	type groupKey struct {
+		gvk       schema.GroupVersionKind
+		namespace string
+	}
+	groups := map[groupKey][]*manifest.Object{}
+	for _, o := range objs {
+		k := groupKey{o.GVK, o.ID.Namespace}
+		groups[k] = append(groups[k], o)
+	}
+	out := map[manifest.ObjectID]State{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k, members := range groups {
+		if len(members) < minGroup {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ri, _, err := c.Resource(k.gvk, k.namespace)
+			if err != nil {
+				return
+			}
+			list, err := ri.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return
+			}
+			byName := make(map[string]*unstructured.Unstructured, len(list.Items))
+			for i := range list.Items {
+				byName[list.Items[i].GetName()] = &list.Items[i]
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range members {
+				// Items of a LIST carry no apiVersion/kind of their own.
+				if obj := byName[o.ID.Name]; obj != nil {
+					obj.SetAPIVersion(list.GetAPIVersion())
+					obj.SetKind(o.GVK.Kind)
+					out[o.ID] = State{Obj: obj}
+				} else {
+					out[o.ID] = State{}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}

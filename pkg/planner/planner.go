@@ -97,6 +97,18 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
+	var prefetched map[manifest.ObjectID]live.State
+	if p.Cluster != nil {
+		var objs []*manifest.Object
+		for _, id := range ids {
+			if o := next.Get(id); o != nil {
+				objs = append(objs, o)
+			} else {
+				objs = append(objs, prev.Get(id))
+			}
+		}
+		prefetched = p.Cluster.Prefetch(ctx, objs, live.MinListGroup)
+	}
 	changes := make([]plan.Change, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
@@ -107,7 +119,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id), crdKinds)
+			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
 		}()
 	}
 	wg.Wait()
@@ -139,7 +151,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -151,7 +163,10 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 			liveObj = prev.Obj
 		}
 	} else {
-		state := p.Cluster.Get(ctx, obj)
+		state, ok := prefetched[obj.ID]
+		if !ok {
+			state = p.Cluster.Get(ctx, obj)
+		}
 		if state.Err != nil {
 			return c, state.Err
 		}

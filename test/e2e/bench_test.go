@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -101,17 +102,20 @@ func BenchmarkFloor1000(b *testing.B) {
 	c, ns, chart := benchRelease(b)
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &c.Kubeconfig, &ns
+	// No client-side throttling, as in the tool: the floor is the server's.
+	restConfig := rest.CopyConfig(c.RESTConfig)
+	restConfig.QPS = -1
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cfg, err := render.NewConfiguration(flags, ns, "", nil)
 		must(b, err)
 		res, err := render.Render(context.Background(), cfg, cli.New(), "bench", chart, render.Options{Namespace: ns})
 		must(b, err)
-		disco, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig)
+		disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 		must(b, err)
 		groups, err := restmapper.GetAPIGroupResources(disco)
 		must(b, err)
-		dyn, err := dynamic.NewForConfig(c.RESTConfig)
+		dyn, err := dynamic.NewForConfig(restConfig)
 		must(b, err)
 		cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
 		set, err := manifest.Split("bench", res.Next.Manifest, ns, cluster)

@@ -303,3 +303,29 @@ func TestInstallWhenReleaseDoesNotExist(t *testing.T) {
 		t.Fatalf("without --install: want exit 1 naming the release and --install, got %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// TestPlanManyObjectsOfOneKind covers the LIST path of live reads: with many
+// objects of one kind in a namespace the planner lists instead of getting.
+func TestPlanManyObjectsOfOneKind(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	maps := func(from, to int, changed int) map[string]string {
+		out := map[string]string{}
+		for i := from; i < to; i++ {
+			value := "a"
+			if i == changed {
+				value = "b"
+			}
+			out[fmt.Sprintf("cm%d.yaml", i)] = strings.Replace(configMap(false, value), "name: settings", fmt.Sprintf("name: settings-%d", i), 1)
+		}
+		return out
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", maps(0, 12, -1)), "-n", ns)
+	p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", maps(1, 13, 5)), "-n", ns)
+	want := map[string]string{"settings-0": "delete", "settings-5": "update", "settings-12": "create", "settings-7": "noop"}
+	for name, action := range want {
+		if got := p.change(t, "ConfigMap", name); got.Action != action {
+			t.Errorf("%s: action %s, want %s\n%s", name, got.Action, action, r.Stderr)
+		}
+	}
+}
