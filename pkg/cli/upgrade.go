@@ -41,6 +41,8 @@ type UpgradeOptions struct {
 	AckFile           string
 	AckAllDestructive bool
 	Force             bool
+	PlanOut           string
+	PlanIn            string
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
 	Offline      bool
@@ -53,6 +55,7 @@ type UpgradeOptions struct {
 	ChartRef    string
 	Namespace   string
 	AckSet      *gate.Acks
+	Saved       *plan.Saved
 	Prompter    gate.Prompter
 	Logf        func(format string, args ...interface{})
 	// UserAgent marks every request of this tool (audit logs show it).
@@ -79,6 +82,8 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
 	fs.BoolVar(&o.AckAllDestructive, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
+	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 	fs.StringVar(&o.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
 	fs.StringArrayVar(&o.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
@@ -113,6 +118,18 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		acks.Add(fromFile)
 	}
+	if o.PlanIn != "" {
+		saved, err := plan.ReadSaved(o.PlanIn)
+		if err != nil {
+			return err
+		}
+		if saved.Release.Name != o.ReleaseName || saved.Release.Namespace != o.Namespace {
+			return fmt.Errorf("--plan %s was made for release %s/%s, not %s/%s", o.PlanIn,
+				saved.Release.Namespace, saved.Release.Name, o.Namespace, o.ReleaseName)
+		}
+		o.Saved = saved
+		acks.Add(gate.FromSaved(saved.Acknowledged))
+	}
 	o.AckSet = acks
 	if o.Prompter == nil {
 		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
@@ -137,6 +154,12 @@ func (o *UpgradeOptions) Validate() error {
 	}
 	if len(o.FromValues) > 0 && o.FromChart == "" {
 		return errors.New("--from-values needs --from-chart")
+	}
+	if o.Offline && (o.PlanIn != "" || o.PlanOut != "") {
+		return errors.New("--plan and --plan-out need a cluster; they cannot be used with --offline")
+	}
+	if o.PlanIn != "" && o.DryRun {
+		return errors.New("--plan applies a saved plan; it cannot be used with --dry-run")
 	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
@@ -171,6 +194,11 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
 	if err := report.Write(o.Streams.Out, p, o.reportOptions()); err != nil {
 		return err
+	}
+	if o.PlanOut != "" {
+		if err := o.savePlan(pl); err != nil {
+			return err
+		}
 	}
 	if o.DryRun {
 		o.printDecision(decision)
@@ -303,13 +331,91 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 		return nil, err
 	}
 	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	if o.Saved != nil {
+		if err := useSaved(o.Saved, res, o.Render); err != nil {
+			return nil, err
+		}
+	}
 	start = time.Now()
 	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
 	if err != nil {
 		return nil, err
 	}
+	if o.Saved != nil {
+		if err := unmoved(o.Saved, p); err != nil {
+			return nil, err
+		}
+	}
 	o.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	return &planned{plan: p, rendered: res, config: cfg}, nil
+}
+
+// savePlan writes the reviewed render and what it was planned against.
+func (o *UpgradeOptions) savePlan(pl *planned) error {
+	res := pl.rendered
+	saved := &plan.Saved{
+		ChartRef:     o.ChartRef,
+		ChartDigest:  render.ChartDigest(res.Chart),
+		ValuesDigest: render.ValuesDigest(res.Values, o.Render),
+		Manifest:     res.Next.Manifest,
+		Hooks:        res.Next.Hooks,
+		Notes:        res.Next.Info.Notes,
+		Acknowledged: gate.ToSaved(pl.plan),
+	}
+	saved.Release.Name, saved.Release.Namespace = res.Next.Name, res.Next.Namespace
+	if res.Last != nil {
+		saved.Release.LastRevision = res.Last.Version
+	}
+	for _, c := range pl.plan.Changes {
+		if c.Action != plan.ActionNoop && c.LiveResourceVersion != "" {
+			saved.Objects = append(saved.Objects, plan.SavedObject{Object: c.ID.String(),
+				ResourceVersion: c.LiveResourceVersion, StateDigest: plan.StateDigest(c)})
+		}
+	}
+	if err := saved.Write(o.PlanOut); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Streams.ErrOut, "Plan saved to %s (it holds the rendered manifest, Secrets included: keep it private). Apply it with --plan %s\n", o.PlanOut, o.PlanOut)
+	return nil
+}
+
+// useSaved checks that the release, chart and values are those of the saved
+// plan and puts the saved render in place of the new one: what is applied is
+// what was reviewed, even when templates are not deterministic.
+func useSaved(saved *plan.Saved, res *render.Result, opts render.Options) error {
+	last := 0
+	if res.Last != nil {
+		last = res.Last.Version
+	}
+	if last != saved.Release.LastRevision {
+		return fmt.Errorf("saved plan is stale: release %s moved from revision %d to %d since the plan; plan again", saved.Release.Name, saved.Release.LastRevision, last)
+	}
+	if d := render.ChartDigest(res.Chart); d != saved.ChartDigest {
+		return fmt.Errorf("saved plan is stale: chart %s changed since the plan; plan again", saved.ChartRef)
+	}
+	if d := render.ValuesDigest(res.Values, opts); d != saved.ValuesDigest {
+		return errors.New("saved plan is stale: the values (-f, --set, --reuse-values, ...) differ from the plan's; plan again")
+	}
+	res.Next.Manifest = saved.Manifest
+	res.Next.Hooks = saved.Hooks
+	res.Next.Info.Notes = saved.Notes
+	return nil
+}
+
+// unmoved refuses a saved plan when an object it changes moved in the cluster.
+func unmoved(saved *plan.Saved, p *plan.Plan) error {
+	now := map[string]plan.Change{}
+	for _, c := range p.Changes {
+		now[c.ID.String()] = c
+	}
+	for _, o := range saved.Objects {
+		c := now[o.Object]
+		if plan.StateDigest(c) != o.StateDigest {
+			return fmt.Errorf("saved plan is stale: %s changed in the cluster since the plan (resourceVersion %s, now %q); plan again",
+				o.Object, o.ResourceVersion, c.LiveResourceVersion)
+		}
+	}
+	return nil
 }
 
 // offlinePlan compares the base (a chart render or a manifest file) with the

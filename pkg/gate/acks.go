@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // Ack acknowledges one destructive change.
@@ -113,4 +114,25 @@ func ReadAckFile(path string) (*Acks, error) {
 		a.Via = "ack-file"
 	}
 	return &Acks{list: list}, nil
+}
+
+// FromSaved turns the acknowledgements recorded in a saved plan into acks:
+// bound to their fingerprints, so they count only for the same changes.
+func FromSaved(saved []plan.SavedAck) *Acks {
+	s := &Acks{}
+	for _, a := range saved {
+		s.list = append(s.list, Ack{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Fingerprint: a.Fingerprint, Via: "saved plan"})
+	}
+	return s
+}
+
+// ToSaved records the acknowledged destructive changes of p.
+func ToSaved(p *plan.Plan) []plan.SavedAck {
+	var out []plan.SavedAck
+	for _, c := range p.Changes {
+		if c.Destructive && c.Acknowledged {
+			out = append(out, plan.SavedAck{Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name, Fingerprint: c.Fingerprint})
+		}
+	}
+	return out
 }

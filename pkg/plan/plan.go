@@ -92,6 +92,9 @@ type Change struct {
 	Drift    []Drift  `json:"drift,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
 	Hook     bool     `json:"hook,omitempty"`
+	// LiveResourceVersion pins the live object the change was planned
+	// against (saved plans refuse to apply when it moved).
+	LiveResourceVersion string `json:"-"`
 	// Before is the live object and After the predicted one, both with
 	// server-managed fields removed and Secret values masked.
 	Before *unstructured.Unstructured `json:"-"`

@@ -171,6 +171,9 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 			return c, state.Err
 		}
 		liveObj = state.Obj
+		if liveObj != nil {
+			c.LiveResourceVersion = liveObj.GetResourceVersion()
+		}
 	}
 	switch {
 	case next == nil:

@@ -269,3 +269,77 @@ func TestApplyWritesWhatWasShown(t *testing.T) {
 		}
 	}
 }
+
+// TestSavedPlan: --plan applies exactly the render saved by --plan-out (a
+// randAlphaNum value included) and refuses when the release or a changed
+// object moved since.
+func TestSavedPlan(t *testing.T) {
+	c := testcluster.Get(t)
+	chart := func(version string) string {
+		return writeChart(t, "app", version, map[string]string{
+			"s.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, labels: {v: \"" + version + "\"}}\nstringData:\n  password: {{ randAlphaNum 24 | quote }}\n",
+			"cm.yaml": configMap(false, version),
+		})
+	}
+	v1, v2 := chart("1"), chart("2")
+	save := func(t *testing.T, ns string) (string, string) {
+		path := filepath.Join(t.TempDir(), "plan.json")
+		r := run(t, c, "app", v2, "-n", ns, "--dry-run", "-o", "json", "--plan-out", path)
+		if r.Code != 0 {
+			t.Fatalf("plan-out: exit %d\n%s", r.Code, r.Stderr)
+		}
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+			t.Fatalf("saved plan: %v, mode %v; want 0600", err, info.Mode())
+		}
+		return path, r.Stdout
+	}
+
+	t.Run("applies exactly the saved render", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, shownPlan := save(t, ns)
+		shown := regexp.MustCompile(`\+\s+password: '?(\(sensitive: [^)]*\))`).FindStringSubmatch(shownPlan)
+		if shown == nil {
+			t.Fatalf("no masked password in the plan:\n%s", shownPlan)
+		}
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 0 {
+			t.Fatalf("--plan: exit %d\n%s", r.Code, r.Stderr)
+		}
+		s, err := c.Clientset(t).CoreV1().Secrets(ns).Get(t.Context(), "creds", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redact.Value(s.Data["password"]); got != shown[1] {
+			t.Fatalf("applied %s, the saved plan showed %s", got, shown[1])
+		}
+	})
+	t.Run("refused after another upgrade moved the revision", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, _ := save(t, ns)
+		c.Helm(t, "upgrade", "app", v1, "-n", ns)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "moved from revision 1 to 2") {
+			t.Fatalf("want exit 1 naming the moved revision, got %d\n%s", r.Code, r.Stderr)
+		}
+	})
+	t.Run("refused when a changed object moved", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, _ := save(t, ns)
+		cms := c.Clientset(t).CoreV1().ConfigMaps(ns)
+		cm, err := cms.Get(t.Context(), "settings", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["mode"] = "edited by hand"
+		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "ConfigMap/"+ns+"/settings changed in the cluster") {
+			t.Fatalf("want exit 1 naming the ConfigMap, got %d\n%s", r.Code, r.Stderr)
+		}
+	})
+}

@@ -1,0 +1,213 @@
+// Package ship tests the tool the way users get it: the Helm plugin installed
+// by real Helm 3 and Helm 4 CLIs, the kubectl plugin installed by real krew
+// from a goreleaser snapshot and a generated manifest, the release archives
+// themselves, and the GitHub Action — all against the local control plane of
+// internal/testcluster. The release tools (goreleaser, krew) are built from
+// the Go module proxy by scripts/build-shiptools.sh and cached.
+package ship
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// result is one finished command.
+type result struct {
+	Stdout, Stderr string
+	// Code is the exit code.
+	Code int
+}
+
+// String shows the command's output for failure messages.
+func (r result) String() string {
+	return "exit " + strconv.Itoa(r.Code) + "\n--- stdout\n" + r.Stdout + "\n--- stderr\n" + r.Stderr
+}
+
+// cmd describes a command to run; the zero value runs in the repository root
+// with this process's environment and a 5-minute limit.
+type cmd struct {
+	Dir     string
+	Env     []string
+	Timeout time.Duration
+}
+
+// run runs name with args and returns how it ended. It fails the test when
+// the command cannot start or outlives its time limit; a non-zero exit is a
+// result, not a failure.
+func (c cmd) run(t *testing.T, name string, args ...string) result {
+	t.Helper()
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	x := exec.CommandContext(ctx, name, args...)
+	x.Dir = c.Dir
+	if x.Dir == "" {
+		x.Dir = repoRoot(t)
+	}
+	x.Env = c.Env
+	var stdout, stderr bytes.Buffer
+	x.Stdout, x.Stderr = &stdout, &stderr
+	err := x.Run()
+	r := result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s %s: no answer within %v\n%s", name, strings.Join(args, " "), timeout, r)
+	case errors.As(err, &exitErr):
+		r.Code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// mustRun is run for commands that must succeed; it returns their stdout.
+func (c cmd) mustRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	r := c.run(t, name, args...)
+	if r.Code != 0 {
+		t.Fatalf("%s %s failed:\n%s", name, strings.Join(args, " "), r)
+	}
+	return r.Stdout
+}
+
+// repoRoot returns the repository root (two levels above this package).
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("no go.mod at the repository root %s: %v", root, err)
+	}
+	return root
+}
+
+// shipTool returns the path of a release tool ("goreleaser" or "krew"),
+// building it from the Go module proxy on first use (cached under .cache/bin;
+// a cold goreleaser build takes minutes).
+func shipTool(t *testing.T, name string) string {
+	t.Helper()
+	out := cmd{Timeout: 30 * time.Minute}.mustRun(t, "bash", filepath.Join(repoRoot(t), "scripts", "build-shiptools.sh"), name)
+	path := strings.TrimSpace(out)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("scripts/build-shiptools.sh %s printed %q: %v", name, out, err)
+	}
+	return path
+}
+
+// toolBuild is the binary that toolBinary builds once per test binary.
+var toolBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// testVersion and testCommit are what toolBinary stamps in with -ldflags, as
+// the release build does.
+const (
+	testVersion = "9.9.9-ship"
+	testCommit  = "feedbee"
+)
+
+// toolBinary builds cmd/helm-safe-upgrade once per test binary, with the
+// release build's -ldflags, into .cache/ship-test/ (a fixed folder, so runs do
+// not pile up binaries; it is replaced atomically) and returns its path.
+func toolBinary(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	toolBuild.once.Do(func() {
+		dir := filepath.Join(root, ".cache", "ship-test")
+		if toolBuild.err = os.MkdirAll(dir, 0o755); toolBuild.err != nil {
+			return
+		}
+		tmp, err := os.MkdirTemp(dir, "build-")
+		if err != nil {
+			toolBuild.err = err
+			return
+		}
+		defer os.RemoveAll(tmp)
+		x := exec.Command("go", "build", "-trimpath",
+			"-ldflags", "-X main.version="+testVersion+" -X main.commit="+testCommit,
+			"-o", filepath.Join(tmp, "helm-safe-upgrade"), "./cmd/helm-safe-upgrade")
+		x.Dir = root
+		if out, err := x.CombinedOutput(); err != nil {
+			toolBuild.err = errors.New("go build ./cmd/helm-safe-upgrade: " + err.Error() + "\n" + string(out))
+			return
+		}
+		toolBuild.path = filepath.Join(dir, "helm-safe-upgrade")
+		toolBuild.err = os.Rename(filepath.Join(tmp, "helm-safe-upgrade"), toolBuild.path)
+	})
+	if toolBuild.err != nil {
+		t.Fatal(toolBuild.err)
+	}
+	return toolBuild.path
+}
+
+// helmHome returns c.Env() with fresh, empty helm homes: an empty plugin
+// folder and private config, cache and data (Helm 4 installs plugins under
+// HELM_DATA_HOME but loads them from HELM_PLUGINS, so both point here).
+func helmHome(t *testing.T, c *testcluster.Cluster) []string {
+	t.Helper()
+	home := t.TempDir()
+	return append(c.Env(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"HELM_PLUGINS="+filepath.Join(home, "data", "plugins"),
+	)
+}
+
+// withEnv returns env with the given KEY=VALUE entries added; a later entry
+// wins over an earlier one for the same key (os/exec keeps the last).
+func withEnv(env []string, kv ...string) []string {
+	return append(append([]string(nil), env...), kv...)
+}
+
+// withoutEnv returns env without the entries for the given keys.
+func withoutEnv(env []string, keys ...string) []string {
+	var out []string
+next:
+	for _, kv := range env {
+		for _, k := range keys {
+			if strings.HasPrefix(kv, k+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// chart returns the path of a chart under testdata/charts.
+func chart(t *testing.T, name string) string {
+	t.Helper()
+	return filepath.Join(repoRoot(t), "testdata", "charts", name)
+}
+
+// hasLinePrefix reports whether some line of text starts with prefix.
+func hasLinePrefix(text, prefix string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
