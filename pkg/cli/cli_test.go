@@ -55,6 +55,7 @@ func TestVersionAndNames(t *testing.T) {
 // TestOfflineGolden covers every output format through the whole command,
 // offline so no cluster is needed (the cluster path is end-to-end tested).
 func TestOfflineGolden(t *testing.T) {
+	t.Setenv("GITHUB_ACTIONS", "")
 	for _, format := range []string{"text", "json", "markdown"} {
 		t.Run(format, func(t *testing.T) {
 			out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo, "-o", format)
@@ -133,5 +134,16 @@ func TestSecretsNeverLeak(t *testing.T) {
 				t.Errorf("%s output leaks %q:\n%s\n%s", format, s, out, errOut)
 			}
 		}
+	}
+}
+
+func TestGitHubActionsAnnotations(t *testing.T) {
+	t.Setenv("GITHUB_ACTIONS", "true")
+	out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo, "-o", "json")
+	if code != ExitBlocked || !strings.Contains(errOut, "::error title=safe-upgrade%3A recreate-required StatefulSet.apps/demo/demo-db::") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if strings.Contains(out, "::error") {
+		t.Fatal("annotations leaked into the JSON on stdout")
 	}
 }

@@ -60,12 +60,16 @@ type UpgradeOptions struct {
 	Logf        func(format string, args ...interface{})
 	// UserAgent marks every request of this tool (audit logs show it).
 	UserAgent string
+	// GitHubActions adds workflow-command annotations for destructive
+	// changes (set when GITHUB_ACTIONS=true).
+	GitHubActions bool
 }
 
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
 func NewUpgradeOptions(streams Streams) *UpgradeOptions {
-	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3}
+	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3,
+		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -194,6 +198,13 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
 	if err := report.Write(o.Streams.Out, p, o.reportOptions()); err != nil {
 		return err
+	}
+	if o.GitHubActions {
+		// On stderr: stdout carries the report (JSON must stay clean); the
+		// runner reads workflow commands from both.
+		if err := report.GitHubAnnotations(o.Streams.ErrOut, p); err != nil {
+			return err
+		}
 	}
 	if o.PlanOut != "" {
 		if err := o.savePlan(pl); err != nil {

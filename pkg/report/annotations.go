@@ -1,0 +1,50 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// GitHubAnnotations writes a GitHub Actions workflow command per destructive
+// change (an error when it still blocks, a warning when acknowledged), so a
+// pull request shows them in its checks. Messages are escaped as the
+// workflow-command format requires.
+func GitHubAnnotations(w io.Writer, p *plan.Plan) error {
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if !c.Destructive {
+			continue
+		}
+		level, state := "error", "not acknowledged: add "+ackArg(c)
+		switch {
+		case c.Blocking:
+			state = "cannot be acknowledged"
+		case c.Acknowledged:
+			level, state = "warning", "acknowledged"
+		}
+		what := string(c.Class)
+		if what == "" {
+			what = string(c.Action)
+		}
+		reason := what
+		if len(c.Reasons) > 0 {
+			reason = reasonText(c.Reasons[0])
+		}
+		title := fmt.Sprintf("safe-upgrade: %s %s", what, c.ID)
+		if _, err := fmt.Fprintf(w, "::%s title=%s::%s (%s)\n", level, escapeProperty(title), escapeData(reason), escapeData(state)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
