@@ -156,7 +156,7 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 	}
 	var immutable, other []metav1.StatusCause
 	for _, cause := range causes(status) {
-		if c.isImmutableCause(u.GroupKind, cause) {
+		if c.isImmutableCause(u.GroupKind, cause, live, local) {
 			immutable = append(immutable, cause)
 		} else {
 			other = append(other, cause)
@@ -213,19 +213,17 @@ var immutablePhrases = regexp.MustCompile(`(?i)(field is immutable|is immutable 
 
 // isImmutableCause reports whether a validation cause says the field cannot
 // change: the catalogue names its field, or the server's message does.
-func (c *Classifier) isImmutableCause(kind schema.GroupKind, cause metav1.StatusCause) bool {
+func (c *Classifier) isImmutableCause(kind schema.GroupKind, cause metav1.StatusCause, live, local map[string]interface{}) bool {
 	if cause.Type != metav1.CauseTypeFieldValueInvalid && cause.Type != metav1.CauseTypeForbidden {
 		return false
 	}
 	if immutablePhrases.MatchString(cause.Message) {
 		return true
 	}
-	for _, r := range c.catalogue[kind] {
-		if cause.Field == r.path && r.applies == nil && len(r.except) == 0 {
-			return true
-		}
-	}
-	return false
+	// The server words some immutability differently (a bound claim that
+	// shrinks: "can not be less than ..."); the catalogue knows the field.
+	r := c.catalogue.immutableAt(kind, cause.Field, live, local)
+	return r != nil && r.path == cause.Field
 }
 
 // immutableReasons returns a reason for each changed path the catalogue marks

@@ -103,6 +103,19 @@ func TestClassifyRejected(t *testing.T) {
 			class:    plan.ClassInvalid, paths: []string{"spec.template.metadata.labels"},
 		},
 		{
+			name: "bound claim shrinking: the catalogue knows the field",
+			kind: schema.GroupKind{Kind: "PersistentVolumeClaim"}, live: pvcYAML("2Gi"), local: pvcYAML("1Gi"),
+			dryRunErr: invalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than status.capacity")),
+			recreate:  apierrors.NewAlreadyExists(schema.GroupResource{Resource: "persistentvolumeclaims"}, "data"),
+			class:     plan.ClassRecreateRequired, paths: []string{"spec.resources.requests.storage"},
+		},
+		{
+			name: "bound claim growing without expansion support: invalid",
+			kind: schema.GroupKind{Kind: "PersistentVolumeClaim"}, live: pvcYAML("1Gi"), local: pvcYAML("2Gi"),
+			dryRunErr: invalid(schema.GroupKind{Kind: "PersistentVolumeClaim"}, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize")),
+			class:     plan.ClassInvalid, paths: []string{"spec.resources.requests.storage"},
+		},
+		{
 			name: "admission denial: invalid",
 			kind: stsGK, live: sts, local: stsBigger,
 			dryRunErr: apierrors.NewForbidden(schema.GroupResource{Resource: "statefulsets"}, "db", errString("admission webhook \"x\" denied the request")),
@@ -257,3 +270,7 @@ func TestSanitizeHidesSecretValues(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func pvcYAML(size string) string {
+	return "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: ns}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: " + size + "}}}\nstatus: {phase: Bound}\n"
+}
