@@ -281,6 +281,7 @@ func (req *Request) install(ctx context.Context, cfg *action.Configuration, stor
 	inst := action.NewInstall(cfg)
 	inst.ReleaseName = store.next.Name
 	inst.Namespace = store.next.Namespace
+	inst.CreateNamespace = o.CreateNamespace
 	inst.Devel = o.Devel
 	inst.DisableHooks = o.DisableHooks
 	inst.SkipCRDs = o.SkipCRDs

@@ -31,6 +31,8 @@ type Options struct {
 
 	// Install renders an install when the release does not exist (-i/--install).
 	Install bool
+	// CreateNamespace creates the release namespace on install (--create-namespace).
+	CreateNamespace bool
 	// ReuseValues, ResetValues and ResetThenReuseValues select how the
 	// previous release's values are combined with the new ones, as in
 	// `helm upgrade`.
@@ -95,6 +97,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	// upgrade (helm's newUpgradeCmd)
 	fs.BoolVarP(&o.Install, "install", "i", false, "if a release by this name doesn't already exist, run an install")
+	fs.BoolVar(&o.CreateNamespace, "create-namespace", false, "if --install is set, create the release namespace if not present")
 	fs.BoolVar(&o.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
 	fs.BoolVar(&o.DisableHooks, "no-hooks", false, "disable pre/post upgrade hooks")
 	fs.BoolVar(&o.SkipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled")

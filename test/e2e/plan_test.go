@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -327,5 +328,23 @@ func TestPlanManyObjectsOfOneKind(t *testing.T) {
 		if got := p.change(t, "ConfigMap", name); got.Action != action {
 			t.Errorf("%s: action %s, want %s\n%s", name, got.Action, action, r.Stderr)
 		}
+	}
+}
+
+// TestInstallCreatesNamespace: --install --create-namespace applies an
+// install into a namespace that does not exist yet, as helm does.
+func TestInstallCreatesNamespace(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t) + "-new"
+	t.Cleanup(func() {
+		_ = c.Clientset(t).CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	chart := writeChart(t, "fresh", "1.0.0", map[string]string{"cm.yaml": configMap(false, "a")})
+	r := run(t, c, "fresh", chart, "-n", ns, "--install", "--create-namespace")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if _, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "settings", metav1.GetOptions{}); err != nil {
+		t.Fatalf("installed ConfigMap: %v", err)
 	}
 }
