@@ -3,14 +3,13 @@ package cli
 import (
 	"bytes"
 	"encoding/base64"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
+)
 
 func execute(t *testing.T, argv0 string, args ...string) (string, string, int) {
 	t.Helper()
@@ -19,21 +18,9 @@ func execute(t *testing.T, argv0 string, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
-func golden(t *testing.T, name, got string) {
+func assertGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/cli -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test ./pkg/cli -update rewrites it):\n--- got\n%s", path, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), []byte(got))
 }
 
 const demo = "../../testdata/charts/demo"
@@ -62,8 +49,8 @@ func TestOfflineGolden(t *testing.T) {
 			if code != ExitBlocked {
 				t.Fatalf("exit %d, want %d (blocked)\n%s", code, ExitBlocked, errOut)
 			}
-			golden(t, "offline."+format, out)
-			golden(t, "offline.stderr", errOut)
+			assertGolden(t, "offline."+format, out)
+			assertGolden(t, "offline.stderr", errOut)
 		})
 	}
 }

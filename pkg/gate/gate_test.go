@@ -2,33 +2,19 @@ package gate
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
+func assertGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/gate -update)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Assert(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func fixture() *plan.Plan {
@@ -127,7 +113,7 @@ func TestBlockedMessagesGolden(t *testing.T) {
 	p := fixture()
 	acks, _ := ParseAcks([]string{"StatefulSet/prod/db@000000000000", "Secret/nothing"})
 	d := Evaluate(p, acks, false)
-	golden(t, "blocked.txt", strings.Join(d.Messages(), "\n")+"\n")
+	assertGolden(t, "blocked.txt", strings.Join(d.Messages(), "\n")+"\n")
 }
 
 // scripted answers like a person would, echoing the prompt as a terminal shows it.
@@ -155,7 +141,7 @@ func TestConfirm(t *testing.T) {
 			t.Fatalf("answer %q: ok %v blocked %v err %v", tt.answer, ok, d.Blocked(), err)
 		}
 		if tt.answer == "shop" {
-			golden(t, "prompt.txt", out.String())
+			assertGolden(t, "prompt.txt", out.String())
 		}
 	}
 }

@@ -2,47 +2,23 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fatih/color"
-	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/output")
-
 // assertGolden compares got with testdata/output/name, or rewrites the file
 // with -update.
 func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "output", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/report/ -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
-			FromFile: path, ToFile: "got", Context: 3,
-		})
-		t.Errorf("output differs from %s (run with -update if intended):\n%s", path, d)
-	}
+	golden.Assert(t, filepath.Join("testdata", "output", name), got)
 }
 
 func write(t testing.TB, p *plan.Plan, opts Options) string {
