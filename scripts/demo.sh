@@ -58,6 +58,22 @@ case $rc in
   *) die "helm-safe-upgrade failed (exit $rc)" ;;
 esac
 
+section "plain helm upgrade would fail half-way; helm-safe-upgrade applies it once acknowledged"
+FP="$("$TOOL" demo testdata/charts/demo-v2 -n "$NS" --dry-run -o json 2>/dev/null |
+  sed -n 's/.*"fingerprint": "\([0-9a-f]\{12\}\)".*/\1/p' | head -1)" || true
+[[ -n "$FP" ]] || die "no fingerprint in the plan"
+uids() { "$KUBECTL" get pods,pvc -n "$NS" -l app.kubernetes.io/component=db \
+  -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.metadata.uid}{"\n"}{end}'; }
+before="$(uids)"
+echo "+ helm-safe-upgrade demo testdata/charts/demo-v2 -n $NS --ack StatefulSet/$NS/demo-db@$FP"
+"$TOOL" demo testdata/charts/demo-v2 -n "$NS" --ack "StatefulSet/$NS/demo-db@$FP" -o json >/dev/null
+
+section "after the upgrade: the database pod and its claim are the same objects (same UIDs)"
+after="$(uids)"
+printf 'before:\n%s\nafter:\n%s\n' "$before" "$after"
+[[ "$before" == "$after" ]] || die "the database pod or claim was replaced"
+"$HELM" history demo -n "$NS"
+
 if [[ "${KEEP_CLUSTER:-}" == 1 ]]; then
   log "control plane kept running; use it with:"
   echo "export KUBECONFIG=$KUBECONFIG"
