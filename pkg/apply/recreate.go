@@ -54,8 +54,6 @@ func refuseRecreate(changes []plan.Change, install bool) error {
 			why = "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"
 		case install:
 			why = "the release is being installed: there is nothing to recreate"
-		case c.Hook:
-			why = "it is a Helm hook: Helm recreates hooks itself according to their delete policy"
 		case c.Action != plan.ActionUpdate || c.Class != plan.ClassRecreateRequired:
 			why = fmt.Sprintf("the plan says %s", describeVerdict(c))
 		case !c.Acknowledged:

@@ -14,6 +14,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/kube"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 // BuildInfo identifies the binary.
@@ -67,9 +70,11 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 	o := NewUpgradeOptions(streams)
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
-		Use:   name + " RELEASE CHART [flags]",
-		Short: "Plan, review and apply a Helm upgrade without surprises",
-		Long:  fmt.Sprintf(longHelp, name),
+		Use: "safe-upgrade RELEASE CHART [flags]",
+		// Usage and help read "helm safe-upgrade" or "kubectl safe-upgrade".
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: name},
+		Short:       "Plan, review and apply a Helm upgrade without surprises",
+		Long:        fmt.Sprintf(longHelp, name),
 		Example: fmt.Sprintf(`  # Show what the upgrade would do, without writing anything
   %[1]s my-db bitnami/postgresql --version 16.0.0 -f values.yaml --dry-run
 
@@ -113,6 +118,10 @@ func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int 
 		fmt.Fprint(streams.Out, versionLine(argv0, build))
 		return ExitOK
 	}
+	// Helm's kube client names the field manager of its patches after the
+	// binary unless told; a real `helm upgrade` is "helm", and so are our
+	// dry-runs: keep managedFields as Helm would leave them.
+	kube.ManagedFieldsManager = predict.FieldManager
 	cmd := NewRootCommand(argv0, streams, build)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.

@@ -206,12 +206,12 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if o.PlanOut != "" {
-		if err := o.savePlan(pl); err != nil {
-			return err
-		}
-	}
 	if o.DryRun {
+		if o.PlanOut != "" {
+			if err := o.savePlan(pl); err != nil {
+				return err
+			}
+		}
 		o.printDecision(decision)
 		switch {
 		case decision.Blocked():
@@ -233,6 +233,12 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	o.printDecision(decision)
 	if decision.Blocked() {
 		return withExitCode(ExitBlocked, nil)
+	}
+	if o.PlanOut != "" {
+		// After the prompt, so the acknowledgements given there are kept.
+		if err := o.savePlan(pl); err != nil {
+			return err
+		}
 	}
 	if o.Force {
 		fmt.Fprintln(o.Streams.ErrOut, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")

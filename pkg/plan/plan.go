@@ -91,7 +91,6 @@ type Change struct {
 	Rollout  *Rollout `json:"rollout,omitempty"`
 	Drift    []Drift  `json:"drift,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
-	Hook     bool     `json:"hook,omitempty"`
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string `json:"-"`

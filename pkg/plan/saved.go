@@ -73,6 +73,10 @@ func (s *Saved) Write(path string) error {
 	if err != nil {
 		return err
 	}
+	// Remove first: WriteFile keeps the mode of an existing file.
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("--plan-out: %w", err)
+	}
 	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("--plan-out: %w", err)
 	}

@@ -54,13 +54,14 @@ type jsonChange struct {
 	Class        string       `json:"class,omitempty"`
 	Destructive  bool         `json:"destructive"`
 	Acknowledged bool         `json:"acknowledged"`
+	AckedBy      string       `json:"ackedBy,omitempty"`
+	Blocking     bool         `json:"blocking,omitempty"`
 	Fingerprint  string       `json:"fingerprint"`
 	Reasons      []jsonReason `json:"reasons"`
 	Diff         string       `json:"diff"`
 	Rollout      *jsonRollout `json:"rollout,omitempty"`
 	Drift        []jsonDrift  `json:"drift,omitempty"`
 	Notes        []string     `json:"notes,omitempty"`
-	Hook         bool         `json:"hook,omitempty"`
 }
 
 type jsonReason struct {
@@ -161,11 +162,12 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Action:       string(c.Action),
 		Destructive:  c.Destructive,
 		Acknowledged: c.Acknowledged,
+		AckedBy:      c.AckedBy,
+		Blocking:     c.Blocking,
 		Fingerprint:  c.Fingerprint,
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
 		Notes:        c.Notes,
-		Hook:         c.Hook,
 	}
 	if c.Action == plan.ActionUpdate {
 		jc.Class = string(c.Class)

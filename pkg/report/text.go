@@ -170,9 +170,6 @@ func writeTextTable(w io.Writer, pal palette, changes []*plan.Change) {
 		for _, d := range c.Drift {
 			fmt.Fprintln(w, "  drift: "+driftText(d))
 		}
-		if c.Hook {
-			fmt.Fprintln(w, "  hook: runs around the upgrade")
-		}
 		for _, n := range c.Notes {
 			fmt.Fprintln(w, "  note: "+n)
 		}
