@@ -23,9 +23,20 @@ func diffPath(c *plan.Change) string {
 	return c.ID.Kind + "/" + objectName(c)
 }
 
+// sides names the two sides of every diff: live → predicted, or, offline,
+// the base render → the head render.
+type sides struct{ from, to string }
+
+func diffSides(p *plan.Plan) sides {
+	if p.Offline {
+		return sides{"base", "head"}
+	}
+	return sides{"live", "predicted"}
+}
+
 // diffAll returns unifiedDiff of every change, in order. The work is spread
 // over GOMAXPROCS goroutines: encoding YAML is most of a report's cost.
-func diffAll(changes []*plan.Change, context int) ([]string, error) {
+func diffAll(changes []*plan.Change, context int, s sides) ([]string, error) {
 	diffs := make([]string, len(changes))
 	errs := make([]error, len(changes))
 	var next atomic.Int64
@@ -33,7 +44,7 @@ func diffAll(changes []*plan.Change, context int) ([]string, error) {
 	for range min(runtime.GOMAXPROCS(0), len(changes)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(changes); i = int(next.Add(1)) - 1 {
-				diffs[i], errs[i] = unifiedDiff(changes[i], context)
+				diffs[i], errs[i] = unifiedDiff(changes[i], context, s)
 			}
 		})
 	}
@@ -45,7 +56,7 @@ func diffAll(changes []*plan.Change, context int) ([]string, error) {
 // (Before) and predicted object (After), with context lines of context; ""
 // when there is nothing to show: a noop, an update without a prediction (the
 // server rejected it), or identical objects.
-func unifiedDiff(c *plan.Change, context int) (string, error) {
+func unifiedDiff(c *plan.Change, context int, s sides) (string, error) {
 	before, after := c.Before, c.After
 	switch c.Action {
 	case plan.ActionNoop:
@@ -71,8 +82,8 @@ func unifiedDiff(c *plan.Change, context int) (string, error) {
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A:        a,
 		B:        b,
-		FromFile: "live/" + path,
-		ToFile:   "predicted/" + path,
+		FromFile: s.from + "/" + path,
+		ToFile:   s.to + "/" + path,
 		Context:  context,
 	})
 	if err != nil {

@@ -143,7 +143,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		changes[i] = &p.Changes[i]
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
-	diffs, err := diffAll(changes, pw.opts.Context)
+	diffs, err := diffAll(changes, pw.opts.Context, diffSides(p))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,9 @@ type mdDoc struct {
 	rows  []string // table rows, destructive first
 	after string   // unchanged count, hooks, notes
 	diffs []mdDiff // in table order
-	limit int
+	// diffsHeading names the sides of the diffs.
+	diffsHeading string
+	limit        int
 }
 
 type mdDiff struct {
@@ -51,7 +53,7 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if line := destructiveLine(p); line != "" {
 		fmt.Fprintf(&top, "\n%s\n", line)
 	}
-	top.WriteString("\n" + mdText(releaseLine(p.Release)))
+	top.WriteString("\n" + mdText(releaseLine(p)))
 	if p.ServerVersion != "" {
 		top.WriteString(", Kubernetes " + mdText(p.ServerVersion))
 	}
@@ -93,7 +95,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	}
 	doc.after = after.String()
 
-	diffs, err := diffAll(changes, pw.opts.Context)
+	s := diffSides(p)
+	doc.diffsHeading = fmt.Sprintf("\n### Diffs (%s → %s)\n", s.from, s.to)
+	diffs, err := diffAll(changes, pw.opts.Context, s)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +220,6 @@ func fenced(lang, text string) string {
 	return fence + lang + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
 }
 
-const diffsHeading = "\n### Diffs (live → predicted)\n"
-
 // render assembles the document with the first keepRows table rows and the
 // diffs not marked in dropped.
 func (d *mdDoc) render(keepRows int, dropped []bool) string {
@@ -232,7 +234,7 @@ func (d *mdDoc) render(keepRows int, dropped []bool) string {
 	}
 	b.WriteString(d.after)
 	if len(d.diffs) > 0 {
-		b.WriteString(diffsHeading)
+		b.WriteString(d.diffsHeading)
 		b.WriteString(d.diffsNote(dropped))
 		for i, df := range d.diffs {
 			if !dropped[i] {

@@ -241,9 +241,12 @@ func destructiveLine(p *plan.Plan) string {
 }
 
 // releaseLine describes the release and the revisions involved.
-func releaseLine(r plan.Release) string {
+func releaseLine(p *plan.Plan) string {
+	r := p.Release
 	s := fmt.Sprintf("Release %s in namespace %s", r.Name, r.Namespace)
-	if r.Install || r.CurrentRevision == 0 {
+	if p.Offline {
+		s += ": base render -> head render"
+	} else if r.Install || r.CurrentRevision == 0 {
 		s += fmt.Sprintf(": install as revision %d", r.Revision)
 	} else {
 		s += fmt.Sprintf(": revision %d -> %d", r.CurrentRevision, r.Revision)

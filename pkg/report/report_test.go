@@ -181,7 +181,7 @@ func TestContext(t *testing.T) {
 	for _, tc := range []struct {
 		context, wantContext int
 	}{{0, 3}, {NoContext, 0}, {-7, 0}, {1, 1}, {2, 2}} {
-		d, err := unifiedDiff(c, Options{Context: tc.context}.withDefaults().Context)
+		d, err := unifiedDiff(c, Options{Context: tc.context}.withDefaults().Context, sides{"live", "predicted"})
 		if err != nil {
 			t.Fatal(err)
 		}

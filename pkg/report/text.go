@@ -70,7 +70,7 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if p.Offline {
 		fmt.Fprintln(bw, offlineLine)
 	}
-	fmt.Fprintln(bw, releaseLine(p.Release))
+	fmt.Fprintln(bw, releaseLine(p))
 	if p.ServerVersion != "" {
 		fmt.Fprintln(bw, "Kubernetes "+p.ServerVersion)
 	}
@@ -99,7 +99,8 @@ func (pw *planWriter) writeText(w io.Writer) error {
 		}
 	}
 
-	diffs, err := diffAll(changes, pw.opts.Context)
+	s := diffSides(p)
+	diffs, err := diffAll(changes, pw.opts.Context, s)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (pw *planWriter) writeText(w io.Writer) error {
 			continue
 		}
 		if first {
-			fmt.Fprintln(bw, "\nDiffs (live -> predicted):")
+			fmt.Fprintf(bw, "\nDiffs (%s -> %s):\n", s.from, s.to)
 			first = false
 		}
 		fmt.Fprintln(bw)
