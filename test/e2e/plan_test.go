@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -198,6 +199,11 @@ func planCases() []planCase {
 
 func TestPlanVerdicts(t *testing.T) {
 	c := testcluster.Get(t)
+	// make test runs this table on two Kubernetes minors (KUBE_VERSION).
+	if want := os.Getenv("KUBE_VERSION"); want != "" && c.ServerVersion != want {
+		t.Fatalf("KUBE_VERSION=%s but the API server is %s", want, c.ServerVersion)
+	}
+	t.Logf("API server %s", c.ServerVersion)
 	for _, tc := range planCases() {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
