@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -352,5 +353,49 @@ func TestInstallCreatesNamespace(t *testing.T) {
 	}
 	if _, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "settings", metav1.GetOptions{}); err != nil {
 		t.Fatalf("installed ConfigMap: %v", err)
+	}
+}
+
+// TestPlanWithReadOnlyRBAC: a user who may read but not patch gets catalogue
+// verdicts, each saying so; a user who may not even read gets an error that
+// names the refused verb and resource.
+func TestPlanWithReadOnlyRBAC(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": baseSTS.yaml()}), "-n", ns)
+	bigger := baseSTS
+	bigger.size = "2Gi"
+	v2 := writeChart(t, "app", "2.0.0", map[string]string{"sts.yaml": bigger.yaml()})
+
+	rbac := c.Clientset(t).RbacV1()
+	grant := func(user string, resources ...string) {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"", "apps"}, Resources: resources, Verbs: []string{"get", "list", "watch"}}}}
+		if _, err := rbac.Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+		if _, err := rbac.RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant("reader", "secrets", "statefulsets")
+	grant("secrets-only", "secrets")
+
+	p, r := planJSON(t, c, "app", v2, "-n", ns, "--kube-as-user", "reader")
+	got := p.change(t, "StatefulSet", "db")
+	if got.Class != "recreate-required" || !got.Destructive || len(got.Reasons) == 0 || got.Reasons[0].Source != "catalogue" ||
+		!hasPathPrefix(got.paths(), "spec.volumeClaimTemplates[0].spec.resources.requests.storage") {
+		t.Fatalf("read-only user: want a catalogue recreate-required verdict, got %+v\n%s", got, r.Stderr)
+	}
+	if len(got.Notes) == 0 || !strings.Contains(got.Notes[0], "RBAC forbids a dry-run patch") {
+		t.Errorf("the verdict does not say why it comes from the catalogue: %q", got.Notes)
+	}
+
+	r = run(t, c, "app", v2, "-n", ns, "--kube-as-user", "secrets-only", "--dry-run")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "forbidden: cannot get statefulsets.apps") {
+		t.Fatalf("no read access: want exit 1 naming get statefulsets.apps, got %d\n%s", r.Code, r.Stderr)
 	}
 }
