@@ -104,6 +104,9 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 	}
 	o.Namespace = o.Settings.Namespace()
+	if o.Offline {
+		o.DryRun = true // offline plans are never applied
+	}
 	o.Render.Namespace = o.Namespace
 	o.Logf = func(string, ...interface{}) {}
 	if o.Settings.Debug {
@@ -149,7 +152,6 @@ func (o *UpgradeOptions) Validate() error {
 		return fmt.Errorf("--output %q: want text, json or markdown", o.Output)
 	}
 	if o.Offline {
-		o.DryRun = true
 		if (o.FromChart == "") == (o.FromManifest == "") {
 			return errors.New("--offline needs exactly one of --from-chart or --from-manifest")
 		}
