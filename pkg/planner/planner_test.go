@@ -1,0 +1,104 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+const pvcYAML = `---
+# Source: app/templates/pvc.yaml
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: %s
+  annotations: {%s}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+  storageClassName: fast
+`
+
+func pvc(name, annotations string) string {
+	return strings.NewReplacer("%s", name).Replace(strings.Replace(pvcYAML, "annotations: {%s}", "annotations: {"+annotations+"}", 1))
+}
+
+const secret = `---
+# Source: app/templates/secret.yaml
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: %s}
+`
+
+// TestOfflinePlan covers the planner's own rules without a cluster: deletes
+// by kind, resource-policy keep, renames, and Secret masking.
+func TestOfflinePlan(t *testing.T) {
+	tests := []struct {
+		name        string
+		base, head  string
+		object      string
+		action      plan.Action
+		destructive bool
+		reason      string
+	}{
+		{name: "pvc dropped from the chart", base: pvc("data", ""), head: "", object: "data",
+			action: plan.ActionDelete, destructive: true, reason: "deletes its volume's data"},
+		{name: "kept by resource policy", base: pvc("data", "helm.sh/resource-policy: keep"), head: "", object: "data",
+			action: plan.ActionNoop, reason: "kept (helm.sh/resource-policy: keep)"},
+		{name: "renamed claim: the new one is destructive too", base: pvc("data", ""), head: pvc("data-v2", ""), object: "data-v2",
+			action: plan.ActionCreate, destructive: true, reason: "looks like a rename of data to data-v2"},
+		{name: "unrelated new claim is a plain create", base: pvc("data", ""), head: pvc("data", "") + strings.Replace(pvc("cache", ""), "fast", "slow", 1),
+			object: "cache", action: plan.ActionCreate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(nil, "").Plan(context.Background(), Input{
+				Release:          plan.Release{Name: "app", Namespace: "prod"},
+				PreviousManifest: tt.base, NextManifest: tt.head,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Offline {
+				t.Error("a plan without a cluster is not marked offline")
+			}
+			for _, c := range p.Changes {
+				if c.ID.Name != tt.object {
+					continue
+				}
+				if c.Action != tt.action || c.Destructive != tt.destructive {
+					t.Fatalf("%s: action %s destructive %v, want %s %v", c.ID, c.Action, c.Destructive, tt.action, tt.destructive)
+				}
+				if tt.reason != "" && (len(c.Reasons) == 0 || !strings.Contains(c.Reasons[len(c.Reasons)-1].Message, tt.reason)) {
+					t.Fatalf("%s: reasons %+v, want one saying %q", c.ID, c.Reasons, tt.reason)
+				}
+				return
+			}
+			t.Fatalf("no change for %s in %+v", tt.object, p.Changes)
+		})
+	}
+}
+
+func TestOfflinePlanMasksSecrets(t *testing.T) {
+	p, err := New(nil, "").Plan(context.Background(), Input{
+		Release:          plan.Release{Name: "app", Namespace: "prod"},
+		PreviousManifest: strings.Replace(secret, "%s", "old-hunter2", 1),
+		NextManifest:     strings.Replace(secret, "%s", "new-hunter2", 1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Changes[0]
+	if c.Action != plan.ActionUpdate || len(c.Reasons) == 0 || c.Reasons[0].Path != "stringData.password" {
+		t.Fatalf("want an update of stringData.password, got %+v", c)
+	}
+	for _, s := range []string{c.Reasons[0].Before, c.Reasons[0].After, fmt.Sprint(c.Before.Object), fmt.Sprint(c.After.Object)} {
+		if strings.Contains(s, "hunter2") {
+			t.Fatalf("a Secret value reached the plan: %s", s)
+		}
+	}
+}
