@@ -214,9 +214,9 @@ func TestAction(t *testing.T) {
 	}, {
 		name: "values files and arguments with spaces",
 		inputs: map[string]string{"release": "demo", "chart": chart(t, "demo"), "namespace": ns,
-			"values": "\n  " + values + "\n", "args": "--set-string=config.greeting=Hi there, reviewers\n"},
+			"values": "\n  " + values + "\n", "args": "--set-string=config.greeting=Hi there reviewers\n"},
 		exitCode: "3",
-		summary:  []string{"+  GREETING: Hi there, reviewers", "+  replicas: 3"},
+		summary:  []string{"+  GREETING: Hi there reviewers", "+  replicas: 3"},
 	}, {
 		name:     "error fails the step",
 		inputs:   map[string]string{"release": "demo", "chart": filepath.Join(t.TempDir(), "no-such-chart"), "namespace": ns},

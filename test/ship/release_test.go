@@ -73,14 +73,28 @@ func TestGoreleaserCheck(t *testing.T) {
 func TestRelease(t *testing.T) {
 	c := testcluster.Get(t)
 	goreleaser := shipTool(t, "goreleaser")
-	dist := filepath.Join(t.TempDir(), "dist")
-	config := filepath.Join(t.TempDir(), "goreleaser.yaml")
+	// Build into a private dist, not the checkout's dist/ (which --clean
+	// wipes); goreleaser wants it relative to the checkout.
+	scratch := filepath.Join(c.Root, ".cache", "ship-test")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	distParent, err := os.MkdirTemp(scratch, "dist-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(distParent) })
+	dist := filepath.Join(distParent, "dist")
+	relDist, err := filepath.Rel(c.Root, dist)
+	if err != nil {
+		t.Fatal(err)
+	}
 	base, err := os.ReadFile(filepath.Join(c.Root, ".goreleaser.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Build into a private dist (not the checkout's dist/, which --clean wipes).
-	if err := os.WriteFile(config, append(base, []byte("\ndist: "+dist+"\n")...), 0o644); err != nil {
+	config := filepath.Join(t.TempDir(), "goreleaser.yaml")
+	if err := os.WriteFile(config, append(base, []byte("\ndist: "+relDist+"\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
