@@ -50,9 +50,10 @@ func TestHelmPlugin(t *testing.T) {
 				env  []string
 				args []string
 				// code is the exit code; want are lines (or line prefixes)
-				// the report must hold.
-				code int
-				want []string
+				// the report must hold, and stderr strings its stderr must.
+				code   int
+				want   []string
+				stderr []string
 			}{{
 				name: "namespace flag",
 				args: []string{"demo", demo, "-n", ns, "--dry-run"},
@@ -67,18 +68,25 @@ func TestHelmPlugin(t *testing.T) {
 				args: []string{"--kubeconfig", kubeconfig, "--kube-context", "test", "demo", demo, "-n", ns, "--dry-run"},
 				want: []string{"Plan: 0 to create"},
 			}, {
-				name: "kubeconfig alone reaches its broken default context",
-				args: []string{"--kubeconfig", kubeconfig, "demo", demo, "-n", ns, "--dry-run"},
-				code: 1,
+				name:   "kubeconfig alone reaches its broken default context",
+				args:   []string{"--kubeconfig", kubeconfig, "demo", demo, "-n", ns, "--dry-run"},
+				code:   1,
+				stderr: []string{"127.0.0.1:1"},
 			}, {
 				name: "HELM_DRIVER",
 				env:  []string{"HELM_DRIVER=configmap"},
 				args: []string{"demo-cm", demo, "-n", ns, "--dry-run"},
 				want: []string{"Plan: 0 to create", "Release demo-cm in namespace " + ns + ": revision 1 -> 2"},
 			}, {
-				name: "default driver does not see a configmap release",
-				args: []string{"demo-cm", demo, "-n", ns, "--dry-run"},
-				code: 1,
+				name:   "default driver does not see a configmap release",
+				args:   []string{"demo-cm", demo, "-n", ns, "--dry-run"},
+				code:   1,
+				stderr: []string{`release "demo-cm" not found`},
+			}, {
+				name:   "debug flag",
+				args:   []string{"--debug", "demo", demo, "-n", ns, "--dry-run"},
+				want:   []string{"Plan: 0 to create"},
+				stderr: []string{"debug: "},
 			}, {
 				name: "blocked destructive change",
 				args: []string{"demo", demoV2, "-n", ns, "--dry-run", "--detailed-exitcode"},
@@ -101,6 +109,11 @@ func TestHelmPlugin(t *testing.T) {
 					for _, w := range tc.want {
 						if !hasLinePrefix(r.Stdout, w) {
 							t.Errorf("the report has no line starting with %q\n%s", w, r)
+						}
+					}
+					for _, w := range tc.stderr {
+						if !strings.Contains(r.Stderr, w) {
+							t.Errorf("stderr lacks %q\n%s", w, r)
 						}
 					}
 				})
