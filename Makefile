@@ -12,7 +12,7 @@ PKGS ?= ./...
 OLD_KUBE_VERSION ?= v1.36.3
 OLD_KUBE_TESTS ?= TestPlanVerdicts|TestPlanManyObjectsOfOneKind
 
-.PHONY: all build controlplane test vet demo bench clean distclean
+.PHONY: all build controlplane shiptools snapshot test vet demo bench clean distclean
 
 all: build
 
@@ -24,9 +24,19 @@ controlplane:
 	scripts/build-controlplane.sh all
 	KUBE_VERSION=$(OLD_KUBE_VERSION) scripts/build-controlplane.sh etcd kubernetes
 
+# goreleaser and krew for test/ship and releases (cold goreleaser build ≈ 8 min),
+# built before go test so the build does not eat into the test timeout.
+shiptools:
+	scripts/build-shiptools.sh all >/dev/null
+
+# Every release archive and the krew manifest in dist/; nothing is published.
+snapshot: shiptools
+	"$$(scripts/build-shiptools.sh goreleaser)" release --snapshot --clean
+	scripts/krew-manifest.sh dist > dist/safe-upgrade.yaml
+
 # -count=1: end-to-end results depend on the cluster, never reuse cached ones.
 # One package: make test PKGS=./internal/testcluster TESTFLAGS=-v
-test: controlplane
+test: controlplane shiptools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 ifeq ($(PKGS),./...)
 	KUBE_VERSION=$(OLD_KUBE_VERSION) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(OLD_KUBE_TESTS)' ./test/e2e
