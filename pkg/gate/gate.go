@@ -20,8 +20,6 @@ type Decision struct {
 	Unused []string
 	// AckedAll names the changes let through by --ack-all-destructive.
 	AckedAll []*plan.Change
-	// Via counts acknowledged changes by source ("flag", "ack-file", ...).
-	Via map[string]int
 }
 
 // Blocked reports whether the upgrade must not proceed.
@@ -30,7 +28,7 @@ func (d Decision) Blocked() bool { return len(d.Unacked) > 0 || len(d.Refused) >
 // Evaluate marks acknowledged changes in p and returns the decision. An ack
 // with a fingerprint counts only when it equals the change's fingerprint.
 func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
-	d := Decision{Via: map[string]int{}}
+	var d Decision
 	used := make([]bool, len(acks.list))
 	for i := range p.Changes {
 		c := &p.Changes[i]
@@ -49,7 +47,6 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 			if !c.Acknowledged {
 				c.Acknowledged = true
 				c.AckedBy = a.Via
-				d.Via[a.Via]++
 			}
 		}
 		switch {
@@ -60,7 +57,6 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 			c.Acknowledged = true
 			c.AckedBy = "ack-all-destructive"
 			d.AckedAll = append(d.AckedAll, c)
-			d.Via["ack-all-destructive"]++
 		case !c.Acknowledged:
 			d.Unacked = append(d.Unacked, c)
 		}

@@ -81,7 +81,7 @@ func TestEvaluateLetsThroughWhenAllAcked(t *testing.T) {
 	p.Changes = p.Changes[:2] // without the invalid change
 	acks, _ := ParseAcks([]string{"StatefulSet/prod/db@" + p.Changes[0].Fingerprint, "PersistentVolumeClaim/cache"})
 	d := Evaluate(p, acks, false)
-	if d.Blocked() || d.Via["flag"] != 2 || !p.Changes[0].Acknowledged || !p.Changes[1].Acknowledged {
+	if d.Blocked() || p.Changes[0].AckedBy != "flag" || p.Changes[1].AckedBy != "flag" || !p.Changes[0].Acknowledged || !p.Changes[1].Acknowledged {
 		t.Fatalf("want both acknowledged by flag, got %+v", d)
 	}
 }

@@ -64,7 +64,6 @@ func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, erro
 	for _, c := range d.Unacked {
 		c.Acknowledged = true
 		c.AckedBy = "prompt"
-		d.Via["prompt"]++
 	}
 	d.Unacked = nil
 	return true, nil
