@@ -30,7 +30,8 @@ func stsRelease(t *testing.T, c *testcluster.Cluster) (string, string) {
 	// Without a kubelet pod db-0 never gets ready, so the controller (policy
 	// OrderedReady) stops at one pod and its claim: enough to prove survival.
 	waitFor(t, "the first pod and claim of StatefulSet db", func() bool {
-		return len(podUIDs(t, c, ns)) >= 1 && len(claimUIDs(t, c, ns)) >= 1
+		uids := dataUIDs(t, c, ns)
+		return uids["Pod/db-0"] != "" && uids["PersistentVolumeClaim/data-db-0"] != ""
 	})
 	bigger := baseSTS
 	bigger.size = "2Gi"
@@ -48,26 +49,24 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
-func podUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
-	pods, err := c.Clientset(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+// dataUIDs returns the UIDs of the namespace's pods and claims, keyed
+// "Pod/name" and "PersistentVolumeClaim/name".
+func dataUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
+	core := c.Clientset(t).CoreV1()
+	pods, err := core.Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := core.PersistentVolumeClaims(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]types.UID{}
 	for _, p := range pods.Items {
-		out[p.Name] = p.UID
+		out["Pod/"+p.Name] = p.UID
 	}
-	return out
-}
-
-func claimUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
-	claims, err := c.Clientset(t).CoreV1().PersistentVolumeClaims(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]types.UID{}
 	for _, p := range claims.Items {
-		out[p.Name] = p.UID
+		out["PersistentVolumeClaim/"+p.Name] = p.UID
 	}
 	return out
 }
@@ -145,7 +144,7 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 			}
 			p, _ := planJSON(t, c, "app", v2, "-n", ns)
 			fp := p.change(t, "StatefulSet", "db").Fingerprint
-			pods, claims := podUIDs(t, c, ns), claimUIDs(t, c, ns)
+			before := dataUIDs(t, c, ns)
 
 			stale := run(t, c, "app", v2, "-n", ns, "--ack", "StatefulSet/db@0123456789ab")
 			if stale.Code != 2 || !strings.Contains(stale.Stderr, "stale") {
@@ -159,14 +158,10 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 			if got := templateStorage(t, c, ns); got != "2Gi" {
 				t.Fatalf("claim template after apply: %s, want 2Gi", got)
 			}
-			for name, uid := range pods {
-				if now := podUIDs(t, c, ns)[name]; now != uid {
-					t.Errorf("pod %s: UID %s before, %s after: it was deleted", name, uid, now)
-				}
-			}
-			for name, uid := range claims {
-				if now := claimUIDs(t, c, ns)[name]; now != uid {
-					t.Errorf("claim %s: UID %s before, %s after: it was deleted", name, uid, now)
+			after := dataUIDs(t, c, ns)
+			for name, uid := range before {
+				if after[name] != uid {
+					t.Errorf("%s: UID %s before, %q after: it was deleted", name, uid, after[name])
 				}
 			}
 			history := c.Helm(t, "history", "app", "-n", ns)
