@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,23 +66,20 @@ func (c *Cluster) Fetch(ctx context.Context, objs []*manifest.Object, concurrenc
 	if concurrency < 1 {
 		concurrency = DefaultConcurrency
 	}
-	out := make(map[manifest.ObjectID]State, len(objs))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, concurrency)
-	for _, o := range objs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(o *manifest.Object) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			st := c.Get(ctx, o)
-			mu.Lock()
-			out[o.ID] = st
-			mu.Unlock()
-		}(o)
+	states := make([]State, len(objs))
+	var g errgroup.Group
+	g.SetLimit(concurrency)
+	for i, o := range objs {
+		g.Go(func() error {
+			states[i] = c.Get(ctx, o)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // per-object errors are in the states
+	out := make(map[manifest.ObjectID]State, len(objs))
+	for i, o := range objs {
+		out[o.ID] = states[i]
+	}
 	return out
 }
 

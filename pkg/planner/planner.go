@@ -7,10 +7,9 @@ package planner
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -109,24 +108,18 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		}
 		prefetched = p.Cluster.Prefetch(ctx, objs, live.MinListGroup)
 	}
+	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(p.Concurrency, 1))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(p.Concurrency, 1))
 	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			changes[i], errs[i] = p.change(ctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
-		}()
+		g.Go(func() (err error) {
+			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
+			return err
+		})
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	markRenames(changes)
 	for i := range changes {
@@ -134,7 +127,6 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])
 		}
 	}
-	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
 	out := &plan.Plan{
 		Release:       in.Release,
 		ServerVersion: p.ServerVersion,
