@@ -178,10 +178,7 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 	var reasons []plan.Reason
 	seen := map[string]bool{}
 	for _, cause := range immutable {
-		field := strings.TrimPrefix(cause.Field, "metadata.")
-		if strings.HasPrefix(cause.Field, "metadata.") {
-			field = cause.Field
-		}
+		field := cause.Field
 		var under []string
 		for _, p := range changed {
 			if Under(p, field) {
