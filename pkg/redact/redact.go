@@ -33,13 +33,19 @@ func IsSecret(obj *unstructured.Unstructured) bool {
 	return gvk.Group == "" && gvk.Kind == "Secret"
 }
 
-// Object returns a copy of obj with Secret data and stringData values and any
-// last-applied-configuration annotation masked. data values are hashed after
-// base64 decoding, so the same value given as data or stringData masks alike.
-// nil stays nil.
+// Object returns obj with Secret data and stringData values and any
+// last-applied-configuration annotation masked: a masked copy when there is
+// something to hide, else obj itself (callers must not modify it). data
+// values are hashed after base64 decoding, so the same value given as data or
+// stringData masks alike. nil stays nil.
 func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
+	}
+	if !IsSecret(obj) {
+		if _, ok := obj.GetAnnotations()[LastAppliedAnnotation]; !ok {
+			return obj // nothing to hide: no copy
+		}
 	}
 	out := obj.DeepCopy()
 	if ann := out.GetAnnotations(); ann != nil {
