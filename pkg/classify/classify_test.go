@@ -40,21 +40,8 @@ spec:
 status: {replicas: 3}
 `
 
-const stsBigger = `
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: ns, resourceVersion: "7"}
-spec:
-  replicas: 3
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec: {containers: [{name: db, image: "postgres:16"}]}
-  volumeClaimTemplates:
-  - metadata: {name: data}
-    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 2Gi}}}
-`
+// stsBigger is sts with its claim template grown to 2Gi.
+var stsBigger = strings.Replace(sts, "storage: 1Gi", "storage: 2Gi", 1)
 
 func invalid(kind schema.GroupKind, errs ...*field.Error) error {
 	return apierrors.NewInvalid(kind, "x", field.ErrorList(errs))
