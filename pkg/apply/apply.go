@@ -248,23 +248,7 @@ func (req *Request) description() string {
 
 // upgrade runs Helm's upgrade as `helm upgrade` with the plan's flags.
 func (req *Request) upgrade(ctx context.Context, cfg *action.Configuration, store *plannedStore) (*release.Release, error) {
-	o := req.Render
-	up := action.NewUpgrade(cfg)
-	up.Install = o.Install
-	up.Namespace = store.next.Namespace
-	up.Devel = o.Devel
-	up.DisableHooks = o.DisableHooks
-	up.SkipCRDs = o.SkipCRDs
-	up.SkipSchemaValidation = o.SkipSchemaValidation
-	up.ResetValues = o.ResetValues
-	up.ReuseValues = o.ReuseValues
-	up.ResetThenReuseValues = o.ResetThenReuseValues
-	up.Timeout = o.Timeout
-	if up.Timeout <= 0 {
-		up.Timeout = render.DefaultTimeout
-	}
-	up.Wait = o.Wait
-	up.Atomic = o.Atomic
+	up := req.Render.NewUpgrade(cfg, store.next.Namespace)
 	up.Description = req.description()
 	up.Force = req.Force
 	if req.Settings != nil {
@@ -277,21 +261,7 @@ func (req *Request) upgrade(ctx context.Context, cfg *action.Configuration, stor
 // install runs Helm's install as `helm upgrade --install` does for a
 // release that does not exist (or whose revisions are all uninstalled).
 func (req *Request) install(ctx context.Context, cfg *action.Configuration, store *plannedStore) (*release.Release, error) {
-	o := req.Render
-	inst := action.NewInstall(cfg)
-	inst.ReleaseName = store.next.Name
-	inst.Namespace = store.next.Namespace
-	inst.CreateNamespace = o.CreateNamespace
-	inst.Devel = o.Devel
-	inst.DisableHooks = o.DisableHooks
-	inst.SkipCRDs = o.SkipCRDs
-	inst.SkipSchemaValidation = o.SkipSchemaValidation
-	inst.Timeout = o.Timeout
-	if inst.Timeout <= 0 {
-		inst.Timeout = render.DefaultTimeout
-	}
-	inst.Wait = o.Wait
-	inst.Atomic = o.Atomic
+	inst := req.Render.NewInstall(cfg, store.next.Name, store.next.Namespace)
 	inst.Description = req.description()
 	inst.Force = req.Force
 	inst.Replace = req.Rendered.Last != nil

@@ -126,3 +126,49 @@ func defaultKeyring() string {
 	}
 	return filepath.Join(home, ".gnupg", "pubring.gpg")
 }
+
+// NewInstall returns Helm's install action set up with these flags, as
+// `helm upgrade --install` sets it up. Planning and applying share it; each
+// then sets what differs (dry run, post-renderer, description, force).
+func (o *Options) NewInstall(cfg *action.Configuration, name, namespace string) *action.Install {
+	inst := action.NewInstall(cfg)
+	inst.ReleaseName = name
+	inst.Namespace = namespace
+	inst.CreateNamespace = o.CreateNamespace
+	inst.Devel = o.Devel
+	inst.DisableHooks = o.DisableHooks
+	inst.SkipCRDs = o.SkipCRDs
+	inst.SkipSchemaValidation = o.SkipSchemaValidation
+	inst.Timeout = o.timeout()
+	inst.Wait = o.Wait
+	inst.Atomic = o.Atomic
+	inst.Description = o.Description
+	return inst
+}
+
+// NewUpgrade returns Helm's upgrade action set up with these flags; see
+// NewInstall.
+func (o *Options) NewUpgrade(cfg *action.Configuration, namespace string) *action.Upgrade {
+	up := action.NewUpgrade(cfg)
+	up.Install = o.Install
+	up.Namespace = namespace
+	up.Devel = o.Devel
+	up.DisableHooks = o.DisableHooks
+	up.SkipCRDs = o.SkipCRDs
+	up.SkipSchemaValidation = o.SkipSchemaValidation
+	up.ResetValues = o.ResetValues
+	up.ReuseValues = o.ReuseValues
+	up.ResetThenReuseValues = o.ResetThenReuseValues
+	up.Timeout = o.timeout()
+	up.Wait = o.Wait
+	up.Atomic = o.Atomic
+	up.Description = o.Description
+	return up
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}

@@ -280,21 +280,11 @@ func renderInstall(ctx context.Context, run *action.Configuration, res *Result, 
 	if !opts.SkipCRDs && len(res.Chart.CRDObjects()) > 0 {
 		res.Warnings = append(res.Warnings, "the chart has CRDs in crds/: an install creates them before rendering; they are not part of the rendered manifest")
 	}
-	inst := action.NewInstall(run)
+	inst := opts.NewInstall(run, name, ns)
 	inst.ChartPathOptions = cpo
 	inst.SetRegistryClient(run.RegistryClient)
 	inst.DryRun = true
 	inst.DryRunOption = "server"
-	inst.ReleaseName = name
-	inst.Namespace = ns
-	inst.Devel = opts.Devel
-	inst.DisableHooks = opts.DisableHooks
-	inst.SkipCRDs = opts.SkipCRDs
-	inst.SkipSchemaValidation = opts.SkipSchemaValidation
-	inst.Timeout = opts.Timeout
-	inst.Wait = opts.Wait
-	inst.Atomic = opts.Atomic
-	inst.Description = opts.Description
 	inst.PostRenderer = post
 	inst.Replace = res.Last != nil // every revision uninstalled: helm upgrade --install replaces
 
@@ -312,24 +302,11 @@ func renderInstall(ctx context.Context, run *action.Configuration, res *Result, 
 }
 
 func renderUpgrade(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {
-	up := action.NewUpgrade(run)
+	up := opts.NewUpgrade(run, ns)
 	up.ChartPathOptions = cpo
 	up.SetRegistryClient(run.RegistryClient)
 	up.DryRun = true
 	up.DryRunOption = "server"
-	up.Install = opts.Install
-	up.Namespace = ns
-	up.Devel = opts.Devel
-	up.DisableHooks = opts.DisableHooks
-	up.SkipCRDs = opts.SkipCRDs
-	up.SkipSchemaValidation = opts.SkipSchemaValidation
-	up.ResetValues = opts.ResetValues
-	up.ReuseValues = opts.ReuseValues
-	up.ResetThenReuseValues = opts.ResetThenReuseValues
-	up.Timeout = opts.Timeout
-	up.Wait = opts.Wait
-	up.Atomic = opts.Atomic
-	up.Description = opts.Description
 	up.PostRenderer = post
 
 	rel, err := up.RunWithContext(ctx, name, res.Chart, vals)
