@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager, kubectl and the helm
-# CLIs (v3 and v4) from the Go module proxy into .cache/bin/<name>-<version>/.
-# A binary already in the cache is not rebuilt. Nothing is downloaded as a
-# prebuilt binary.
+# Builds etcd, the Kubernetes binaries in KUBE_COMPONENTS (kube-apiserver,
+# kube-controller-manager, kubectl by default) and the helm CLIs (v3 and v4)
+# from the Go module proxy into .cache/bin/<name>-<version>/. A binary already
+# in the cache is not rebuilt. Nothing is downloaded as a prebuilt binary.
 #
-# Usage: scripts/build-controlplane.sh [etcd|kubernetes|helm|all]...
+# The Kubernetes binaries are built by one `go build` (their packages are
+# compiled once and linked in parallel), stripped and trimmed. Each build says
+# what it builds, how long a cold cache takes on 2 cores, and how far it is.
+#
+# Usage: scripts/build-controlplane.sh [etcd|kubernetes|helm3|helm4|helm|demo|all]...
+#   demo: what scripts/demo.sh needs (etcd, kubernetes, helm v3)
+#   all:  what the tests need (demo plus helm v4)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -38,6 +44,21 @@ scratch_module() {
   echo "$dir"
 }
 
+# building WHAT COLD_MINUTES CMD...: runs CMD with a line when it starts, one
+# every 30 s while it runs (a cold build is long and otherwise silent) and one
+# with the time it took.
+building() {
+  local what=$1 cold=$2; shift 2
+  local start=$SECONDS hb rc=0
+  log "building $what (cold cache: about $cold min on 2 cores; cached afterwards)"
+  ( while sleep 30; do log "  still building $what: $((SECONDS - start))s"; done ) &
+  hb=$!
+  "$@" || rc=$?
+  kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null || true
+  ((rc == 0)) || die "building $what failed"
+  log "built $what in $((SECONDS - start))s"
+}
+
 etcd_cached() { [[ -x "$(etcd_bin_dir)/etcd" ]]; }
 
 build_etcd() {
@@ -45,22 +66,24 @@ build_etcd() {
   etcd_cached && return 0
   lock_cache
   etcd_cached && return 0
-  log "building etcd $ETCD_VERSION"
   local dir; dir="$(scratch_module "etcd-$ETCD_VERSION")"
   mkdir -p "$dir/etcd"
   cp "$ROOT/scripts/controlplane/cmd/etcd/main.go" "$dir/etcd/"
-  (
-    cd "$dir"
-    go mod init safe-upgrade.local/etcd >/dev/null 2>&1
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
-    go mod tidy >/dev/null
-    rm -rf "$out.tmp"
-    mkdir -p "$out.tmp"
-    go build -trimpath -o "$out.tmp/etcd" ./etcd
-  )
+  building "etcd $ETCD_VERSION" 2 build_etcd_in "$dir" "$out"
   rm -rf "$out"
   mv "$out.tmp" "$out"
 }
+
+build_etcd_in() (
+  local dir=$1 out=$2
+  cd "$dir"
+  go mod init safe-upgrade.local/etcd >/dev/null 2>&1
+  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
+  go mod tidy >/dev/null
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" ./etcd
+)
 
 # staging_replaces prints "-replace=MOD=MOD@v0.Y.Z" for every staging module of
 # k8s.io/kubernetes: its go.mod points them at ./staging, which a dependent
@@ -71,46 +94,61 @@ staging_replaces() {
     while read -r mod; do echo "-replace=$mod=$mod@$minor_version"; done
 }
 
-kubernetes_cached() {
-  local out; out="$(kube_bin_dir)"
-  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kubectl" ]]
+# kube_missing prints the KUBE_COMPONENTS not yet in the cache.
+kube_missing() {
+  local out c; out="$(kube_bin_dir)"
+  for c in $KUBE_COMPONENTS; do [[ -x "$out/$c" ]] || echo "$c"; done
 }
 
 build_kubernetes() {
   local out; out="$(kube_bin_dir)"
-  kubernetes_cached && return 0
+  local c
+  for c in $KUBE_COMPONENTS; do
+    [[ -f "$ROOT/scripts/controlplane/cmd/$c/main.go" ]] ||
+      die "KUBE_COMPONENTS names $c; known: $(ls "$ROOT/scripts/controlplane/cmd" | grep -v etcd | tr '\n' ' ')"
+  done
+  [[ -z "$(kube_missing)" ]] && return 0
   lock_cache
-  kubernetes_cached && return 0
-  log "building kube-apiserver, kube-controller-manager and kubectl $KUBE_VERSION (cold: several minutes)"
+  local missing; missing="$(kube_missing | tr '\n' ' ')"
+  [[ -z "$missing" ]] && return 0
+  local dir; dir="$(scratch_module "kubernetes-$KUBE_VERSION")"
+  for c in $missing; do
+    mkdir -p "$dir/$c"
+    cp "$ROOT/scripts/controlplane/cmd/$c/main.go" "$dir/$c/"
+  done
+  # Minutes on a cold cache, 2 cores: the API server is most of it.
+  local cold=5
+  [[ " $missing " == *" kube-controller-manager "* ]] && cold=$((cold + 2))
+  [[ " $missing " == *" kubectl "* ]] && cold=$((cold + 1))
+  building "${missing% } $KUBE_VERSION" "$cold" build_kubernetes_in "$dir" "$out" "$missing"
+  mkdir -p "$out"
+  for c in $missing; do mv "$out.tmp/$c" "$out/$c"; done
+  rm -rf "$out.tmp"
+}
+
+build_kubernetes_in() (
+  local dir=$1 out=$2 missing=$3
   local ver=${KUBE_VERSION#v}
   local major=${ver%%.*} rest=${ver#*.}
   local minor=${rest%%.*}
   local staging="v0.${rest}"
-  local dir; dir="$(scratch_module "kubernetes-$KUBE_VERSION")"
-  for c in kube-apiserver kube-controller-manager kubectl; do
-    mkdir -p "$dir/$c"
-    cp "$ROOT/scripts/controlplane/cmd/$c/main.go" "$dir/$c/"
-  done
-  (
-    cd "$dir"
-    go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
-    local gomod
-    gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-    [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
-    # shellcheck disable=SC2046
-    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION" $(staging_replaces "$gomod" "$staging")
-    go mod tidy >/dev/null
-    local pkg=k8s.io/component-base/version
-    local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    rm -rf "$out.tmp"
-    mkdir -p "$out.tmp"
-    for c in kube-apiserver kube-controller-manager kubectl; do
-      go build -trimpath -ldflags "$ldflags" -o "$out.tmp/$c" "./$c"
-    done
-  )
-  rm -rf "$out"
-  mv "$out.tmp" "$out"
-}
+  cd "$dir"
+  go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
+  local gomod
+  gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
+  # shellcheck disable=SC2046
+  go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION" $(staging_replaces "$gomod" "$staging")
+  go mod tidy >/dev/null
+  local pkg=k8s.io/component-base/version
+  local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  local c pkgs=()
+  for c in $missing; do pkgs+=("./$c"); done
+  # One invocation: shared packages compiled once, binaries linked in parallel.
+  go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
+)
 
 build_helm() {
   local version=$1 major=${1%%.*}
@@ -118,10 +156,10 @@ build_helm() {
   [[ -x "$out/helm" ]] && return 0
   lock_cache
   [[ -x "$out/helm" ]] && return 0
-  log "building helm $version"
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
-  GOBIN="$out.tmp" go install "helm.sh/helm/$major/cmd/helm@$version"
+  building "helm $version" 2 \
+    env GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
   rm -rf "$out"
   mv "$out.tmp" "$out"
 }
@@ -132,8 +170,11 @@ for t in "${targets[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
     kubernetes) build_kubernetes ;;
+    helm3) build_helm "$HELM3_VERSION" ;;
+    helm4) build_helm "$HELM4_VERSION" ;;
     helm) build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
+    demo) build_etcd; build_kubernetes; build_helm "$HELM3_VERSION" ;;
     all) build_etcd; build_kubernetes; build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
-    *) die "unknown target $t (want etcd, kubernetes, helm or all)" ;;
+    *) die "unknown target $t (want etcd, kubernetes, helm3, helm4, helm, demo or all)" ;;
   esac
 done

@@ -6,6 +6,11 @@
 # update), so the expected verdict is "blocked" (exit 2).
 #
 # Usage: scripts/demo.sh        (KEEP_CLUSTER=1 leaves the control plane running)
+#        USE_CLUSTER=1 scripts/demo.sh
+#   runs against the current context of your KUBECONFIG instead (kind, k3d,
+#   minikube, a dev cluster): no control plane is built, the demo works in a
+#   namespace of its own and removes it, and its release, at the end. Without
+#   USE_CLUSTER=1 your kubeconfig is never read.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -22,18 +27,39 @@ else
 fi
 
 make --no-print-directory build
-scripts/build-controlplane.sh all
 
-mkdir -p "$CACHE_DIR/run"
-STATE="$(mktemp -d "$CACHE_DIR/run/demo-XXXXXX")"
-if [[ "${KEEP_CLUSTER:-}" != 1 ]]; then
+if [[ "${USE_CLUSTER:-}" == 1 ]]; then
+  KUBE_COMPONENTS=kubectl scripts/build-controlplane.sh kubernetes helm3
+  # A private copy of the current context only, so the demo cannot drift to
+  # another context; the user's files are only read.
+  STATE="$(mktemp -d)"
+  "$KUBECTL" config view --minify --flatten >"$STATE/kubeconfig" ||
+    die "USE_CLUSTER=1: no usable current context in your kubeconfig"
+  chmod 600 "$STATE/kubeconfig"
+  NS="safe-upgrade-demo-$(openssl rand -hex 3)"
+  log "using your cluster ($("$KUBECTL" config current-context)); the demo works in namespace $NS and deletes it at the end"
+  cleanup_user_cluster() {
+    "$HELM" uninstall demo -n "$NS" --kubeconfig "$STATE/kubeconfig" >/dev/null 2>&1 || true
+    "$KUBECTL" --kubeconfig "$STATE/kubeconfig" delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+    rm -rf "$STATE"
+  }
+  trap cleanup_user_cluster EXIT
+  trap 'exit 130' INT TERM
+else
+  scripts/build-controlplane.sh demo
+  mkdir -p "$CACHE_DIR/run"
+  STATE="$(mktemp -d "$CACHE_DIR/run/demo-XXXXXX")"
+fi
+if [[ "${USE_CLUSTER:-}" == 1 ]]; then
+  :
+elif [[ "${KEEP_CLUSTER:-}" != 1 ]]; then
   trap 'rc=$?; scripts/kube-down.sh "$STATE"
         if ((rc == 0)); then rm -rf "$STATE"; else log "control-plane logs kept in $STATE"; fi' EXIT
   trap 'exit 130' INT TERM
   # Also stops the cluster if this script is killed outright.
   export KUBE_UP_OWNER_PID=$$
 fi
-scripts/kube-up.sh "$STATE" >/dev/null
+[[ "${USE_CLUSTER:-}" == 1 ]] || scripts/kube-up.sh "$STATE" >/dev/null
 
 # Helm and the tool see only this cluster and a private helm home.
 unset HELM_KUBECONTEXT HELM_NAMESPACE HELM_KUBEAPISERVER HELM_KUBETOKEN
@@ -74,7 +100,7 @@ printf 'before:\n%s\nafter:\n%s\n' "$before" "$after"
 [[ "$before" == "$after" ]] || die "the database pod or claim was replaced"
 "$HELM" history demo -n "$NS"
 
-if [[ "${KEEP_CLUSTER:-}" == 1 ]]; then
+if [[ "${KEEP_CLUSTER:-}" == 1 && "${USE_CLUSTER:-}" != 1 ]]; then
   log "control plane kept running; use it with:"
   echo "export KUBECONFIG=$KUBECONFIG"
   log "stop it with: scripts/kube-down.sh $STATE"

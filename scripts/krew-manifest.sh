@@ -8,9 +8,12 @@
 # match its listed sum. Anything missing or wrong is an error, never a
 # manifest with a hole.
 #
-# Usage: scripts/krew-manifest.sh [--base-url URL] DIST_DIR > safe-upgrade.yaml
+# Usage: scripts/krew-manifest.sh [--base-url URL] [--platform OS_ARCH]... DIST_DIR > safe-upgrade.yaml
 #   --base-url  where the archives are downloaded from (default: the GitHub
 #               release of the version, .../releases/download/vVERSION)
+#   --platform  only this platform of the template (repeatable), e.g. linux_amd64:
+#               a manifest for a local single-platform build (make test's);
+#               a release's manifest names every platform
 set -euo pipefail
 
 readonly PROJECT=helm-safe-upgrade
@@ -23,10 +26,13 @@ usage() { die "usage: $0 [--base-url URL] DIST_DIR"; }
 
 base_url=""
 dist=""
+only=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --base-url) [[ $# -ge 2 ]] || usage; base_url="$2"; shift 2 ;;
     --base-url=*) base_url="${1#*=}"; shift ;;
+    --platform) [[ $# -ge 2 ]] || usage; only+=("$2"); shift 2 ;;
+    --platform=*) only+=("${1#*=}"); shift ;;
     -*) usage ;;
     *) [[ -z "$dist" ]] || usage; dist="$1"; shift ;;
   esac
@@ -64,6 +70,21 @@ listed_sum() {
 
 platforms="$(grep -o '@URI_[a-z0-9]*_[a-z0-9]*@' "$TEMPLATE" | sed 's/^@URI_//; s/@$//' | sort -u)"
 [[ -n "$platforms" ]] || die "$TEMPLATE names no platform (@URI_<os>_<arch>@)"
+template="$(cat "$TEMPLATE")"
+if [[ ${#only[@]} -gt 0 ]]; then
+  for p in "${only[@]}"; do
+    grep -qx "$p" <<<"$platforms" || die "--platform $p: the template has $(tr '\n' ' ' <<<"$platforms")"
+  done
+  platforms="$(printf '%s\n' "${only[@]}" | sort -u)"
+  # The platforms are the template's last block, one "  - selector:" item each:
+  # keep the items whose URI token names a kept platform.
+  template="$(awk -v keep=" $(tr '\n' ' ' <<<"$platforms")" '
+    function flush() { if (item != "" && index(keep, " " plat " ")) printf "%s", item; item = "" }
+    /^  - selector:/ { flush(); inside = 1 }
+    inside { item = item $0 "\n"; if (match($0, /@URI_[a-z0-9]+_[a-z0-9]+@/)) plat = substr($0, RSTART + 5, RLENGTH - 6); next }
+    { print }
+    END { flush() }' <<<"$template")"
+fi
 
 sed_script=("-e" "s|@VERSION@|$version|g")
 for platform in $platforms; do
@@ -81,7 +102,7 @@ for platform in $platforms; do
 done
 
 # The template's leading comment is about the template, not the manifest.
-manifest="$(sed -e '1,/^apiVersion:/{/^#/d;}' "${sed_script[@]}" "$TEMPLATE")"
+manifest="$(sed -e '1,/^apiVersion:/{/^#/d;}' "${sed_script[@]}" <<<"$template")"
 if left="$(grep -o '@[A-Za-z0-9_]*@' <<<"$manifest")"; then
   die "tokens left unfilled in the manifest: $(tr '\n' ' ' <<<"$left")"
 fi

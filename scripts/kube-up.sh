@@ -28,6 +28,7 @@
 #
 # Environment:
 #   KUBE_VERSION          control-plane version (see lib.sh), e.g. v1.36.3
+#   KUBE_COMPONENTS       without kube-controller-manager, none is started (lib.sh)
 #   KUBE_UP_TIMEOUT       seconds to wait for readiness (default 180)
 #   KUBE_UP_OWNER_PID     stop the cluster when that process exits (tests pass
 #                         their own PID so a crashed test binary leaks nothing)
@@ -38,6 +39,12 @@ SELF="$ROOT/scripts/kube-up.sh"
 TIMEOUT="${KUBE_UP_TIMEOUT:-180}"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager)
 STOP_ORDER=(kube-controller-manager kube-apiserver etcd) # etcd last: the API server needs it to shut down
+# Without the controller manager in KUBE_COMPONENTS (lib.sh) only etcd and the
+# API server run: enough for plans, not for pods or service-account tokens.
+if ! has_component kube-controller-manager; then
+  COMPONENTS=(etcd kube-apiserver)
+fi
+has_component kubectl || die "KUBE_COMPONENTS must include kubectl: kube-up.sh checks readiness with it"
 
 ETCD="$(etcd_bin_dir)/etcd"
 KBIN="$(kube_bin_dir)"
@@ -258,6 +265,7 @@ start_all() {
   write_kubeconfig "$STATE/kcm.kubeconfig" system:kube-controller-manager "$KCM_TOKEN" "$api_port"
   wait_for "kube-apiserver /readyz on port $api_port" apiserver_ready || return
 
+  has_component kube-controller-manager || return 0
   # Canonical controller names (1.37 no longer knows cloud-node-lifecycle);
   # without nodes the node controllers have nothing to do.
   start kube-controller-manager "$KBIN/kube-controller-manager" \

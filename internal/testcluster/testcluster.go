@@ -6,8 +6,14 @@
 // A package that uses it calls Main from its TestMain; the first Get starts
 // the control plane (once per test binary) and Main stops it after the tests.
 // When SAFE_UPGRADE_KUBECONFIG names the kubeconfig of a cluster started by
-// scripts/kube-up.sh, that cluster is used and left running. Tests never skip:
-// when the control plane cannot start, Get fails the test with the reason.
+// scripts/kube-up.sh, that cluster is used and left running. With
+// SAFE_UPGRADE_USE_CLUSTER=1 (make test USE_CLUSTER=1) the current context of
+// the user's KUBECONFIG is used instead and no control plane is built; only
+// then is the user's kubeconfig read. Tests never skip because the control
+// plane is missing: when it cannot start, Get fails the test with the reason.
+// On a user's cluster, the checks that need the API server's audit log skip
+// (see AuditEvents), and so do tests that need a cluster of their own
+// (RequireOwnCluster).
 //
 //	func TestMain(m *testing.M) { testcluster.Main(m) }
 //
@@ -39,11 +45,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ReuseEnv names the environment variable that points at the kubeconfig of a
 // running cluster (from scripts/kube-up.sh) to use instead of starting one.
 const ReuseEnv = "SAFE_UPGRADE_KUBECONFIG"
+
+// UserClusterEnv set to 1 opts in to running against the current context of
+// the user's own KUBECONFIG (kind, k3d, minikube, a dev cluster).
+const UserClusterEnv = "SAFE_UPGRADE_USE_CLUSTER"
 
 // Cluster is a running control plane and the client binaries built with it.
 type Cluster struct {
@@ -63,6 +74,9 @@ type Cluster struct {
 	ServerVersion string
 	// Root is the repository root (where go.mod is), for testdata and bin/.
 	Root string
+	// UserCluster is true for a cluster of the user's (UserClusterEnv): no
+	// audit log, other workloads around, real nodes.
+	UserCluster bool
 
 	helmHome string
 	audit    auditLog
@@ -114,19 +128,30 @@ func start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Root: root}
+	c := &Cluster{Root: root, UserCluster: os.Getenv(UserClusterEnv) == "1"}
 	// Cached binaries make this instant; a cold build takes several minutes.
 	fmt.Fprintln(os.Stderr, "testcluster: building the control plane and helm if not cached (cold: several minutes)")
-	if _, err := runScript(root, "build-controlplane.sh", "all"); err != nil {
+	build := []string{"all"}
+	var env []string
+	if c.UserCluster {
+		// The user's cluster needs no control plane: kubectl and helm only.
+		build, env = []string{"kubernetes", "helm"}, []string{"KUBE_COMPONENTS=kubectl"}
+	}
+	if _, err := runScript(root, env, "build-controlplane.sh", build...); err != nil {
 		return nil, err
 	}
 	if err := c.findBinaries(); err != nil {
 		return nil, err
 	}
 
-	if kc := os.Getenv(ReuseEnv); kc != "" {
+	switch kc := os.Getenv(ReuseEnv); {
+	case c.UserCluster:
+		if c.Kubeconfig, err = userKubeconfig(); err != nil {
+			return nil, err
+		}
+	case kc != "":
 		c.Kubeconfig = kc
-	} else {
+	default:
 		runDir := filepath.Join(cacheDir(root), "run")
 		if err := os.MkdirAll(runDir, 0o755); err != nil {
 			return nil, err
@@ -161,7 +186,47 @@ func start() (*Cluster, error) {
 	if c.helmHome, err = os.MkdirTemp("", "testcluster-helm-"); err != nil {
 		return nil, err
 	}
+	if c.UserCluster {
+		fmt.Fprintf(os.Stderr, "testcluster: using your cluster %s (%s); every namespace the tests create is deleted after them\n",
+			c.RESTConfig.Host, c.ServerVersion)
+	}
 	return c, nil
+}
+
+// userKubeconfig writes the current context of the user's kubeconfig
+// (KUBECONFIG or ~/.kube/config, as kubectl reads it), with its credentials
+// inlined, to a private file, so helm and the tool see that context only.
+func userKubeconfig() (string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return "", fmt.Errorf("%s=1: reading your kubeconfig: %w", UserClusterEnv, err)
+	}
+	if raw.CurrentContext == "" {
+		return "", fmt.Errorf("%s=1: your kubeconfig (%s) has no current context", UserClusterEnv, strings.Join(rules.Precedence, ":"))
+	}
+	if err := clientcmdapi.MinifyConfig(&raw); err != nil {
+		return "", fmt.Errorf("%s=1: context %s: %w", UserClusterEnv, raw.CurrentContext, err)
+	}
+	if err := clientcmdapi.FlattenConfig(&raw); err != nil {
+		return "", fmt.Errorf("%s=1: context %s: %w", UserClusterEnv, raw.CurrentContext, err)
+	}
+	dir, err := os.MkdirTemp("", "testcluster-kubeconfig-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, clientcmd.WriteToFile(raw, path)
+}
+
+// RequireOwnCluster skips a test that changes cluster-wide state (nodes,
+// persistent volumes, admission policies, CRDs) when it would run on the
+// user's cluster.
+func (c *Cluster) RequireOwnCluster(t testing.TB) {
+	t.Helper()
+	if c.UserCluster {
+		t.Skip("changes cluster-wide state: runs on the project's own control plane only, not with " + UserClusterEnv + "=1")
+	}
 }
 
 // stop stops the cluster this binary started and removes what it made; the
@@ -170,6 +235,9 @@ func stop(passed bool) error {
 	if shared != nil && shared.helmHome != "" {
 		os.RemoveAll(shared.helmHome)
 	}
+	if shared != nil && shared.UserCluster {
+		os.RemoveAll(filepath.Dir(shared.Kubeconfig)) // the private copy of the user's context
+	}
 	if ownedState == "" {
 		return nil
 	}
@@ -177,7 +245,7 @@ func stop(passed bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = runScript(root, "kube-down.sh", ownedState)
+	_, err = runScript(root, nil, "kube-down.sh", ownedState)
 	if supervisor != nil {
 		if err != nil { // kube-down failed: the supervisor must go anyway
 			supervisor.Process.Kill()
@@ -246,6 +314,7 @@ func (b *syncBuffer) String() string {
 // findBinaries asks scripts/lib.sh, the one place that knows the cache layout
 // and the versions (KUBE_VERSION and friends are honoured), where they are.
 func (c *Cluster) findBinaries() error {
+	// On a user's cluster (KUBE_COMPONENTS=kubectl) only kubectl and helm are built.
 	out, err := exec.Command("bash", "-c",
 		`source "$1" && kube_bin_dir && helm_bin_dir "$HELM3_VERSION" && helm_bin_dir "$HELM4_VERSION"`,
 		"lib.sh", filepath.Join(c.Root, "scripts", "lib.sh")).Output()
@@ -267,11 +336,13 @@ func (c *Cluster) findBinaries() error {
 	return nil
 }
 
-// runScript runs scripts/NAME with ARGS and returns its stdout; on failure the
-// error carries the end of its stderr (kube-up.sh prints component logs there).
-func runScript(root, name string, args ...string) (string, error) {
+// runScript runs scripts/NAME with ARGS, and env added to this process's
+// environment, and returns its stdout; on failure the error carries the end
+// of its stderr (kube-up.sh prints component logs there).
+func runScript(root string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", name)}, args...)...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

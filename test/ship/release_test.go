@@ -23,11 +23,55 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
-// platforms are the release's targets (.goreleaser.yaml, .krew.yaml).
-var platforms = []struct{ os, arch string }{
+// platform is one release target.
+type platform struct{ os, arch string }
+
+// allPlatforms are the release's targets (.goreleaser.yaml, .krew.yaml).
+var allPlatforms = []platform{
 	{"linux", "amd64"}, {"linux", "arm64"},
 	{"darwin", "amd64"}, {"darwin", "arm64"},
 	{"windows", "amd64"}, {"windows", "arm64"},
+}
+
+// AllPlatformsEnv set to 1 makes TestRelease build every platform, as a
+// release does (make release-check); by default it builds this machine's
+// platform only (make test): the same archive, krew and plugin checks, at a
+// sixth of the cost. goreleaser check validates the whole matrix either way.
+const AllPlatformsEnv = "SAFE_UPGRADE_RELEASE_ALL_PLATFORMS"
+
+// releasePlatforms returns the platforms TestRelease builds.
+func releasePlatforms() []platform {
+	if os.Getenv(AllPlatformsEnv) == "1" {
+		return allPlatforms
+	}
+	return []platform{{runtime.GOOS, runtime.GOARCH}}
+}
+
+// hostOnlyConfig narrows a goreleaser config to this machine's platform.
+func hostOnlyConfig(t *testing.T, config string) string {
+	t.Helper()
+	for old, repl := range map[string]string{
+		"goos: [linux, darwin, windows]": "goos: [" + runtime.GOOS + "]",
+		"goarch: [amd64, arm64]":         "goarch: [" + runtime.GOARCH + "]",
+	} {
+		if !strings.Contains(config, old) {
+			t.Fatalf(".goreleaser.yaml has no %q to narrow to this platform; update hostOnlyConfig", old)
+		}
+		config = strings.Replace(config, old, repl, 1)
+	}
+	return config
+}
+
+// krewManifestArgs are krew-manifest.sh's arguments for dist: with only the
+// built platforms when that is not all of them.
+func krewManifestArgs(root, dist string, built []platform) []string {
+	args := []string{filepath.Join(root, "scripts", "krew-manifest.sh")}
+	if len(built) != len(allPlatforms) {
+		for _, p := range built {
+			args = append(args, "--platform", p.os+"_"+p.arch)
+		}
+	}
+	return append(args, dist)
 }
 
 // TestEntryNames checks that the binary answers to both entry names (the Helm
@@ -65,7 +109,8 @@ func TestGoreleaserCheck(t *testing.T) {
 	}
 }
 
-// TestRelease builds a goreleaser snapshot of every platform and checks what
+// TestRelease builds a goreleaser snapshot (this machine's platform, or every
+// platform with SAFE_UPGRADE_RELEASE_ALL_PLATFORMS=1) and checks what
 // users download: the archives and checksums, the krew manifest generated
 // from them installed by real krew and run by real kubectl, the Helm plugin's
 // install hook downloading and verifying an archive, and an unpacked archive
@@ -92,6 +137,10 @@ func TestRelease(t *testing.T) {
 	base, err := os.ReadFile(filepath.Join(c.Root, ".goreleaser.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	platforms := releasePlatforms()
+	if len(platforms) != len(allPlatforms) {
+		base = []byte(hostOnlyConfig(t, string(base)))
 	}
 	config := filepath.Join(t.TempDir(), "goreleaser.yaml")
 	if err := os.WriteFile(config, append(base, []byte("\ndist: "+relDist+"\n")...), 0o644); err != nil {
@@ -120,11 +169,11 @@ func TestRelease(t *testing.T) {
 	t.Run("krew", func(t *testing.T) {
 		krew := shipTool(t, "krew")
 		manifest := filepath.Join(t.TempDir(), "safe-upgrade.yaml")
-		out := cmd{}.mustRun(t, "bash", filepath.Join(c.Root, "scripts", "krew-manifest.sh"), dist)
+		out := cmd{}.mustRun(t, "bash", krewManifestArgs(c.Root, dist, platforms)...)
 		if err := os.WriteFile(manifest, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		checkKrewManifest(t, out, version, sums)
+		checkKrewManifest(t, out, version, sums, platforms)
 
 		krewRoot := t.TempDir()
 		env := withEnv(c.Env(), "KREW_ROOT="+krewRoot, "KREW_NO_UPGRADE_CHECK=1")
@@ -148,6 +197,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("krew manifest refuses a broken dist", func(t *testing.T) {
+		last := platforms[len(platforms)-1]
 		for _, tc := range []struct {
 			name   string
 			damage func(t *testing.T, dir string)
@@ -156,10 +206,10 @@ func TestRelease(t *testing.T) {
 			name: "archive not in the checksums file",
 			damage: func(t *testing.T, dir string) {
 				editFile(t, filepath.Join(dir, "helm-safe-upgrade_"+version+"_checksums.txt"), func(s string) string {
-					return dropLines(s, archiveName(version, "darwin", "arm64"))
+					return dropLines(s, archiveName(version, last.os, last.arch))
 				})
 			},
-			want: "lists no sha256 for " + archiveName(version, "darwin", "arm64"),
+			want: "lists no sha256 for " + archiveName(version, last.os, last.arch),
 		}, {
 			name: "archive does not match its sum",
 			damage: func(t *testing.T, dir string) {
@@ -174,9 +224,9 @@ func TestRelease(t *testing.T) {
 			want: "want exactly one helm-safe-upgrade_VERSION_checksums.txt",
 		}} {
 			t.Run(tc.name, func(t *testing.T) {
-				dir := copyDist(t, dist, version)
+				dir := copyDist(t, dist, version, platforms)
 				tc.damage(t, dir)
-				r := cmd{}.run(t, "bash", filepath.Join(c.Root, "scripts", "krew-manifest.sh"), dir)
+				r := cmd{}.run(t, "bash", krewManifestArgs(c.Root, dir, platforms)...)
 				if r.Code == 0 || !strings.Contains(r.Stderr, tc.want) {
 					t.Errorf("want a failure saying %q\n%s", tc.want, r)
 				}
@@ -195,7 +245,7 @@ func TestRelease(t *testing.T) {
 			{name: "tampered archive", tamper: true, code: 1, want: "sha256 mismatch for " + host},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				mirror := copyDist(t, dist, version)
+				mirror := copyDist(t, dist, version, platforms)
 				if tc.tamper {
 					appendByte(t, filepath.Join(mirror, host))
 				}
@@ -389,9 +439,9 @@ func readArchive(t *testing.T, path string) map[string]*archiveEntry {
 	}
 }
 
-// checkKrewManifest checks the generated manifest names every platform with
+// checkKrewManifest checks the generated manifest names each built platform with
 // its archive's URL and sum and the right binary.
-func checkKrewManifest(t *testing.T, manifest, version string, sums map[string]string) {
+func checkKrewManifest(t *testing.T, manifest, version string, sums map[string]string, platforms []platform) {
 	t.Helper()
 	var m struct {
 		APIVersion string `json:"apiVersion"`
@@ -441,10 +491,13 @@ func checkKrewManifest(t *testing.T, manifest, version string, sums map[string]s
 			t.Errorf("the manifest has no platform %s/%s", p.os, p.arch)
 		}
 	}
+	if len(m.Spec.Platforms) != len(platforms) {
+		t.Errorf("the manifest has %d platforms, want the %d built", len(m.Spec.Platforms), len(platforms))
+	}
 }
 
 // copyDist copies the archives and checksums of dist into a new folder.
-func copyDist(t *testing.T, dist, version string) string {
+func copyDist(t *testing.T, dist, version string, platforms []platform) string {
 	t.Helper()
 	dir := t.TempDir()
 	names := []string{"helm-safe-upgrade_" + version + "_checksums.txt"}
