@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
@@ -16,7 +18,8 @@ var (
 )
 
 func main() {
-	streams := cli.SystemStreams()
+	upgrade.InitProcess()
+	streams := iostreams.System()
 	build := cli.BuildInfo{Version: version, Commit: commit}
 	os.Exit(cli.Execute(os.Args[0], os.Args[1:], streams, build))
 }

@@ -16,7 +16,6 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -29,6 +28,9 @@ type Request struct {
 	// render.NewConfiguration): release storage, kube client, and the REST
 	// client getter the recreate step builds its clients from.
 	Config *action.Configuration
+	// Cluster is the connection the recreate step reads and deletes with
+	// (upgrade.Config.Connect builds it, once per run).
+	Cluster *live.Cluster
 	// Settings is Helm's environment; its MaxHistory (HELM_MAX_HISTORY) is
 	// the --history-max default of `helm upgrade`. May be nil (no limit).
 	Settings *cli.EnvSettings
@@ -99,27 +101,12 @@ type Request struct {
 // handling applies. When Helm's action fails after writing, the error is an
 // *UpgradeError saying which state the release is in now.
 func Apply(ctx context.Context, req Request, out io.Writer) (*release.Release, error) {
-	return apply(ctx, req, out, connect)
-}
-
-// connect builds the dynamic client and REST mapper of the recreate step.
-func connect(getter action.RESTClientGetter) (*live.Cluster, error) {
-	if getter == nil {
-		return nil, errors.New("the Helm configuration has no REST client getter")
-	}
-	rc, err := getter.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	mapper, err := getter.ToRESTMapper()
-	if err != nil {
-		return nil, fmt.Errorf("discovering API resources: %w", err)
-	}
-	return &live.Cluster{Dynamic: dyn, Mapper: mapper}, nil
+	return apply(ctx, req, out, func(action.RESTClientGetter) (*live.Cluster, error) {
+		if req.Cluster == nil {
+			return nil, errors.New("the request has no cluster connection")
+		}
+		return req.Cluster, nil
+	})
 }
 
 // pollInterval is how often the recreate step looks whether a deleted
@@ -136,10 +123,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	if log == nil {
 		log = func(string, ...interface{}) {}
 	}
-	timeout := req.Render.Timeout
-	if timeout <= 0 {
-		timeout = render.DefaultTimeout
-	}
+	timeout := req.Render.TimeLimit()
 	if err := refuseRecreate(req.Recreate, req.Rendered.Install); err != nil {
 		return nil, err
 	}

@@ -19,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -78,13 +80,32 @@ func (e *e2e) apply(t *testing.T, opts render.Options, rendered *render.Result, 
 	t.Helper()
 	var out bytes.Buffer
 	rel, err := apply.Apply(t.Context(), apply.Request{
-		Config: e.cfg, Settings: e.settings, ReleaseName: e.name, ChartRef: e.chart, Render: opts,
+		Config: e.cfg, Cluster: e.cluster(t), Settings: e.settings, ReleaseName: e.name, ChartRef: e.chart, Render: opts,
 		Rendered: rendered, Recreate: recreate, Force: force, Description: "safe-upgrade: e2e", Log: t.Logf,
 	}, &out)
 	if err != nil {
 		t.Fatalf("apply: %v\noutput:\n%s", err, out.String())
 	}
 	return rel, out.String()
+}
+
+// cluster is the connection the recreate step uses, from the same kubeconfig
+// as the Helm configuration (upgrade.Config.Connect builds it in the tool).
+func (e *e2e) cluster(t *testing.T) *live.Cluster {
+	t.Helper()
+	rc, err := e.cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := e.cfg.RESTClientGetter.ToRESTMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &live.Cluster{Dynamic: dyn, Mapper: mapper}
 }
 
 // plannedObject returns an object of the planned manifest.

@@ -66,6 +66,7 @@ func refuseRecreate(changes []plan.Change, install bool) error {
 	return nil
 }
 
+// describeVerdict is the action and, when there is one, the class: "update (rolling)".
 func describeVerdict(c plan.Change) string {
 	if c.Class == plan.ClassNone {
 		return string(c.Action)
@@ -121,7 +122,7 @@ func (r *recreator) prepare(ctx context.Context, changes []plan.Change, nextMani
 			return nil, fmt.Errorf("%s: %w: it is not in the planned manifest", name, ErrRecreateRefused)
 		}
 		obj := t.planned.Obj.DeepCopy()
-		setHelmOwnership(obj, r.release, r.namespace)
+		manifest.SetHelmOwnership(obj, r.release, r.namespace)
 		res, _, err := r.cluster.Resource(t.planned.GVK, c.ID.Namespace)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -455,23 +456,4 @@ func toStringMap(m map[string]interface{}) map[string]string {
 		out[k] = fmt.Sprint(v)
 	}
 	return out
-}
-
-// setHelmOwnership adds the metadata Helm's kube client adds to every object
-// it applies (helm pkg/action/validate.go setMetadataVisitor), so the dry-run
-// create validates what Helm will create.
-func setHelmOwnership(obj *unstructured.Unstructured, release, namespace string) {
-	obj.SetLabels(with(obj.GetLabels(), "app.kubernetes.io/managed-by", "Helm"))
-	obj.SetAnnotations(with(with(obj.GetAnnotations(),
-		"meta.helm.sh/release-name", release),
-		"meta.helm.sh/release-namespace", namespace))
-}
-
-// with sets m[k] = v, allocating m if needed.
-func with(m map[string]string, k, v string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[k] = v
-	return m
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -84,37 +82,19 @@ func (e *UpgradeError) Error() string {
 // Unwrap returns Helm's error.
 func (e *UpgradeError) Unwrap() error { return e.Err }
 
-// history returns the release's revisions, newest first (none is not an
-// error).
-func history(store *storage.Storage, name string) ([]*release.Release, error) {
-	hist, err := store.History(name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, err
-	}
-	releaseutil.Reverse(hist, releaseutil.SortByRevision)
-	return hist, nil
-}
-
 // checkRelease refuses a release that is pending or that moved since the
 // plan: planned is the last revision the plan saw (nil: none).
 func checkRelease(store *storage.Storage, name, ns string, planned *release.Release) error {
-	hist, err := history(store, name)
+	hist, err := render.History(store, name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
+	}
+	if err := render.CheckPending(hist, name, ns); err != nil {
+		return err
 	}
 	var last *release.Release
 	if len(hist) > 0 {
 		last = hist[0]
-	}
-	if last != nil && last.Info.Status.IsPending() {
-		pe := &render.PendingError{Name: name, Namespace: ns, Revision: last.Version, Status: last.Info.Status}
-		for _, r := range hist {
-			if r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded {
-				pe.RollbackTo = r.Version
-				break
-			}
-		}
-		return pe
 	}
 	stale := &StaleError{Name: name, Namespace: ns}
 	if planned != nil {
@@ -132,7 +112,7 @@ func checkRelease(store *storage.Storage, name, ns string, planned *release.Rele
 // failure reads the release back after Helm's action failed with err.
 func failure(store *storage.Storage, name, ns string, attempted int, err error) *UpgradeError {
 	ue := &UpgradeError{Name: name, Namespace: ns, Attempted: attempted, Err: err}
-	hist, rerr := history(store, name)
+	hist, rerr := render.History(store, name)
 	if rerr != nil {
 		ue.ReadErr = rerr
 		return ue

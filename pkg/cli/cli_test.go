@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )
 
 func execute(t *testing.T, argv0 string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Execute(argv0, args, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, BuildInfo{Version: "v0.0.0-test", Commit: "abc123"})
+	code := Execute(argv0, args, iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, BuildInfo{Version: "v0.0.0-test", Commit: "abc123"})
 	return out.String(), errOut.String(), code
 }
 

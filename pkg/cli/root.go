@@ -14,9 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/kube"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )
 
 // BuildInfo identifies the binary.
@@ -65,7 +64,7 @@ Exit codes:
 `
 
 // NewRootCommand builds the command for the given invocation name.
-func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Command {
+func NewRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
@@ -89,7 +88,7 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
+			if err := o.Complete(args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -111,17 +110,13 @@ func versionLine(argv0 string, build BuildInfo) string {
 }
 
 // Execute runs the command with args and returns the process exit code.
-func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int {
+func Execute(argv0 string, args []string, streams iostreams.Streams, build BuildInfo) int {
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
 	// alone, it asks for the tool's version.
 	if len(args) == 1 && args[0] == "--version" {
 		fmt.Fprint(streams.Out, versionLine(argv0, build))
 		return ExitOK
 	}
-	// Helm's kube client names the field manager of its patches after the
-	// binary unless told; a real `helm upgrade` is "helm", and so are our
-	// dry-runs: keep managedFields as Helm would leave them.
-	kube.ManagedFieldsManager = predict.FieldManager
 	cmd := NewRootCommand(argv0, streams, build)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.

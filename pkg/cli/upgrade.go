@@ -5,33 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // UpgradeOptions holds the flags and, after Complete, the dependencies of one
 // run. Run never reads flags.
 type UpgradeOptions struct {
-	Streams  Streams
+	Streams  iostreams.Streams
 	Settings *helmcli.EnvSettings
-	Render   render.Options
+	Render   upgrade.RenderOptions
 
 	DryRun            bool
 	DetailedExitcode  bool
@@ -45,19 +34,14 @@ type UpgradeOptions struct {
 	PlanIn            string
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
-	Offline      bool
-	FromChart    string
-	FromValues   []string
-	FromManifest string
+	Offline bool
+	From    upgrade.OfflineRequest
 
 	// Set by Complete.
-	ReleaseName string
-	ChartRef    string
-	Namespace   string
-	AckSet      *gate.Acks
-	Saved       *plan.Saved
-	Prompter    gate.Prompter
-	Logf        func(format string, args ...interface{})
+	Config   *upgrade.Config
+	Request  upgrade.PlanRequest
+	AckSet   *gate.Acks
+	Prompter gate.Prompter
 	// UserAgent marks every request of this tool (audit logs show it).
 	UserAgent string
 	// GitHubActions adds workflow-command annotations for destructive
@@ -67,8 +51,8 @@ type UpgradeOptions struct {
 
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
-func NewUpgradeOptions(streams Streams) *UpgradeOptions {
-	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3,
+func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
+	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: report.FormatText, DiffContext: 3,
 		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
 }
 
@@ -80,7 +64,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	o.Render.AddFlags(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: text, json or markdown")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: "+report.FormatList())
 	fs.IntVar(&o.DiffContext, "diff-context", o.DiffContext, "lines of context in diffs")
 	fs.StringArrayVar(&o.Acks, "ack", nil, "acknowledge a destructive change: KIND/NAME, KIND/NAMESPACE/NAME, optionally @FINGERPRINT (repeatable)")
 	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
@@ -89,53 +73,34 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
-	fs.StringVar(&o.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
-	fs.StringArrayVar(&o.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
-	fs.StringVar(&o.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
+	fs.StringVar(&o.From.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
+	fs.StringArrayVar(&o.From.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
+	fs.StringVar(&o.From.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
 }
 
 // Complete fills the fields Run needs from flags and arguments.
-func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.ReleaseName, o.ChartRef = args[0], args[1]
-	if flags, ok := o.Settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && o.UserAgent != "" {
-		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
-			c.UserAgent = o.UserAgent
-			return c
-		}
-	}
-	o.Namespace = o.Settings.Namespace()
+func (o *UpgradeOptions) Complete(args []string) error {
 	if o.Offline {
 		o.DryRun = true // offline plans are never applied
 	}
-	o.Render.Namespace = o.Namespace
-	o.Logf = func(string, ...interface{}) {}
+	logf := func(string, ...interface{}) {}
 	if o.Settings.Debug {
-		o.Logf = func(format string, args ...interface{}) {
+		logf = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, "debug: "+format+"\n", args...)
 		}
 	}
-	acks, err := gate.ParseAcks(o.Acks)
+	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, logf)
+	o.Render.Namespace = o.Config.Namespace
+	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render}
+	acks, err := gate.FromFlags(o.Acks, o.AckFile)
 	if err != nil {
 		return err
 	}
-	if o.AckFile != "" {
-		fromFile, err := gate.ReadAckFile(o.AckFile)
-		if err != nil {
-			return err
-		}
-		acks.Add(fromFile)
-	}
 	if o.PlanIn != "" {
-		saved, err := plan.ReadSaved(o.PlanIn)
-		if err != nil {
+		if o.Request.Saved, err = upgrade.LoadPlan(o.PlanIn, args[0], o.Config.Namespace); err != nil {
 			return err
 		}
-		if saved.Release.Name != o.ReleaseName || saved.Release.Namespace != o.Namespace {
-			return fmt.Errorf("--plan %s was made for release %s/%s, not %s/%s", o.PlanIn,
-				saved.Release.Namespace, saved.Release.Name, o.Namespace, o.ReleaseName)
-		}
-		o.Saved = saved
-		acks.Add(gate.FromSaved(saved.Acknowledged))
+		acks.Add(o.Request.Saved.Acks())
 	}
 	o.AckSet = acks
 	if o.Prompter == nil {
@@ -146,20 +111,11 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks flag combinations.
 func (o *UpgradeOptions) Validate() error {
-	switch o.Output {
-	case "text", "json", "markdown":
-	default:
-		return fmt.Errorf("--output %q: want text, json or markdown", o.Output)
+	if !report.IsFormat(o.Output) {
+		return fmt.Errorf("--output %q: want %s", o.Output, report.FormatList())
 	}
-	if o.Offline {
-		if (o.FromChart == "") == (o.FromManifest == "") {
-			return errors.New("--offline needs exactly one of --from-chart or --from-manifest")
-		}
-	} else if o.FromChart != "" || o.FromManifest != "" || len(o.FromValues) > 0 {
-		return errors.New("--from-chart, --from-values and --from-manifest need --offline")
-	}
-	if len(o.FromValues) > 0 && o.FromChart == "" {
-		return errors.New("--from-values needs --from-chart")
+	if err := o.From.Validate(o.Offline); err != nil {
+		return err
 	}
 	if o.Offline && (o.PlanIn != "" || o.PlanOut != "") {
 		return errors.New("--plan and --plan-out need a cluster; they cannot be used with --offline")
@@ -178,53 +134,29 @@ func (o *UpgradeOptions) Validate() error {
 
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	timeout := o.Render.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
-	planCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	build := o.plan
-	if o.Offline {
-		build = o.offlinePlan
-	}
-	pl, err := build(planCtx)
+	planned, err := o.plan(ctx)
 	if err != nil {
 		return err
 	}
-	p := pl.plan
-	decision := gate.Evaluate(p, o.AckSet, o.AckAllDestructive)
-	if err := report.Write(o.Streams.Out, p, o.reportOptions()); err != nil {
+	decision := gate.Evaluate(planned.Plan, o.AckSet, o.AckAllDestructive)
+	if err := o.report(planned); err != nil {
 		return err
 	}
-	if o.GitHubActions {
-		// On stderr: stdout carries the report (JSON must stay clean); the
-		// runner reads workflow commands from both.
-		if err := report.GitHubAnnotations(o.Streams.ErrOut, p); err != nil {
-			return err
-		}
-	}
 	if o.DryRun {
-		if o.PlanOut != "" {
-			if err := o.savePlan(pl); err != nil {
-				return err
-			}
+		if err := o.savePlan(planned); err != nil {
+			return err
 		}
 		o.printDecision(decision)
 		switch {
 		case decision.Blocked():
 			return withExitCode(ExitBlocked, nil)
-		case o.DetailedExitcode && p.HasChanges():
+		case o.DetailedExitcode && planned.Plan.HasChanges():
 			return withExitCode(ExitPending, nil)
 		}
 		return nil
 	}
 	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && o.Streams.CanPrompt() {
-		ok, err := gate.Confirm(o.Prompter, o.Streams.ErrOut, o.ReleaseName, &decision)
+		ok, err := gate.Confirm(o.Prompter, o.Streams.ErrOut, o.Request.ReleaseName, &decision)
 		if err != nil {
 			return err
 		}
@@ -236,58 +168,14 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if decision.Blocked() {
 		return withExitCode(ExitBlocked, nil)
 	}
-	if o.PlanOut != "" {
-		// After the prompt, so the acknowledgements given there are kept.
-		if err := o.savePlan(pl); err != nil {
-			return err
-		}
-	}
-	if o.Force {
-		fmt.Fprintln(o.Streams.ErrOut, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
+	// After the prompt, so the acknowledgements given there are kept.
+	if err := o.savePlan(planned); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
 	}
-	return o.apply(ctx, pl)
-}
-
-// apply hands the reviewed render to Helm and reports the outcome.
-func (o *UpgradeOptions) apply(ctx context.Context, pl *planned) error {
-	var recreate []plan.Change
-	for _, c := range pl.plan.Changes {
-		if c.Action == plan.ActionUpdate && c.Class == plan.ClassRecreateRequired && c.Acknowledged {
-			recreate = append(recreate, c)
-		}
-	}
-	rel, err := apply.Apply(ctx, apply.Request{
-		Config:      pl.config,
-		Settings:    o.Settings,
-		ReleaseName: o.ReleaseName,
-		ChartRef:    o.ChartRef,
-		Render:      o.Render,
-		Rendered:    pl.rendered,
-		Recreate:    recreate,
-		Force:       o.Force,
-		Description: gate.AuditLine(pl.plan, o.Render.Description),
-		Log:         o.Logf,
-	}, o.Streams.ErrOut)
-	if err != nil {
-		return err
-	}
-	verb := "upgraded"
-	if pl.rendered.Install {
-		verb = "installed"
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
-	return nil
-}
-
-func (o *UpgradeOptions) reportOptions() report.Options {
-	ctxLines := o.DiffContext
-	if ctxLines == 0 {
-		ctxLines = report.NoContext // report treats 0 as "default"
-	}
-	return report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
+	return o.Config.Apply(ctx, planned, upgrade.ApplyRequest{Force: o.Force})
 }
 
 func (o *UpgradeOptions) printDecision(d gate.Decision) {
@@ -296,214 +184,43 @@ func (o *UpgradeOptions) printDecision(d gate.Decision) {
 	}
 }
 
-// planned is a plan with what is needed to apply it.
-type planned struct {
-	plan     *plan.Plan
-	rendered *render.Result
-	config   *action.Configuration
-}
-
-// plan renders the release and builds the plan against the cluster.
-func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
-	getter := o.Settings.RESTClientGetter()
-	restConfig, err := getter.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+// savePlan saves the plan with --plan-out.
+func (o *UpgradeOptions) savePlan(planned *upgrade.Planned) error {
+	if o.PlanOut == "" {
+		return nil
 	}
-	if o.Settings.QPS == 0 {
-		// In-flight requests are bounded by the planner's concurrency; the
-		// client-side default (5/s) would make a 1000-object plan take
-		// minutes. API Priority and Fairness still protects the server.
-		restConfig.QPS = -1
-	}
-	restConfig.Timeout = 30 * time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		restConfig.Timeout = time.Until(deadline)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("cluster client: %w", err)
-	}
-	version, err := disco.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("cluster unreachable at %s: %w", restConfig.Host, err)
-	}
-	cfg, err := render.NewConfiguration(getter, o.Namespace, os.Getenv("HELM_DRIVER"), o.Logf)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	res, err := render.Render(ctx, cfg, o.Settings, o.ReleaseName, o.ChartRef, o.Render)
-	if err != nil {
-		return nil, err
-	}
-	o.Logf("rendered %s in %s", o.ChartRef, time.Since(start).Round(time.Millisecond))
-	for _, w := range res.Warnings {
-		fmt.Fprintln(o.Streams.ErrOut, "warning:", w)
-	}
-	groups, err := restmapper.GetAPIGroupResources(disco)
-	if err != nil {
-		return nil, fmt.Errorf("discovering API resources: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		return nil, err
-	}
-	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
-	if o.Saved != nil {
-		if err := useSaved(o.Saved, res, o.Render); err != nil {
-			return nil, err
-		}
-	}
-	start = time.Now()
-	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
-	if err != nil {
-		return nil, err
-	}
-	if o.Saved != nil {
-		if err := unmoved(o.Saved, p); err != nil {
-			return nil, err
-		}
-	}
-	o.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
-	return &planned{plan: p, rendered: res, config: cfg}, nil
-}
-
-// savePlan writes the reviewed render and what it was planned against.
-func (o *UpgradeOptions) savePlan(pl *planned) error {
-	res := pl.rendered
-	saved := &plan.Saved{
-		ChartRef:     o.ChartRef,
-		ChartDigest:  render.ChartDigest(res.Chart),
-		ValuesDigest: render.ValuesDigest(res.Values, o.Render),
-		Manifest:     res.Next.Manifest,
-		Hooks:        res.Next.Hooks,
-		Notes:        res.Next.Info.Notes,
-		Acknowledged: gate.ToSaved(pl.plan),
-	}
-	saved.Release.Name, saved.Release.Namespace = res.Next.Name, res.Next.Namespace
-	if res.Last != nil {
-		saved.Release.LastRevision = res.Last.Version
-	}
-	for _, c := range pl.plan.Changes {
-		if c.Action != plan.ActionNoop && c.LiveResourceVersion != "" {
-			saved.Objects = append(saved.Objects, plan.SavedObject{Object: c.ID.String(),
-				ResourceVersion: c.LiveResourceVersion, StateDigest: plan.StateDigest(c)})
-		}
-	}
-	if err := saved.Write(o.PlanOut); err != nil {
+	if err := upgrade.SavePlan(o.PlanOut, planned); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Streams.ErrOut, "Plan saved to %s (it holds the rendered manifest, Secrets included: keep it private). Apply it with --plan %s\n", o.PlanOut, o.PlanOut)
 	return nil
 }
 
-// useSaved checks that the release, chart and values are those of the saved
-// plan and puts the saved render in place of the new one: what is applied is
-// what was reviewed, even when templates are not deterministic.
-func useSaved(saved *plan.Saved, res *render.Result, opts render.Options) error {
-	last := 0
-	if res.Last != nil {
-		last = res.Last.Version
+// plan runs the live or the offline plan within --timeout.
+func (o *UpgradeOptions) plan(ctx context.Context) (*upgrade.Planned, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Render.TimeLimit())
+	defer cancel()
+	if o.Offline {
+		req := o.From
+		req.PlanRequest = o.Request
+		return o.Config.PlanOffline(ctx, req)
 	}
-	if last != saved.Release.LastRevision {
-		return fmt.Errorf("saved plan is stale: release %s moved from revision %d to %d since the plan; plan again", saved.Release.Name, saved.Release.LastRevision, last)
-	}
-	if d := render.ChartDigest(res.Chart); d != saved.ChartDigest {
-		return fmt.Errorf("saved plan is stale: chart %s changed since the plan; plan again", saved.ChartRef)
-	}
-	if d := render.ValuesDigest(res.Values, opts); d != saved.ValuesDigest {
-		return errors.New("saved plan is stale: the values (-f, --set, --reuse-values, ...) differ from the plan's; plan again")
-	}
-	res.Next.Manifest = saved.Manifest
-	res.Next.Hooks = saved.Hooks
-	res.Next.Info.Notes = saved.Notes
-	return nil
+	return o.Config.Plan(ctx, o.Request)
 }
 
-// unmoved refuses a saved plan when an object it changes moved in the cluster.
-func unmoved(saved *plan.Saved, p *plan.Plan) error {
-	now := map[string]plan.Change{}
-	for _, c := range p.Changes {
-		now[c.ID.String()] = c
+// report writes the report on stdout and, in GitHub Actions, the workflow
+// annotations on stderr (stdout carries the report; JSON must stay clean).
+func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
+	ctxLines := o.DiffContext
+	if ctxLines == 0 {
+		ctxLines = report.NoContext // report treats 0 as "default"
 	}
-	for _, o := range saved.Objects {
-		c := now[o.Object]
-		if plan.StateDigest(c) != o.StateDigest {
-			return fmt.Errorf("saved plan is stale: %s changed in the cluster since the plan (resourceVersion %s, now %q); plan again",
-				o.Object, o.ResourceVersion, c.LiveResourceVersion)
-		}
+	opts := report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
+	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
+		return err
+	}
+	if o.GitHubActions {
+		return report.GitHubAnnotations(o.Streams.ErrOut, planned.Plan)
 	}
 	return nil
-}
-
-// offlinePlan compares the base (a chart render or a manifest file) with the
-// head render; nothing reaches a cluster.
-func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*planned, error) {
-	headOpts := o.Render
-	headOpts.Install = true
-	head, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.ChartRef, headOpts)
-	if err != nil {
-		return nil, fmt.Errorf("head chart %s: %w", o.ChartRef, err)
-	}
-	in := plannerInput(head)
-	in.Release.Install = false
-	if o.FromManifest != "" {
-		data, err := os.ReadFile(o.FromManifest)
-		if err != nil {
-			return nil, fmt.Errorf("--from-manifest: %w", err)
-		}
-		in.PreviousManifest, in.PreviousName = string(data), "--from-manifest "+o.FromManifest
-	} else {
-		baseOpts := render.Options{Namespace: o.Namespace, Install: true}
-		baseOpts.Values.ValueFiles = o.FromValues
-		base, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.FromChart, baseOpts)
-		if err != nil {
-			return nil, fmt.Errorf("base chart %s: %w", o.FromChart, err)
-		}
-		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
-	}
-	p, err := planner.New(nil, "").Plan(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return &planned{plan: p, rendered: head}, nil
-}
-
-// plannerInput converts the render result into the planner's input.
-func plannerInput(res *render.Result) planner.Input {
-	next := res.Next
-	in := planner.Input{
-		Release: plan.Release{
-			Name:      next.Name,
-			Namespace: next.Namespace,
-			Revision:  next.Version,
-			Chart:     next.Chart.Metadata.Name + "-" + next.Chart.Metadata.Version,
-			Install:   res.Install,
-		},
-		NextManifest: next.Manifest,
-	}
-	if res.Previous != nil {
-		in.PreviousManifest = res.Previous.Manifest
-		in.Release.CurrentRevision = res.Previous.Version
-	}
-	for _, h := range next.Hooks {
-		events := make([]string, 0, len(h.Events))
-		for _, e := range h.Events {
-			events = append(events, string(e))
-		}
-		in.Hooks = append(in.Hooks, plan.Hook{Kind: h.Kind, Name: h.Name, Events: events})
-	}
-	if crds := res.Chart.CRDObjects(); len(crds) > 0 {
-		names := make([]string, 0, len(crds))
-		for _, c := range crds {
-			names = append(names, c.Filename)
-		}
-		verb := "are not upgraded or deleted by helm upgrade"
-		if res.Install {
-			verb = "are created by the install if absent, and never upgraded afterwards"
-		}
-		in.Notes = append(in.Notes, fmt.Sprintf("CRDs in the chart's crds/ directory (%s) %s", strings.Join(names, ", "), verb))
-	}
-	return in
 }

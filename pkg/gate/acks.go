@@ -94,6 +94,21 @@ func parseAck(v string) (Ack, error) {
 	return a, nil
 }
 
+// FromFlags collects the acks given as --ack values and in --ack-file (if
+// not empty).
+func FromFlags(values []string, ackFile string) (*Acks, error) {
+	acks, err := ParseAcks(values)
+	if err != nil || ackFile == "" {
+		return acks, err
+	}
+	fromFile, err := ReadAckFile(ackFile)
+	if err != nil {
+		return nil, err
+	}
+	acks.Add(fromFile)
+	return acks, nil
+}
+
 // ReadAckFile reads a YAML list of acks, the form meant to be committed and
 // reviewed in a pull request.
 func ReadAckFile(path string) (*Acks, error) {
@@ -116,22 +131,24 @@ func ReadAckFile(path string) (*Acks, error) {
 	return &Acks{list: list}, nil
 }
 
-// FromSaved turns the acknowledgements recorded in a saved plan into acks:
-// bound to their fingerprints, so they count only for the same changes.
-func FromSaved(saved []plan.SavedAck) *Acks {
+// Bound turns recorded acknowledgements (a saved plan's) into acks that
+// count only for the same changes: each names its object exactly and is
+// bound to its fingerprint. via names where they came from.
+func Bound(list []Ack, via string) *Acks {
 	s := &Acks{}
-	for _, a := range saved {
-		s.list = append(s.list, Ack{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Fingerprint: a.Fingerprint, Via: "saved plan"})
+	for _, a := range list {
+		s.list = append(s.list, Ack{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Fingerprint: a.Fingerprint, Via: via})
 	}
 	return s
 }
 
-// ToSaved records the acknowledged destructive changes of p.
-func ToSaved(p *plan.Plan) []plan.SavedAck {
-	var out []plan.SavedAck
+// Given returns the acknowledged destructive changes of p as exact acks, as
+// a saved plan records them.
+func Given(p *plan.Plan) []Ack {
+	var out []Ack
 	for _, c := range p.Changes {
 		if c.Destructive && c.Acknowledged {
-			out = append(out, plan.SavedAck{Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name, Fingerprint: c.Fingerprint})
+			out = append(out, Ack{Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name, Fingerprint: c.Fingerprint})
 		}
 	}
 	return out

@@ -69,9 +69,6 @@ func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
 	return d
 }
 
-// AckFlag is the --ack value that acknowledges c exactly.
-func AckFlag(c *plan.Change) string { return c.ID.String() + "@" + c.Fingerprint }
-
 // Messages explains the decision for stderr.
 func (d Decision) Messages() []string {
 	var out []string
@@ -90,7 +87,7 @@ func (d Decision) Messages() []string {
 	if len(d.Unacked) > 0 {
 		var flags []string
 		for _, c := range d.Unacked {
-			flags = append(flags, "  --ack "+AckFlag(c))
+			flags = append(flags, "  "+c.AckFlag())
 		}
 		sort.Strings(flags)
 		out = append(out, fmt.Sprintf("Blocked: %d destructive change(s) not acknowledged; nothing was written.\nReview them above, then acknowledge each with:\n%s",
@@ -101,49 +98,11 @@ func (d Decision) Messages() []string {
 
 func firstReason(c *plan.Change) string {
 	if len(c.Reasons) == 0 {
-		return string(c.Class)
+		return c.Verdict()
 	}
 	r := c.Reasons[0]
 	if r.Path == "" {
 		return r.Message
 	}
 	return r.Path + ": " + r.Message
-}
-
-// AuditLine summarises the plan and the acknowledgements for the release
-// description that `helm history` shows, e.g. "safe-upgrade: 1
-// recreate-required acked (StatefulSet/db via ack-file), 2 rolling, 3 in-place".
-// A user-given description comes first.
-func AuditLine(p *plan.Plan, userDescription string) string {
-	var acked []string
-	for _, c := range p.Changes {
-		if c.Destructive && c.Acknowledged {
-			what := string(c.Class)
-			if what == "" {
-				what = string(c.Action)
-			}
-			acked = append(acked, fmt.Sprintf("%s %s/%s via %s", what, c.ID.Kind, c.ID.Name, c.AckedBy))
-		}
-	}
-	s := p.Summary()
-	parts := []string{}
-	if len(acked) > 0 {
-		parts = append(parts, fmt.Sprintf("%d destructive acked (%s)", len(acked), strings.Join(acked, ", ")))
-	}
-	for _, n := range []struct {
-		count int
-		what  string
-	}{{s.Create, "to create"}, {s.Rolling, "rolling"}, {s.InPlace, "in-place"}, {s.Delete, "to delete"}} {
-		if n.count > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n.count, n.what))
-		}
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "no changes")
-	}
-	line := "safe-upgrade: " + strings.Join(parts, ", ")
-	if userDescription != "" {
-		line = userDescription + " (" + line + ")"
-	}
-	return line
 }

@@ -41,11 +41,7 @@ func (p *LinePrompter) Input(prompt string) (string, error) {
 func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, error) {
 	fmt.Fprintf(out, "\nThis upgrade makes %d destructive change(s) that nobody acknowledged:\n", len(d.Unacked))
 	for _, c := range d.Unacked {
-		what := string(c.Class)
-		if what == "" {
-			what = string(c.Action)
-		}
-		fmt.Fprintf(out, "  - %s %s\n", what, c.ID)
+		fmt.Fprintf(out, "  - %s %s\n", c.Verdict(), c.ID)
 		for _, r := range c.Reasons {
 			if r.Path == "" {
 				fmt.Fprintf(out, "      %s\n", r.Message)

@@ -28,11 +28,26 @@ type Cluster struct {
 	Mapper  meta.RESTMapper
 }
 
-// Resource returns the dynamic client for obj's kind and namespace.
+// KindNotServedError says the cluster maps a kind to no API resource (a
+// removed API version, a CRD not installed); meta.IsNoMatchError sees
+// through it.
+type KindNotServedError struct {
+	GVK schema.GroupVersionKind
+	Err error
+}
+
+func (e *KindNotServedError) Error() string {
+	return fmt.Sprintf("no API resource for %s: %v", e.GVK, e.Err)
+}
+
+func (e *KindNotServedError) Unwrap() error { return e.Err }
+
+// Resource returns the dynamic client for obj's kind and namespace; a
+// *KindNotServedError when the cluster does not serve the kind.
 func (c *Cluster) Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, nil, fmt.Errorf("no API resource for %s: %w", gvk, err)
+		return nil, nil, &KindNotServedError{GVK: gvk, Err: err}
 	}
 	ri := c.Dynamic.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {

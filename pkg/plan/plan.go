@@ -9,7 +9,8 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 )
 
-// APIVersion versions the JSON form of a plan.
+// APIVersion versions the JSON form of a plan (pkg/report defines that form)
+// and of a saved plan.
 const APIVersion = "safe-upgrade/v1"
 
 // Action is what the upgrade does to an object.
@@ -47,102 +48,102 @@ const (
 
 // Reason explains a verdict with the field path it concerns.
 type Reason struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-	Source  Source `json:"source"`
+	Path    string
+	Message string
+	Source  Source
 	// Before and After are the live and predicted values at Path, already
 	// masked for Secrets. They feed fingerprints; they are not printed raw.
-	Before string `json:"-"`
-	After  string `json:"-"`
+	Before string
+	After  string
 }
 
 // Rollout describes which pods a workload update replaces and how.
 type Rollout struct {
-	Replicas int64  `json:"replicas"`
-	Strategy string `json:"strategy"`
+	Replicas int64
+	Strategy string
 	// Impact is a one-line human description, e.g. "3 pods replaced one at a
 	// time (maxUnavailable 25%, maxSurge 25%)".
-	Impact string `json:"impact"`
+	Impact string
 }
 
 // Drift is a field whose live value differs from the last release manifest.
 type Drift struct {
-	Path string `json:"path"`
+	Path string
 	// Reverted is true when this upgrade puts the release's value back.
-	Reverted bool `json:"reverted"`
+	Reverted bool
 }
 
 // Change is the verdict for one object.
 type Change struct {
-	ID         manifest.ObjectID `json:"-"`
-	APIVersion string            `json:"apiVersion"`
-	Action     Action            `json:"action"`
-	Class      Class             `json:"class,omitempty"`
+	ID         manifest.ObjectID
+	APIVersion string
+	Action     Action
+	Class      Class
 	// Destructive changes need an acknowledgement before apply.
-	Destructive  bool `json:"destructive"`
-	Acknowledged bool `json:"acknowledged"`
+	Destructive  bool
+	Acknowledged bool
 	// AckedBy says how it was acknowledged: flag, ack-file, prompt,
 	// ack-all-destructive.
-	AckedBy     string `json:"ackedBy,omitempty"`
-	Fingerprint string `json:"fingerprint,omitempty"`
+	AckedBy     string
+	Fingerprint string
 	// Blocking changes stop the upgrade whatever is acknowledged.
-	Blocking bool     `json:"-"`
-	Reasons  []Reason `json:"reasons"`
-	Rollout  *Rollout `json:"rollout,omitempty"`
-	Drift    []Drift  `json:"drift,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	Blocking bool
+	Reasons  []Reason
+	Rollout  *Rollout
+	Drift    []Drift
+	Notes    []string
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
-	LiveResourceVersion string `json:"-"`
+	LiveResourceVersion string
 	// Before is the live object and After the predicted one, both with
 	// server-managed fields removed and Secret values masked.
-	Before *unstructured.Unstructured `json:"-"`
-	After  *unstructured.Unstructured `json:"-"`
+	Before *unstructured.Unstructured
+	After  *unstructured.Unstructured
 }
 
 // Release identifies the release being upgraded.
 type Release struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
+	Name      string
+	Namespace string
 	// Revision is the revision the upgrade will create; CurrentRevision the
 	// one deployed now (0 for an install).
-	Revision        int    `json:"revision"`
-	CurrentRevision int    `json:"currentRevision"`
-	Chart           string `json:"chart"`
-	Install         bool   `json:"install,omitempty"`
+	Revision        int
+	CurrentRevision int
+	Chart           string
+	Install         bool
 }
 
 // Hook is a Helm hook of the new release; hooks run around the upgrade and are
 // not diffed like release objects.
 type Hook struct {
-	Kind   string   `json:"kind"`
-	Name   string   `json:"name"`
-	Events []string `json:"events"`
+	Kind   string
+	Name   string
+	Events []string
 }
 
 // Plan is the full prediction for one upgrade.
 type Plan struct {
-	Release       Release  `json:"release"`
-	ServerVersion string   `json:"serverVersion,omitempty"`
-	Offline       bool     `json:"offline,omitempty"`
-	Changes       []Change `json:"changes"`
-	Hooks         []Hook   `json:"hooks,omitempty"`
+	Release       Release
+	ServerVersion string
+	Offline       bool
+	Changes       []Change
+	Hooks         []Hook
 	// Notes are plan-wide remarks (CRDs from crds/ not upgraded, checks
 	// skipped, ...).
-	Notes []string `json:"notes,omitempty"`
+	Notes []string
 }
 
 // Summary counts changes by verdict.
 type Summary struct {
-	Create      int `json:"create"`
-	Delete      int `json:"delete"`
-	Noop        int `json:"noop"`
-	InPlace     int `json:"inPlace"`
-	Rolling     int `json:"rolling"`
-	Recreate    int `json:"recreate"`
-	Invalid     int `json:"invalid"`
-	Destructive int `json:"destructive"`
-	Blocked     int `json:"blocked"`
+	Create      int
+	Delete      int
+	Noop        int
+	InPlace     int
+	Rolling     int
+	Recreate    int
+	Invalid     int
+	Destructive int
+	Blocked     int
 }
 
 // Summary counts the plan's changes. Blocked counts destructive changes that
@@ -175,6 +176,25 @@ func (p *Plan) Summary() Summary {
 				s.Blocked++
 			}
 		}
+	}
+	return s
+}
+
+// Verdict is the change's class, or its action when it has none: the one
+// word messages use for what happens ("recreate-required", "delete").
+func (c *Change) Verdict() string {
+	if c.Class != ClassNone {
+		return string(c.Class)
+	}
+	return string(c.Action)
+}
+
+// AckFlag is the flag that acknowledges exactly this change, bound to its
+// fingerprint: --ack Kind[.group]/[namespace/]name@fingerprint.
+func (c *Change) AckFlag() string {
+	s := "--ack " + c.ID.String()
+	if c.Fingerprint != "" {
+		s += "@" + c.Fingerprint
 	}
 	return s
 }

@@ -6,6 +6,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -24,16 +25,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
-// Helm's ownership metadata, added to every object it applies
-// (helm pkg/action/validate.go setMetadataVisitor).
-const (
-	managedByLabel          = "app.kubernetes.io/managed-by"
-	releaseNameAnnotation   = "meta.helm.sh/release-name"
-	releaseNamespaceAnno    = "meta.helm.sh/release-namespace"
-	resourcePolicyAnno      = "helm.sh/resource-policy"
-	resourcePolicyKeepValue = "keep"
-)
-
 // Input is what the render stage hands over.
 type Input struct {
 	Release plan.Release
@@ -48,10 +39,10 @@ type Input struct {
 	Notes        []string
 }
 
-// Planner builds plans against one cluster, or offline (Cluster nil) from
-// two renders alone.
+// Planner builds plans against one cluster (Live), or offline from two
+// renders alone (Offline).
 type Planner struct {
-	Cluster       *live.Cluster
+	Cluster       Cluster
 	Patcher       *predict.Patcher
 	Classifier    *classify.Classifier
 	ServerVersion string
@@ -60,7 +51,7 @@ type Planner struct {
 }
 
 // New returns a Planner for cluster.
-func New(cluster *live.Cluster, serverVersion string) *Planner {
+func New(cluster Cluster, serverVersion string) *Planner {
 	return &Planner{Cluster: cluster, Patcher: predict.NewPatcher(), Classifier: classify.New(),
 		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency}
 }
@@ -68,46 +59,32 @@ func New(cluster *live.Cluster, serverVersion string) *Planner {
 // Plan predicts and classifies every object of both releases.
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
-	var scoper manifest.Scoper = manifest.StaticScoper{}
-	if p.Cluster != nil {
-		scoper = p.Cluster
-	}
 	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, scoper)
+	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, scoper)
+	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
-	}
-	if p.Cluster == nil {
-		// Offline, the base render stands in for the live objects, as if
-		// Helm had applied it.
-		for _, o := range prev.Objects() {
-			addHelmMetadata(o.Obj, in.Release.Name, ns)
-		}
 	}
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
-	var prefetched map[manifest.ObjectID]live.State
-	if p.Cluster != nil {
-		var objs []*manifest.Object
-		for _, id := range ids {
-			if o := next.Get(id); o != nil {
-				objs = append(objs, o)
-			} else {
-				objs = append(objs, prev.Get(id))
-			}
+	objs := make([]*manifest.Object, 0, len(ids))
+	for _, id := range ids {
+		if o := next.Get(id); o != nil {
+			objs = append(objs, o)
+		} else {
+			objs = append(objs, prev.Get(id))
 		}
-		prefetched = p.Cluster.Prefetch(ctx, objs, live.MinListGroup)
 	}
+	prefetched := p.Cluster.Prefetch(ctx, objs)
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
@@ -130,7 +107,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	out := &plan.Plan{
 		Release:       in.Release,
 		ServerVersion: p.ServerVersion,
-		Offline:       p.Cluster == nil,
+		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
 		Hooks:         in.Hooks,
 		Notes:         in.Notes,
@@ -149,23 +126,16 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 		obj = prev
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String()}
-	var liveObj *unstructured.Unstructured
-	if p.Cluster == nil {
-		if prev != nil {
-			liveObj = prev.Obj
-		}
-	} else {
-		state, ok := prefetched[obj.ID]
-		if !ok {
-			state = p.Cluster.Get(ctx, obj)
-		}
-		if state.Err != nil {
-			return c, state.Err
-		}
-		liveObj = state.Obj
-		if liveObj != nil {
-			c.LiveResourceVersion = liveObj.GetResourceVersion()
-		}
+	state, ok := prefetched[obj.ID]
+	if !ok {
+		state = p.Cluster.Get(ctx, obj, prev)
+	}
+	if state.Err != nil {
+		return c, state.Err
+	}
+	liveObj := state.Obj
+	if liveObj != nil {
+		c.LiveResourceVersion = liveObj.GetResourceVersion()
 	}
 	switch {
 	case next == nil:
@@ -196,8 +166,8 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
 		return
 	}
-	c.Before = classify.Normalize(redact.Object(liveObj))
-	if liveObj.GetAnnotations()[resourcePolicyAnno] == resourcePolicyKeepValue {
+	c.Before = shown(liveObj)
+	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
 			Message: "removed from the chart but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
@@ -215,13 +185,14 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 
 func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
-	if p.Cluster == nil {
-		c.After = classify.Normalize(redact.Object(next.Obj))
+	created, err := p.Cluster.DryRunCreate(ctx, next)
+	var notServed *live.KindNotServedError
+	switch {
+	case errors.Is(err, ErrNoServer):
+		c.After = shown(next.Obj)
 		return
-	}
-	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
-	if err != nil {
-		c.After = classify.Normalize(redact.Object(next.Obj))
+	case errors.As(err, &notServed):
+		c.After = shown(next.Obj)
 		if meta.IsNoMatchError(err) && crdKinds[next.GVK.GroupKind()] {
 			c.Notes = append(c.Notes, "not validated by the server: its CustomResourceDefinition is created by this release")
 			return
@@ -232,9 +203,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 		c.Destructive, c.Blocking = true, true
 		c.Reasons = []plan.Reason{{Path: "apiVersion", Message: "the cluster does not serve this kind: " + err.Error(), Source: plan.SourceServer}}
 		return
-	}
-	created, err := predict.DryRunCreate(ctx, ri, next.Obj)
-	if err != nil {
+	case err != nil:
 		if rejectsObject(err) {
 			c.Class = plan.ClassInvalid
 			c.Destructive, c.Blocking = true, true
@@ -244,20 +213,20 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 		}
 		created = next.Obj
 	}
-	c.After = classify.Normalize(redact.Object(created))
+	c.After = shown(created)
 }
 
 func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
 	secret := redact.IsSecret(liveObj)
 	if prev == nil {
-		if owner := liveObj.GetAnnotations()[releaseNameAnnotation]; owner != rel.Name ||
-			liveObj.GetAnnotations()[releaseNamespaceAnno] != rel.Namespace {
+		if owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]; owner != rel.Name ||
+			liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] != rel.Namespace {
 			c.Class = plan.ClassInvalid
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,
 				Message: fmt.Sprintf("exists in the cluster but is not owned by release %s/%s (owner %q): Helm refuses to adopt it", rel.Namespace, rel.Name, owner)}}
-			c.Before = classify.Normalize(redact.Object(liveObj))
+			c.Before = shown(liveObj)
 			return nil
 		}
 	}
@@ -269,7 +238,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if err != nil {
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
-	c.Before = classify.Normalize(redact.Object(liveObj))
+	c.Before = shown(liveObj)
 	if predict.Empty(patch) {
 		// Helm sends nothing for an empty patch.
 		c.Action = plan.ActionNoop
@@ -299,7 +268,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if after == nil {
 		after = u.Backfill()
 	}
-	c.After = classify.Normalize(redact.Object(after))
+	c.After = shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
 	return nil
 }
@@ -308,15 +277,13 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 // u; offline, or when RBAC forbids the dry-run, it returns nil and the
 // classifier falls back to the catalogue.
 func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
-	if p.Cluster == nil {
-		return nil, nil
-	}
-	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.ID, err)
-	}
-	predicted, dryErr := predict.DryRunPatch(ctx, ri, c.ID.Name, pt, patch)
+	predicted, dryErr := p.Cluster.DryRunPatch(ctx, next, pt, patch)
+	var notServed *live.KindNotServedError
 	switch {
+	case errors.Is(dryErr, ErrNoServer):
+		return nil, nil
+	case errors.As(dryErr, &notServed):
+		return nil, fmt.Errorf("%s: %w", c.ID, dryErr)
 	case dryErr == nil:
 		u.Predicted = redact.Object(predicted)
 		return predicted, nil
@@ -325,7 +292,7 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 	default:
 		u.DryRunErr = dryErr
 		if apierrors.IsInvalid(dryErr) {
-			_, u.RecreateErr = predict.DryRunCreate(ctx, ri, next.Obj)
+			_, u.RecreateErr = p.Cluster.DryRunCreate(ctx, next)
 		}
 	}
 	return nil, nil
@@ -346,17 +313,11 @@ func sanitize(err error, obj *unstructured.Unstructured) string {
 // addHelmMetadata mirrors what Helm adds to every object it applies, so the
 // prediction patches the same object Helm will.
 func addHelmMetadata(obj *unstructured.Unstructured, release, namespace string) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[managedByLabel] = "Helm"
-	obj.SetLabels(labels)
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[releaseNameAnnotation] = release
-	ann[releaseNamespaceAnno] = namespace
-	obj.SetAnnotations(ann)
+	manifest.SetHelmOwnership(obj, release, namespace)
+}
+
+// shown is an object as a plan shows it: Secret values masked, server-managed
+// fields dropped.
+func shown(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return classify.Normalize(redact.Object(obj))
 }

@@ -56,7 +56,7 @@ func TestOfflinePlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(nil, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
 				Release:          plan.Release{Name: "app", Namespace: "prod"},
 				PreviousManifest: tt.base, NextManifest: tt.head,
 			})
@@ -64,7 +64,7 @@ func TestOfflinePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !p.Offline {
-				t.Error("a plan without a cluster is not marked offline")
+				t.Error("a plan made offline is not marked offline")
 			}
 			for _, c := range p.Changes {
 				if c.ID.Name != tt.object {
@@ -84,7 +84,7 @@ func TestOfflinePlan(t *testing.T) {
 }
 
 func TestOfflinePlanMasksSecrets(t *testing.T) {
-	p, err := New(nil, "").Plan(context.Background(), Input{
+	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod"},
 		PreviousManifest: strings.Replace(secret, "%s", "old-hunter2", 1),
 		NextManifest:     strings.Replace(secret, "%s", "new-hunter2", 1),

@@ -139,7 +139,7 @@ func (o *Options) NewInstall(cfg *action.Configuration, name, namespace string) 
 	inst.DisableHooks = o.DisableHooks
 	inst.SkipCRDs = o.SkipCRDs
 	inst.SkipSchemaValidation = o.SkipSchemaValidation
-	inst.Timeout = o.timeout()
+	inst.Timeout = o.TimeLimit()
 	inst.Wait = o.Wait
 	inst.Atomic = o.Atomic
 	inst.Description = o.Description
@@ -159,14 +159,16 @@ func (o *Options) NewUpgrade(cfg *action.Configuration, namespace string) *actio
 	up.ResetValues = o.ResetValues
 	up.ReuseValues = o.ReuseValues
 	up.ResetThenReuseValues = o.ResetThenReuseValues
-	up.Timeout = o.timeout()
+	up.Timeout = o.TimeLimit()
 	up.Wait = o.Wait
 	up.Atomic = o.Atomic
 	up.Description = o.Description
 	return up
 }
 
-func (o *Options) timeout() time.Duration {
+// TimeLimit is --timeout, or helm upgrade's default when unset: the one
+// place that default is applied (render, plan and apply all use it).
+func (o *Options) TimeLimit() time.Duration {
 	if o.Timeout <= 0 {
 		return DefaultTimeout
 	}

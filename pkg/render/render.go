@@ -114,7 +114,7 @@ func (e *PendingError) Unwrap() error { return ErrReleasePending }
 // `helm upgrade [--install] --dry-run=server` would, through Helm's own
 // install/upgrade actions (values semantics, hooks, post-renderer, notes,
 // lookup and .Capabilities against the cluster), but on a copy of cfg whose
-// kube client does not build the manifests (see planClient) and whose
+// kube client does not build the manifests (see renderClient) and whose
 // release storage is a read-only snapshot of the release's history. It
 // never writes to the cluster or to the storage.
 //
@@ -161,7 +161,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	// The configuration the action runs on: the kube client does not build
 	// manifests and refuses writes; Log must not be nil (Helm calls it).
 	run := *cfg
-	run.KubeClient = &planClient{Interface: cfg.KubeClient}
+	run.KubeClient = &renderClient{Interface: cfg.KubeClient}
 	if run.Log == nil {
 		run.Log = func(string, ...interface{}) {}
 	}
@@ -220,11 +220,10 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err := cfg.KubeClient.IsReachable(); err != nil {
 		return nil, err
 	}
-	hist, err := cfg.Releases.History(name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+	hist, err := History(cfg.Releases, name)
+	if err != nil {
 		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, ns, err)
 	}
-	releaseutil.Reverse(hist, releaseutil.SortByRevision)
 	if len(hist) > 0 {
 		res.Last = hist[0]
 	}
@@ -237,15 +236,8 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 		}
 		return renderInstall(ctx, &run, res, name, ns, cpo, post, vals, opts)
 	}
-	if st := res.Last.Info.Status; st.IsPending() {
-		pe := &PendingError{Name: name, Namespace: ns, Revision: res.Last.Version, Status: st}
-		for _, r := range hist {
-			if r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded {
-				pe.RollbackTo = r.Version
-				break
-			}
-		}
-		return nil, pe
+	if err := CheckPending(hist, name, ns); err != nil {
+		return nil, err
 	}
 	res.Previous = currentRelease(hist)
 	if res.Previous == nil {
@@ -253,6 +245,33 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 			name, ns, res.Last.Version, res.Last.Info.Status, driver.ErrNoDeployedReleases)
 	}
 	return renderUpgrade(ctx, &run, res, name, ns, cpo, post, vals, opts)
+}
+
+// History returns the revisions of release name, newest first; none (and no
+// error) when it does not exist.
+func History(store *storage.Storage, name string) ([]*release.Release, error) {
+	hist, err := store.History(name)
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, err
+	}
+	releaseutil.Reverse(hist, releaseutil.SortByRevision)
+	return hist, nil
+}
+
+// CheckPending returns a *PendingError when the newest revision in hist
+// (newest first) is pending-install, -upgrade or -rollback.
+func CheckPending(hist []*release.Release, name, ns string) error {
+	if len(hist) == 0 || !hist[0].Info.Status.IsPending() {
+		return nil
+	}
+	pe := &PendingError{Name: name, Namespace: ns, Revision: hist[0].Version, Status: hist[0].Info.Status}
+	for _, r := range hist {
+		if r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded {
+			pe.RollbackTo = r.Version
+			break
+		}
+	}
+	return pe
 }
 
 // currentRelease mirrors Helm's prepareUpgrade: the last revision when it is

@@ -593,7 +593,7 @@ func TestRenderBadReleaseName(t *testing.T) {
 }
 
 func TestPlanClientRefusesWrites(t *testing.T) {
-	c := &planClient{Interface: &countingKube{}}
+	c := &renderClient{Interface: &countingKube{}}
 	if rl, err := c.Build(strings.NewReader("kind: ConfigMap"), true); err != nil || len(rl) != 0 {
 		t.Errorf("Build = %v, %v", rl, err)
 	}

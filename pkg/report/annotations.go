@@ -18,22 +18,18 @@ func GitHubAnnotations(w io.Writer, p *plan.Plan) error {
 		if !c.Destructive {
 			continue
 		}
-		level, state := "error", "not acknowledged: add "+ackArg(c)
+		level, state := "error", "not acknowledged: add "+c.AckFlag()
 		switch {
 		case c.Blocking:
 			state = "cannot be acknowledged"
 		case c.Acknowledged:
 			level, state = "warning", "acknowledged"
 		}
-		what := string(c.Class)
-		if what == "" {
-			what = string(c.Action)
-		}
-		reason := what
+		reason := c.Verdict()
 		if len(c.Reasons) > 0 {
 			reason = reasonText(c.Reasons[0])
 		}
-		title := fmt.Sprintf("safe-upgrade: %s %s", what, c.ID)
+		title := fmt.Sprintf("safe-upgrade: %s %s", c.Verdict(), c.ID)
 		if _, err := fmt.Fprintf(w, "::%s title=%s::%s (%s)\n", level, escapeProperty(title), escapeData(reason), escapeData(state)); err != nil {
 			return err
 		}

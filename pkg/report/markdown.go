@@ -135,7 +135,7 @@ func writeMarkdownDestructive(b *strings.Builder, changes []*plan.Change) {
 		case c.Acknowledged:
 			b.WriteString("  - Acknowledged.\n")
 		default:
-			fmt.Fprintf(b, "  - To acknowledge, add %s\n", mdCode(ackArg(c), false))
+			fmt.Fprintf(b, "  - To acknowledge, add %s\n", mdCode(c.AckFlag(), false))
 		}
 	}
 }

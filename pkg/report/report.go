@@ -12,11 +12,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
+
+// formats are the output formats, in the order help text lists them.
+func formats() []string { return []string{FormatText, FormatJSON, FormatMarkdown} }
+
+// IsFormat reports whether name is an output format.
+func IsFormat(name string) bool { return slices.Contains(formats(), name) }
+
+// FormatList lists the output formats for help and error text: "text, json or markdown".
+func FormatList() string {
+	f := formats()
+	return strings.Join(f[:len(f)-1], ", ") + " or " + f[len(f)-1]
+}
 
 // Output formats accepted in Options.Format.
 const (
@@ -189,15 +202,6 @@ func reasonText(r plan.Reason) string {
 	return s
 }
 
-// ackArg is the flag that acknowledges c, bound to its fingerprint.
-func ackArg(c *plan.Change) string {
-	s := "--ack " + c.ID.String()
-	if c.Fingerprint != "" {
-		s += "@" + c.Fingerprint
-	}
-	return s
-}
-
 // ackStatus says what a destructive change needs before apply; "" for
 // changes that need nothing.
 func ackStatus(c *plan.Change) string {
@@ -209,7 +213,7 @@ func ackStatus(c *plan.Change) string {
 	case c.Acknowledged:
 		return "acknowledged"
 	default:
-		return "not acknowledged: add " + ackArg(c)
+		return "not acknowledged: add " + c.AckFlag()
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
@@ -165,7 +166,7 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 				}
 			}
 			history := c.Helm(t, "history", "app", "-n", ns)
-			if !strings.Contains(history, "safe-upgrade: 1 destructive acked (recreate-required StatefulSet/db "+tt.via+")") {
+			if !strings.Contains(history, "safe-upgrade: 1 destructive acked (recreate-required StatefulSet.apps/"+ns+"/db "+tt.via+")") {
 				t.Errorf("helm history lacks the audit line:\n%s", history)
 			}
 		})
@@ -188,7 +189,7 @@ func TestApplyPromptOnTerminal(t *testing.T) {
 			}
 			defer ptmx.Close()
 			defer tty.Close()
-			streams := cli.Streams{In: tty, Out: tty, ErrOut: tty,
+			streams := iostreams.Streams{In: tty, Out: tty, ErrOut: tty,
 				InTTY: term.IsTerminal(int(tty.Fd())), OutTTY: term.IsTerminal(int(tty.Fd())), NoColor: true}
 			done := make(chan int, 1)
 			go func() {

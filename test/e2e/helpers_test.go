@@ -14,9 +14,14 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
-func TestMain(m *testing.M) { testcluster.Main(m) }
+func TestMain(m *testing.M) {
+	upgrade.InitProcess() // as main does: the tool runs in-process here
+	testcluster.Main(m)
+}
 
 // writeChart writes a chart named name at version with the given templates
 // (file name → content) and returns its directory.
@@ -61,7 +66,7 @@ func run(t *testing.T, c *testcluster.Cluster, args ...string) result {
 
 // runTo executes the tool in-process with the given output streams.
 func runTo(c *testcluster.Cluster, out, errOut io.Writer, args ...string) int {
-	streams := cli.Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+	streams := iostreams.Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	args = append(args, "--kubeconfig", c.Kubeconfig)
 	return cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
 }

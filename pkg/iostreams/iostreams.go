@@ -1,4 +1,7 @@
-package cli
+// Package iostreams holds the command's standard streams and what is known
+// about them (terminals, colour), injected so tests can drive prompts and
+// capture every output format (after the GitHub CLI's pkg/iostreams).
+package iostreams
 
 import (
 	"io"
@@ -21,8 +24,8 @@ type Streams struct {
 	NoColor bool
 }
 
-// SystemStreams returns the process's standard streams with TTY detection.
-func SystemStreams() Streams {
+// System returns the process's standard streams with TTY detection.
+func System() Streams {
 	_, noColor := os.LookupEnv("NO_COLOR")
 	return Streams{
 		In:      os.Stdin,

@@ -30,7 +30,7 @@ func NewConfiguration(getter genericclioptions.RESTClientGetter, namespace, driv
 	return cfg, nil
 }
 
-// planClient is the kube client Helm's action runs with while planning.
+// renderClient is the kube client Helm's action runs with while planning.
 //
 // Build returns no resources: Helm's install/upgrade dry-run builds (and
 // validates) the whole manifest through the API discovery, twice for an
@@ -39,23 +39,23 @@ func NewConfiguration(getter genericclioptions.RESTClientGetter, namespace, driv
 // fetches the objects itself. Everything else goes to the real client
 // (IsReachable in particular), except writes, which Helm does not make in a
 // dry run and which are refused if it ever did.
-type planClient struct {
+type renderClient struct {
 	kube.Interface
 }
 
-func (*planClient) Build(io.Reader, bool) (kube.ResourceList, error) {
+func (*renderClient) Build(io.Reader, bool) (kube.ResourceList, error) {
 	return kube.ResourceList{}, nil
 }
 
-func (*planClient) Create(kube.ResourceList) (*kube.Result, error) {
+func (*renderClient) Create(kube.ResourceList) (*kube.Result, error) {
 	return nil, fmt.Errorf("%w: kube create", ErrWriteRefused)
 }
 
-func (*planClient) Update(_, _ kube.ResourceList, _ bool) (*kube.Result, error) {
+func (*renderClient) Update(_, _ kube.ResourceList, _ bool) (*kube.Result, error) {
 	return nil, fmt.Errorf("%w: kube update", ErrWriteRefused)
 }
 
-func (*planClient) Delete(kube.ResourceList) (*kube.Result, []error) {
+func (*renderClient) Delete(kube.ResourceList) (*kube.Result, []error) {
 	return nil, []error{fmt.Errorf("%w: kube delete", ErrWriteRefused)}
 }
 

@@ -1,0 +1,112 @@
+package planner
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+)
+
+// Cluster is what the planner asks about the objects it plans: what is live,
+// and what the server would say to the create or patch Helm would send.
+// Live answers from the API server; Offline from the base render alone.
+type Cluster interface {
+	manifest.Scoper
+	// Offline reports that no server answers: verdicts come from the
+	// catalogue, and drift cannot be seen.
+	Offline() bool
+	// Prefetch reads in bulk what it can (one LIST per large group of one
+	// kind); the states it returns need no Get.
+	Prefetch(ctx context.Context, objs []*manifest.Object) map[manifest.ObjectID]live.State
+	// Get returns one object's live state; prev is its form in the last
+	// release (nil if new).
+	Get(ctx context.Context, obj, prev *manifest.Object) live.State
+	// DryRunCreate and DryRunPatch return the object the server would
+	// store, or its refusal; ErrNoServer when none can be asked, and a
+	// *live.KindNotServedError when the cluster does not serve the kind.
+	DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error)
+	DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error)
+}
+
+// ErrNoServer is what an offline Cluster answers to a dry-run.
+var ErrNoServer = errors.New("no API server to ask (offline)")
+
+// Live is a Cluster backed by the API server.
+type Live struct{ *live.Cluster }
+
+var _ Cluster = Live{}
+
+// Offline implements Cluster.
+func (Live) Offline() bool { return false }
+
+// Prefetch implements Cluster.
+func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object) map[manifest.ObjectID]live.State {
+	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup)
+}
+
+// Get implements Cluster.
+func (l Live) Get(ctx context.Context, obj, _ *manifest.Object) live.State {
+	return l.Cluster.Get(ctx, obj)
+}
+
+// DryRunCreate implements Cluster.
+func (l Live) DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
+	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return predict.DryRunCreate(ctx, ri, obj.Obj)
+}
+
+// DryRunPatch implements Cluster.
+func (l Live) DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
+	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return predict.DryRunPatch(ctx, ri, obj.ID.Name, pt, patch)
+}
+
+// Offline is a Cluster without a server, for the pre-merge gate: the base
+// render stands in for the live objects, as if Helm had applied it for
+// Release in Namespace, and every dry-run answers ErrNoServer.
+type Offline struct {
+	manifest.StaticScoper
+	Release, Namespace string
+}
+
+var _ Cluster = Offline{}
+
+// Offline implements Cluster.
+func (Offline) Offline() bool { return true }
+
+// Prefetch implements Cluster.
+func (Offline) Prefetch(context.Context, []*manifest.Object) map[manifest.ObjectID]live.State {
+	return nil
+}
+
+// Get implements Cluster: the base form itself, given the metadata Helm adds
+// when it applies — in place, so that it is also the three-way patch's
+// original, as the last release's manifest is when Helm really applied it.
+func (o Offline) Get(_ context.Context, _, prev *manifest.Object) live.State {
+	if prev == nil {
+		return live.State{}
+	}
+	addHelmMetadata(prev.Obj, o.Release, o.Namespace)
+	return live.State{Obj: prev.Obj}
+}
+
+// DryRunCreate implements Cluster.
+func (Offline) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Unstructured, error) {
+	return nil, ErrNoServer
+}
+
+// DryRunPatch implements Cluster.
+func (Offline) DryRunPatch(context.Context, *manifest.Object, types.PatchType, []byte) (*unstructured.Unstructured, error) {
+	return nil, ErrNoServer
+}

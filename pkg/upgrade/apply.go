@@ -1,0 +1,57 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+)
+
+// ApplyRequest is how to apply a reviewed plan.
+type ApplyRequest struct {
+	// Force passes --force to Helm (objects replaced with PUT); only when
+	// the user asked for it.
+	Force bool
+}
+
+// Apply hands exactly the reviewed render of planned to Helm, recreating
+// first the acknowledged recreate-required objects, and says on Out what
+// became of the release.
+func (c *Config) Apply(ctx context.Context, planned *Planned, req ApplyRequest) error {
+	if err := c.Connect(ctx); err != nil {
+		return err
+	}
+	var recreate []plan.Change
+	for _, ch := range planned.Plan.Changes {
+		if ch.Action == plan.ActionUpdate && ch.Class == plan.ClassRecreateRequired && ch.Acknowledged {
+			recreate = append(recreate, ch)
+		}
+	}
+	if req.Force {
+		fmt.Fprintln(c.Out, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
+	}
+	rel, err := apply.Apply(ctx, apply.Request{
+		Config:      c.Helm,
+		Cluster:     c.Cluster,
+		Settings:    c.Settings,
+		ReleaseName: planned.Plan.Release.Name,
+		ChartRef:    planned.ChartRef,
+		Render:      planned.Render,
+		Rendered:    planned.Rendered,
+		Recreate:    recreate,
+		Force:       req.Force,
+		Description: report.AuditLine(planned.Plan, planned.Render.Description),
+		Log:         c.Logf,
+	}, c.Out)
+	if err != nil {
+		return err
+	}
+	verb := "upgraded"
+	if planned.Rendered.Install {
+		verb = "installed"
+	}
+	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
+	return nil
+}

@@ -1,0 +1,135 @@
+// Package upgrade runs the stages of a safe upgrade — render, plan, save or
+// load a plan, apply — in the shape of helm's pkg/action: a Config built once
+// per run carries the shared dependencies (Helm's configuration, the one
+// cluster connection), and each action lives in a file of its own:
+//
+//	plan.go     Plan: render the release and plan it against the cluster
+//	offline.go  PlanOffline: compare a base with a head render, no cluster
+//	saved.go    SavePlan, LoadPlan and the staleness checks of --plan
+//	apply.go    Apply: hand exactly the reviewed render to Helm
+//
+// The command layer (pkg/cli) parses flags into these actions' requests; it
+// never builds a client or reads the release storage itself.
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	helmcli "helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/kube"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+)
+
+// InitProcess sets what Helm 3's SDK takes only as process-wide state, once,
+// before anything runs: its kube client names the field manager of its
+// patches after the binary unless told; a real `helm upgrade` is "helm", and
+// so are our dry-runs, so managedFields end up as Helm would leave them.
+// main calls it, and so does TestMain of tests that run the tool in-process.
+func InitProcess() {
+	kube.ManagedFieldsManager = predict.FieldManager
+}
+
+// RenderOptions are helm upgrade's render flags (values, chart location,
+// hooks, CRDs, timeout, ...), as the actions take them.
+type RenderOptions = render.Options
+
+// Config is what every action of one run shares. Build it with NewConfig;
+// Connect adds the cluster, once.
+type Config struct {
+	// Settings is Helm's environment (kubeconfig, context, namespace,
+	// repositories, HELM_DRIVER through the environment).
+	Settings *helmcli.EnvSettings
+	// Namespace is the release namespace.
+	Namespace string
+	// Out receives progress and warnings (stderr); never the report.
+	Out io.Writer
+	// Logf receives debug lines (--debug); never nil.
+	Logf func(format string, args ...interface{})
+
+	// Set by Connect.
+	//
+	// Helm is Helm's action configuration for Namespace: release storage,
+	// kube client.
+	Helm *action.Configuration
+	// Cluster reads and dry-runs objects; ServerVersion is the API server's
+	// version (e.g. v1.37.2).
+	Cluster       *live.Cluster
+	ServerVersion string
+}
+
+// NewConfig returns the configuration of one run. userAgent marks every
+// request (audit logs show it); logf may be nil.
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, logf func(string, ...interface{})) *Config {
+	if logf == nil {
+		logf = func(string, ...interface{}) {}
+	}
+	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && userAgent != "" {
+		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			c.UserAgent = userAgent
+			return c
+		}
+	}
+	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf}
+}
+
+// Connect builds the cluster connection — the only place in the tool that
+// does: Helm's configuration (release storage, kube client) and the
+// discovery, dynamic and REST-mapper clients of the planner and the apply.
+// Requests are bounded by ctx's deadline.
+func (c *Config) Connect(ctx context.Context) error {
+	if c.Helm != nil {
+		return nil
+	}
+	getter := c.Settings.RESTClientGetter()
+	restConfig, err := getter.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	if c.Settings.QPS == 0 {
+		// In-flight requests are bounded by the planner's concurrency; the
+		// client-side default (5/s) would make a 1000-object plan take
+		// minutes. API Priority and Fairness still protects the server.
+		restConfig.QPS = -1
+	}
+	restConfig.Timeout = 30 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		restConfig.Timeout = time.Until(deadline)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("cluster client: %w", err)
+	}
+	version, err := disco.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("cluster unreachable at %s: %w", restConfig.Host, err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(disco)
+	if err != nil {
+		return fmt.Errorf("discovering API resources: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	helmCfg, err := render.NewConfiguration(getter, c.Namespace, os.Getenv("HELM_DRIVER"), c.Logf)
+	if err != nil {
+		return err
+	}
+	c.Helm = helmCfg
+	c.Cluster = &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	c.ServerVersion = version.GitVersion
+	return nil
+}
