@@ -9,31 +9,19 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // BuildInfo identifies the binary.
 type BuildInfo struct {
 	Version string
 	Commit  string
-}
-
-// helmSDKVersion reads the Helm SDK version compiled in.
-func helmSDKVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "helm.sh/helm/v3" {
-				return dep.Version
-			}
-		}
-	}
-	return "unknown"
 }
 
 // commandName returns how users invoke this binary: as a krew-installed
@@ -106,7 +94,7 @@ func NewRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo) *c
 
 // versionLine is what --version prints.
 func versionLine(argv0 string, build BuildInfo) string {
-	return fmt.Sprintf("%s %s (commit %s, helm SDK %s)\n", commandName(argv0), build.Version, build.Commit, helmSDKVersion())
+	return fmt.Sprintf("%s %s (commit %s, helm SDK %s)\n", commandName(argv0), build.Version, build.Commit, upgrade.HelmSDKVersion())
 }
 
 // Execute runs the command with args and returns the process exit code.

@@ -22,16 +22,13 @@ type UpgradeOptions struct {
 	Settings *helmcli.EnvSettings
 	Render   upgrade.RenderOptions
 
-	DryRun            bool
-	DetailedExitcode  bool
-	Output            string
-	DiffContext       int
-	Acks              []string
-	AckFile           string
-	AckAllDestructive bool
-	Force             bool
-	PlanOut           string
-	PlanIn            string
+	Report           report.Flags
+	Gate             gate.Flags
+	DryRun           bool
+	DetailedExitcode bool
+	Force            bool
+	PlanOut          string
+	PlanIn           string
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
 	Offline bool
@@ -52,8 +49,7 @@ type UpgradeOptions struct {
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
 func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
-	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: report.FormatText, DiffContext: 3,
-		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
+	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -62,20 +58,15 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	o.Settings.AddFlags(fs)
 	o.Render.AddFlags(fs)
+	o.Report.AddFlags(fs)
+	o.Gate.AddFlags(fs)
+	o.From.AddFlags(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: "+report.FormatList())
-	fs.IntVar(&o.DiffContext, "diff-context", o.DiffContext, "lines of context in diffs")
-	fs.StringArrayVar(&o.Acks, "ack", nil, "acknowledge a destructive change: KIND/NAME, KIND/NAMESPACE/NAME, optionally @FINGERPRINT (repeatable)")
-	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
-	fs.BoolVar(&o.AckAllDestructive, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
-	fs.StringVar(&o.From.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
-	fs.StringArrayVar(&o.From.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
-	fs.StringVar(&o.From.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
 }
 
 // Complete fills the fields Run needs from flags and arguments.
@@ -83,16 +74,10 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if o.Offline {
 		o.DryRun = true // offline plans are never applied
 	}
-	logf := func(string, ...interface{}) {}
-	if o.Settings.Debug {
-		logf = func(format string, args ...interface{}) {
-			fmt.Fprintf(o.Streams.ErrOut, "debug: "+format+"\n", args...)
-		}
-	}
-	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, logf)
+	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent)
 	o.Render.Namespace = o.Config.Namespace
 	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render}
-	acks, err := gate.FromFlags(o.Acks, o.AckFile)
+	acks, err := o.Gate.Collect()
 	if err != nil {
 		return err
 	}
@@ -111,8 +96,8 @@ func (o *UpgradeOptions) Complete(args []string) error {
 
 // Validate checks flag combinations.
 func (o *UpgradeOptions) Validate() error {
-	if !report.IsFormat(o.Output) {
-		return fmt.Errorf("--output %q: want %s", o.Output, report.FormatList())
+	if err := o.Report.Validate(); err != nil {
+		return err
 	}
 	if err := o.From.Validate(o.Offline); err != nil {
 		return err
@@ -126,9 +111,6 @@ func (o *UpgradeOptions) Validate() error {
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
 	}
-	if o.DiffContext < 0 {
-		return fmt.Errorf("--diff-context %d: must be 0 or more", o.DiffContext)
-	}
 	return nil
 }
 
@@ -138,7 +120,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	decision := gate.Evaluate(planned.Plan, o.AckSet, o.AckAllDestructive)
+	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
 	if err := o.report(planned); err != nil {
 		return err
 	}
@@ -189,11 +171,7 @@ func (o *UpgradeOptions) savePlan(planned *upgrade.Planned) error {
 	if o.PlanOut == "" {
 		return nil
 	}
-	if err := upgrade.SavePlan(o.PlanOut, planned); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Plan saved to %s (it holds the rendered manifest, Secrets included: keep it private). Apply it with --plan %s\n", o.PlanOut, o.PlanOut)
-	return nil
+	return o.Config.SavePlan(o.PlanOut, planned)
 }
 
 // plan runs the live or the offline plan within --timeout.
@@ -211,12 +189,7 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*upgrade.Planned, error) {
 // report writes the report on stdout and, in GitHub Actions, the workflow
 // annotations on stderr (stdout carries the report; JSON must stay clean).
 func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
-	ctxLines := o.DiffContext
-	if ctxLines == 0 {
-		ctxLines = report.NoContext // report treats 0 as "default"
-	}
-	opts := report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
-	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
+	if err := report.Write(o.Streams.Out, planned.Plan, o.Report.Options(o.Streams.Color())); err != nil {
 		return err
 	}
 	if o.GitHubActions {

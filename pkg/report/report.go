@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -287,4 +289,37 @@ func hookText(h plan.Hook) string {
 		s += " (" + strings.Join(h.Events, ", ") + ")"
 	}
 	return s
+}
+
+// Flags are the report's command-line flags.
+type Flags struct {
+	Output      string // -o/--output
+	DiffContext int    // --diff-context
+}
+
+// AddFlags registers -o/--output and --diff-context with their defaults.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.Output, "output", "o", FormatText, "report format: "+FormatList())
+	fs.IntVar(&f.DiffContext, "diff-context", DefaultContext, "lines of context in diffs")
+}
+
+// Validate checks the flags' values.
+func (f Flags) Validate() error {
+	if !IsFormat(f.Output) {
+		return fmt.Errorf("--output %q: want %s", f.Output, FormatList())
+	}
+	if f.DiffContext < 0 {
+		return fmt.Errorf("--diff-context %d: must be 0 or more", f.DiffContext)
+	}
+	return nil
+}
+
+// Options are the report options the flags ask for; color as the output
+// stream allows.
+func (f Flags) Options(color bool) Options {
+	ctx := f.DiffContext
+	if ctx == 0 {
+		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
+	}
+	return Options{Format: f.Output, Color: color, Context: ctx}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -40,6 +41,19 @@ import (
 // main calls it, and so does TestMain of tests that run the tool in-process.
 func InitProcess() {
 	kube.ManagedFieldsManager = predict.FieldManager
+}
+
+// HelmSDKVersion is the version of the Helm SDK the tool renders and applies
+// with, as compiled in.
+func HelmSDKVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "helm.sh/helm/v3" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
 }
 
 // RenderOptions are helm upgrade's render flags (values, chart location,
@@ -71,10 +85,14 @@ type Config struct {
 }
 
 // NewConfig returns the configuration of one run. userAgent marks every
-// request (audit logs show it); logf may be nil.
-func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, logf func(string, ...interface{})) *Config {
-	if logf == nil {
-		logf = func(string, ...interface{}) {}
+// request (audit logs show it); with settings.Debug (--debug, HELM_DEBUG)
+// debug lines go to out.
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string) *Config {
+	logf := func(string, ...interface{}) {}
+	if settings.Debug {
+		logf = func(format string, args ...interface{}) {
+			fmt.Fprintf(out, "debug: "+format+"\n", args...)
+		}
 	}
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && userAgent != "" {
 		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/pflag"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -17,6 +19,14 @@ type OfflineRequest struct {
 	FromChart    string
 	FromValues   []string
 	FromManifest string
+}
+
+// AddFlags registers the base's flags (--from-chart, --from-values,
+// --from-manifest).
+func (r *OfflineRequest) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
+	fs.StringArrayVar(&r.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
+	fs.StringVar(&r.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
 }
 
 // Validate checks the base flags: exactly one base, offline only.

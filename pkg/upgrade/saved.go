@@ -61,8 +61,16 @@ type SavedObject struct {
 }
 
 // SavePlan writes the reviewed render of planned, and what it was planned
-// against, to path (mode 0600).
-func SavePlan(path string, planned *Planned) error {
+// against, to path (mode 0600), and says so on Out.
+func (c *Config) SavePlan(path string, planned *Planned) error {
+	if err := writePlan(path, planned); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Out, "Plan saved to %s (it holds the rendered manifest, Secrets included: keep it private). Apply it with --plan %s\n", path, path)
+	return nil
+}
+
+func writePlan(path string, planned *Planned) error {
 	res := planned.Rendered
 	saved := &SavedPlan{
 		APIVersion:   plan.APIVersion,
