@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	helmcli "helm.sh/helm/v3/pkg/cli"
@@ -29,6 +30,7 @@ type UpgradeOptions struct {
 	Force            bool
 	PlanOut          string
 	PlanIn           string
+	PlanMaxAge       time.Duration
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
 	Offline bool
@@ -65,7 +67,8 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
-	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
+	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
+	fs.DurationVar(&o.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 }
 
@@ -76,7 +79,8 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	}
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent)
 	o.Render.Namespace = o.Config.Namespace
-	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render}
+	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render,
+		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
 	acks, err := o.Gate.Collect()
 	if err != nil {
 		return err
@@ -105,6 +109,9 @@ func (o *UpgradeOptions) Validate() error {
 	if o.Offline && (o.PlanIn != "" || o.PlanOut != "") {
 		return errors.New("--plan and --plan-out need a cluster; they cannot be used with --offline")
 	}
+	if o.PlanMaxAge != 0 && o.PlanIn == "" {
+		return errors.New("--plan-max-age needs --plan")
+	}
 	if o.PlanIn != "" && o.DryRun {
 		return errors.New("--plan applies a saved plan; it cannot be used with --dry-run")
 	}
@@ -125,7 +132,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun {
-		if err := o.savePlan(planned); err != nil {
+		if err := o.savePlan(ctx, planned); err != nil {
 			return err
 		}
 		o.printDecision(decision)
@@ -151,13 +158,13 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitBlocked, nil)
 	}
 	// After the prompt, so the acknowledgements given there are kept.
-	if err := o.savePlan(planned); err != nil {
+	if err := o.savePlan(ctx, planned); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
 	}
-	return o.Config.Apply(ctx, planned, upgrade.ApplyRequest{Force: o.Force})
+	return o.Config.Apply(ctx, planned)
 }
 
 func (o *UpgradeOptions) printDecision(d gate.Decision) {
@@ -167,11 +174,11 @@ func (o *UpgradeOptions) printDecision(d gate.Decision) {
 }
 
 // savePlan saves the plan with --plan-out.
-func (o *UpgradeOptions) savePlan(planned *upgrade.Planned) error {
+func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned) error {
 	if o.PlanOut == "" {
 		return nil
 	}
-	return o.Config.SavePlan(o.PlanOut, planned)
+	return o.Config.SavePlan(ctx, o.PlanOut, planned)
 }
 
 // plan runs the live or the offline plan within --timeout.

@@ -16,10 +16,11 @@ type ApplyRequest struct {
 	Force bool
 }
 
-// Apply hands exactly the reviewed render of planned to Helm, recreating
-// first the acknowledged recreate-required objects, and says on Out what
-// became of the release.
-func (c *Config) Apply(ctx context.Context, planned *Planned, req ApplyRequest) error {
+// Apply hands exactly the reviewed render of planned to Helm, as
+// planned.Apply says, recreating first the acknowledged recreate-required
+// objects, and says on Out what became of the release.
+func (c *Config) Apply(ctx context.Context, planned *Planned) error {
+	req := planned.Apply
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}

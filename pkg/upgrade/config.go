@@ -23,6 +23,9 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -72,6 +75,8 @@ type Config struct {
 	Out io.Writer
 	// Logf receives debug lines (--debug); never nil.
 	Logf func(format string, args ...interface{})
+	// Now is the clock (saved plans' age).
+	Now func() time.Time
 
 	// Set by Connect.
 	//
@@ -82,6 +87,8 @@ type Config struct {
 	// version (e.g. v1.37.2).
 	Cluster       *live.Cluster
 	ServerVersion string
+	// Identity names the cluster (saved plans are pinned to it).
+	Identity ClusterIdentity
 }
 
 // NewConfig returns the configuration of one run. userAgent marks every
@@ -100,7 +107,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string) *
 			return c
 		}
 	}
-	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf}
+	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now}
 }
 
 // Connect builds the cluster connection — the only place in the tool that
@@ -146,8 +153,31 @@ func (c *Config) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Helm = helmCfg
-	c.Cluster = &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
-	c.ServerVersion = version.GitVersion
+	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	id, err := identify(ctx, getter, c.Settings.KubeContext, restConfig.Host, dyn)
+	if err != nil {
+		return err
+	}
+	c.Helm, c.Cluster, c.ServerVersion, c.Identity = helmCfg, cluster, version.GitVersion, id
 	return nil
+}
+
+// identify names the cluster: server URL, kube-system UID (empty when RBAC
+// hides it: the server URL and context still pin the plan), context.
+func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, kubeContext, server string, dyn dynamic.Interface) (ClusterIdentity, error) {
+	id := ClusterIdentity{Server: server, Context: kubeContext}
+	if id.Context == "" {
+		if raw, err := getter.ToRawKubeConfigLoader().RawConfig(); err == nil {
+			id.Context = raw.CurrentContext
+		}
+	}
+	ns, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "kube-system", metav1.GetOptions{})
+	switch {
+	case err == nil:
+		id.KubeSystemUID = string(ns.GetUID())
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+	default:
+		return id, fmt.Errorf("reading namespace kube-system (the cluster's identity): %w", err)
+	}
+	return id, nil
 }

@@ -76,5 +76,5 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	if err != nil {
 		return nil, err
 	}
-	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render}, nil
+	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
 }

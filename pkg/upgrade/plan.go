@@ -15,18 +15,24 @@ import (
 type PlanRequest struct {
 	ReleaseName, ChartRef string
 	Render                RenderOptions
+	// Apply is how the plan will be applied (saved plans pin it).
+	Apply ApplyRequest
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
-	// replaces the new one, and the plan is refused if anything moved since.
-	Saved *SavedPlan
+	// replaces the new one, and the plan is refused if anything moved since,
+	// or if it is older than SavedMaxAge (0: no limit).
+	Saved       *SavedPlan
+	SavedMaxAge time.Duration
 }
 
 // Planned is a plan with what is needed to save or apply it.
 type Planned struct {
 	Plan     *plan.Plan
 	Rendered *render.Result
-	// ChartRef and Render are the request's, for the saved plan and the apply.
+	// ChartRef, Render and Apply are the request's, for the saved plan and
+	// the apply.
 	ChartRef string
 	Render   RenderOptions
+	Apply    ApplyRequest
 }
 
 // Plan renders the release as `helm upgrade` would and plans it against the
@@ -34,6 +40,11 @@ type Planned struct {
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err := c.Connect(ctx); err != nil {
 		return nil, err
+	}
+	if req.Saved != nil {
+		if err := req.Saved.check(c.Identity, applyFlags(req.Render, req.Apply), c.Now(), req.SavedMaxAge); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
@@ -60,7 +71,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
-	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render}, nil
+	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
 }
 
 // plannerInput hands the render to the planner, with Helm's rules for the

@@ -1,6 +1,8 @@
 package upgrade
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,9 +10,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
+	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
@@ -29,9 +35,27 @@ const SavedKind = "SavedPlan"
 // apply sends exactly it, or refuses when anything moved. It holds the
 // rendered manifest, Secret values included: treat the file like a Terraform
 // plan (written with mode 0600).
+//
+// Seal is a SHA-256 over everything else in the file, checked before
+// anything in it is used: an edit (a changed value, an appended hook) is
+// refused. It is a checksum, not a signature: whoever can write the file can
+// seal it again, so keep it where only the pipeline that made it can write.
+// The identity of the cluster, the flags that change what is applied, the
+// objects to create and the time it was made are pinned too, so the plan is
+// refused on another cluster, with other flags, when an object it creates
+// appeared meanwhile, or (--plan-max-age) when too old.
 type SavedPlan struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+	Seal       string `json:"seal"`
+	// Created is when the plan was made (RFC 3339, UTC).
+	Created time.Time `json:"created"`
+	// Cluster is where it was planned and may be applied.
+	Cluster ClusterIdentity `json:"cluster"`
+	// ApplyFlags are the flags that change what Helm applies and how
+	// (--no-hooks, --skip-crds, --atomic, --wait, --timeout, --force, ...):
+	// apply needs the same.
+	ApplyFlags map[string]interface{} `json:"applyFlags"`
 	Release    struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
@@ -51,7 +75,17 @@ type SavedPlan struct {
 	Acknowledged []gate.Ack `json:"acknowledged,omitempty"`
 }
 
-// SavedObject pins the live state a change was planned against. Apply
+// ClusterIdentity names one cluster: its API server URL, the UID of its
+// kube-system namespace (which only a new cluster changes) and the
+// kubeconfig context the plan was made with.
+type ClusterIdentity struct {
+	Server        string `json:"server"`
+	KubeSystemUID string `json:"kubeSystemUID"`
+	Context       string `json:"context"`
+}
+
+// SavedObject pins the live state a change was planned against (for an
+// object to create: that it does not exist; StateDigest is then empty). Apply
 // compares the state digest (the object without status and server-managed
 // fields): a status update by a controller does not make the plan stale.
 type SavedObject struct {
@@ -60,21 +94,28 @@ type SavedObject struct {
 	StateDigest     string `json:"stateDigest"`
 }
 
-// SavePlan writes the reviewed render of planned, and what it was planned
-// against, to path (mode 0600), and says so on Out.
-func (c *Config) SavePlan(path string, planned *Planned) error {
-	if err := writePlan(path, planned); err != nil {
+// SavePlan writes the reviewed render of planned, what it was planned
+// against and the apply flags, to path (mode 0600), and says so on Out.
+func (c *Config) SavePlan(ctx context.Context, path string, planned *Planned) error {
+	if err := c.writePlan(ctx, path, planned); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.Out, "Plan saved to %s (it holds the rendered manifest, Secrets included: keep it private). Apply it with --plan %s\n", path, path)
 	return nil
 }
 
-func writePlan(path string, planned *Planned) error {
+func (c *Config) writePlan(ctx context.Context, path string, planned *Planned) error {
 	res := planned.Rendered
+	if err := c.Connect(ctx); err != nil {
+		return fmt.Errorf("--plan-out: %w", err)
+	}
+	var err error
 	saved := &SavedPlan{
 		APIVersion:   plan.APIVersion,
 		Kind:         SavedKind,
+		Created:      c.Now().UTC().Truncate(time.Second),
+		Cluster:      c.Identity,
+		ApplyFlags:   applyFlags(planned.Render, planned.Apply),
 		ChartRef:     planned.ChartRef,
 		ChartDigest:  chartDigest(res.Chart),
 		ValuesDigest: valuesDigest(res.Values, planned.Render),
@@ -87,11 +128,14 @@ func writePlan(path string, planned *Planned) error {
 	if res.Last != nil {
 		saved.Release.LastRevision = res.Last.Version
 	}
-	for _, c := range planned.Plan.Changes {
-		if c.Action != plan.ActionNoop && c.LiveResourceVersion != "" {
-			saved.Objects = append(saved.Objects, SavedObject{Object: c.ID.String(),
-				ResourceVersion: c.LiveResourceVersion, StateDigest: stateDigest(c)})
+	for _, ch := range planned.Plan.Changes {
+		if ch.Action != plan.ActionNoop {
+			saved.Objects = append(saved.Objects, SavedObject{Object: ch.ID.String(),
+				ResourceVersion: ch.LiveResourceVersion, StateDigest: stateDigest(ch)})
 		}
+	}
+	if saved.Seal, err = saved.digest(); err != nil {
+		return err
 	}
 	data, err := json.MarshalIndent(saved, "", "  ")
 	if err != nil {
@@ -107,25 +151,144 @@ func writePlan(path string, planned *Planned) error {
 	return nil
 }
 
-// LoadPlan reads the saved plan at path and checks that it was made for
-// release name in namespace.
+// LoadPlan reads the saved plan at path strictly (unknown fields, nulls and
+// values of the wrong type are refused, naming the field), checks its seal,
+// and that it was made for release name in namespace.
 func LoadPlan(path, name, namespace string) (*SavedPlan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--plan: %w", err)
 	}
-	var s SavedPlan
-	if err := json.Unmarshal(data, &s); err != nil {
+	s, err := decodeStrict(data)
+	if err != nil {
 		return nil, fmt.Errorf("--plan %s: %w", path, err)
 	}
 	if s.APIVersion != plan.APIVersion || s.Kind != SavedKind {
 		return nil, fmt.Errorf("--plan %s: not a saved plan (want apiVersion %s, kind %s)", path, plan.APIVersion, SavedKind)
 	}
+	if d, err := s.digest(); err != nil || d != s.Seal {
+		return nil, fmt.Errorf("--plan %s: the file was changed after it was saved (its seal does not match its content); plan again", path)
+	}
 	if s.Release.Name != name || s.Release.Namespace != namespace {
 		return nil, fmt.Errorf("--plan %s was made for release %s/%s, not %s/%s", path,
 			s.Release.Namespace, s.Release.Name, namespace, name)
 	}
+	return s, nil
+}
+
+// decodeStrict decodes a saved plan, refusing unknown fields, nulls and
+// values of the wrong type with the path of the field.
+func decodeStrict(data []byte) (*SavedPlan, error) {
+	var raw interface{}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if p := nullAt(raw, ""); p != "" {
+		return nil, fmt.Errorf("field %s is null", p)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s SavedPlan
+	if err := dec.Decode(&s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("field %s: %s where %s is expected", te.Field, te.Value, te.Type)
+		}
+		return nil, err // names the unknown field
+	}
 	return &s, nil
+}
+
+// nullAt returns the path of the first null in v ("" if none).
+func nullAt(v interface{}, path string) string {
+	switch t := v.(type) {
+	case nil:
+		if path == "" {
+			return "(the document)"
+		}
+		return path
+	case map[string]interface{}:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if n := nullAt(t[k], p); n != "" {
+				return n
+			}
+		}
+	case []interface{}:
+		for i, e := range t {
+			if n := nullAt(e, fmt.Sprintf("%s[%d]", path, i)); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// digest is the seal: a SHA-256 over the plan's JSON without its seal.
+func (s *SavedPlan) digest() (string, error) {
+	c := *s
+	c.Seal = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// check refuses the saved plan on another cluster, with other apply flags,
+// or when older than maxAge (0: no limit).
+func (s *SavedPlan) check(id ClusterIdentity, flags map[string]interface{}, now time.Time, maxAge time.Duration) error {
+	if s.Cluster != id {
+		return fmt.Errorf("saved plan was made for another cluster (server %s, kube-system UID %s, context %q), not this one (server %s, kube-system UID %s, context %q); plan again here",
+			s.Cluster.Server, s.Cluster.KubeSystemUID, s.Cluster.Context, id.Server, id.KubeSystemUID, id.Context)
+	}
+	keys := make([]string, 0, len(flags))
+	for k := range flags {
+		keys = append(keys, k)
+	}
+	for k := range s.ApplyFlags {
+		if _, ok := flags[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !reflect.DeepEqual(s.ApplyFlags[k], flags[k]) {
+			return fmt.Errorf("saved plan was made with %s=%v, this run has %v: apply it with the flags it was planned with", k, s.ApplyFlags[k], flags[k])
+		}
+	}
+	if age := now.Sub(s.Created); maxAge > 0 && age > maxAge {
+		return fmt.Errorf("saved plan is %s old, more than --plan-max-age %s; plan again", age.Round(time.Second), maxAge)
+	}
+	return nil
+}
+
+// applyFlags are the flags that change what Helm applies or how, as JSON
+// values keyed by option name: every render option except those that only
+// locate the chart and values (their effect is pinned by the chart and
+// values digests and the saved manifest), plus --force.
+func applyFlags(opts RenderOptions, apply ApplyRequest) map[string]interface{} {
+	opts.Values, opts.Repo, opts.Version, opts.Devel = values.Options{}, action.ChartPathOptions{}, "", false
+	opts.PostRenderer, opts.PostRendererArgs, opts.Namespace = "", nil, ""
+	var out map[string]interface{}
+	data, _ := json.Marshal(opts)
+	_ = json.Unmarshal(data, &out)
+	delete(out, "Values")
+	delete(out, "Repo")
+	for _, k := range []string{"Version", "Devel", "PostRenderer", "PostRendererArgs", "Namespace"} {
+		delete(out, k)
+	}
+	out["Force"] = apply.Force
+	return out
 }
 
 // Acks are the acknowledgements the saved plan recorded, valid only for the
@@ -164,10 +327,15 @@ func (s *SavedPlan) unmoved(p *plan.Plan) error {
 	}
 	for _, o := range s.Objects {
 		c := now[o.Object]
-		if stateDigest(c) != o.StateDigest {
-			return fmt.Errorf("saved plan is stale: %s changed in the cluster since the plan (resourceVersion %s, now %q); plan again",
-				o.Object, o.ResourceVersion, c.LiveResourceVersion)
+		if stateDigest(c) == o.StateDigest {
+			continue
 		}
+		if o.StateDigest == "" {
+			return fmt.Errorf("saved plan is stale: %s, which the plan creates, appeared in the cluster since the plan (resourceVersion %q); plan again",
+				o.Object, c.LiveResourceVersion)
+		}
+		return fmt.Errorf("saved plan is stale: %s changed in the cluster since the plan (resourceVersion %s, now %q); plan again",
+			o.Object, o.ResourceVersion, c.LiveResourceVersion)
 	}
 	return nil
 }

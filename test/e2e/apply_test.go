@@ -310,6 +310,30 @@ func TestSavedPlan(t *testing.T) {
 			t.Fatalf("applied %s, the saved plan showed %s", got, shown[1])
 		}
 	})
+	t.Run("refused when the file was edited, and nothing is written", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, _ := save(t, ns)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := strings.Replace(string(data), `mode: \"2\"`, `mode: \"edited\"`, 1)
+		if edited == string(data) {
+			t.Fatalf("the saved manifest has no mode: \"2\" to edit:\n%s", data)
+		}
+		if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := len(c.AuditEvents(t, nil))
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "changed after it was saved") {
+			t.Fatalf("want exit 1 saying the plan was edited, got %d\n%s", r.Code, r.Stderr)
+		}
+		if w := toolWrites(t, c, ns, before); len(w) > 0 {
+			t.Errorf("an edited plan was refused, yet the tool wrote: %+v", w)
+		}
+	})
 	t.Run("refused after another upgrade moved the revision", func(t *testing.T) {
 		ns := c.Namespace(t)
 		c.Helm(t, "install", "app", v1, "-n", ns)
