@@ -20,15 +20,19 @@ type Decision struct {
 	Unused []string
 	// AckedAll names the changes let through by --ack-all-destructive.
 	AckedAll []*plan.Change
+	// Blockers are the plan's plan-wide blockers: no ack lets them through.
+	Blockers []string
 }
 
 // Blocked reports whether the upgrade must not proceed.
-func (d Decision) Blocked() bool { return len(d.Unacked) > 0 || len(d.Refused) > 0 }
+func (d Decision) Blocked() bool {
+	return len(d.Unacked) > 0 || len(d.Refused) > 0 || len(d.Blockers) > 0
+}
 
 // Evaluate marks acknowledged changes in p and returns the decision. An ack
 // with a fingerprint counts only when it equals the change's fingerprint.
 func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
-	var d Decision
+	d := Decision{Blockers: p.Blockers}
 	used := make([]bool, len(acks.list))
 	for i := range p.Changes {
 		c := &p.Changes[i]
@@ -83,6 +87,9 @@ func (d Decision) Messages() []string {
 	}
 	for _, c := range d.Refused {
 		out = append(out, fmt.Sprintf("Refused: %s cannot be acknowledged: %s", c.ID, firstReason(c)))
+	}
+	for _, b := range d.Blockers {
+		out = append(out, "Refused: "+b+"; nothing was written")
 	}
 	if len(d.Unacked) > 0 {
 		var flags []string

@@ -153,3 +153,16 @@ func TestLinePrompter(t *testing.T) {
 		t.Fatalf("Input = %q, %v; prompt %q", got, err, out.String())
 	}
 }
+
+// TestEvaluateBlockers: a plan-wide blocker blocks with every change
+// acknowledged, and the message says nothing was written.
+func TestEvaluateBlockers(t *testing.T) {
+	p := &plan.Plan{Blockers: []string{"the release record is too large"}}
+	d := Evaluate(p, &Acks{}, true)
+	if !d.Blocked() {
+		t.Fatal("a plan-wide blocker did not block")
+	}
+	if msgs := strings.Join(d.Messages(), "\n"); !strings.Contains(msgs, "Refused: the release record is too large; nothing was written") {
+		t.Fatalf("messages %q", msgs)
+	}
+}

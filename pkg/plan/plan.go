@@ -131,6 +131,9 @@ type Plan struct {
 	// Notes are plan-wide remarks (CRDs from crds/ not upgraded, checks
 	// skipped, ...).
 	Notes []string
+	// Blockers are plan-wide reasons the upgrade cannot succeed, whatever
+	// is acknowledged (a release record too large for its storage).
+	Blockers []string
 }
 
 // Summary counts changes by verdict.

@@ -22,6 +22,7 @@ type jsonPlan struct {
 	Offline       bool         `json:"offline,omitempty"`
 	Hooks         []jsonHook   `json:"hooks,omitempty"`
 	Notes         []string     `json:"notes,omitempty"`
+	Blockers      []string     `json:"blockers,omitempty"`
 }
 
 type jsonRelease struct {
@@ -129,6 +130,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		ServerVersion: p.ServerVersion,
 		Offline:       p.Offline,
 		Notes:         p.Notes,
+		Blockers:      p.Blockers,
 	}
 	for _, h := range p.Hooks {
 		events := h.Events

@@ -87,6 +87,12 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 			fmt.Fprintf(&after, "- %s\n", line)
 		}
 	}
+	if len(p.Blockers) > 0 {
+		after.WriteString("\n### Blocked, whatever is acknowledged\n\n")
+		for _, b := range p.Blockers {
+			fmt.Fprintf(&after, "- %s\n", mdText(b))
+		}
+	}
 	if len(p.Notes) > 0 {
 		after.WriteString("\n### Notes\n\n")
 		for _, n := range p.Notes {

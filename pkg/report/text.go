@@ -92,6 +92,12 @@ func (pw *planWriter) writeText(w io.Writer) error {
 			fmt.Fprintln(bw, "  "+hookText(h))
 		}
 	}
+	if len(p.Blockers) > 0 {
+		fmt.Fprintln(bw, "\nBlocked, whatever is acknowledged:")
+		for _, b := range p.Blockers {
+			fmt.Fprintln(bw, "  - "+b)
+		}
+	}
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(bw, "\nNotes:")
 		for _, n := range p.Notes {

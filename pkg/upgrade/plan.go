@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -69,6 +70,13 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		if err := req.Saved.unmoved(p); err != nil {
 			return nil, err
 		}
+	}
+	blocker, err := recordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
+	if err != nil {
+		return nil, err
+	}
+	if blocker != "" {
+		p.Blockers = append(p.Blockers, blocker)
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -420,5 +423,32 @@ func TestPlanWithReadOnlyRBAC(t *testing.T) {
 	r = run(t, c, "app", v2, "-n", ns, "--kube-as-user", "secrets-only", "--dry-run")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "forbidden: cannot get statefulsets.apps") {
 		t.Fatalf("no read access: want exit 1 naming get statefulsets.apps, got %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestReleaseRecordTooLarge: values that make the release record larger than
+// a Secret holds pass Helm's render, then fail when Helm stores the revision;
+// the plan says so and the gate blocks, whatever is acknowledged.
+func TestReleaseRecordTooLarge(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := writeChart(t, "app", "1.0.0", map[string]string{"cm.yaml": configMap(false, "a")})
+	c.Helm(t, "install", "app", chart, "-n", ns)
+	noise := make([]byte, 900<<10) // incompressible once gzipped
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	values := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(values, []byte("blob: "+base64.StdEncoding.EncodeToString(noise)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--dry-run"}, {"--ack-all-destructive"}} {
+		r := run(t, c, append([]string{"app", chart, "-n", ns, "-f", values}, args...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "the release record Helm would store for revision 2") {
+			t.Fatalf("%v: want exit 2 naming the release record, got %d\n%s", args, r.Code, r.Stderr)
+		}
+	}
+	if out, err := c.HelmErr("upgrade", "app", chart, "-n", ns, "-f", values); err == nil {
+		t.Fatalf("helm upgrade stored the large record after all, the check is wrong:\n%s", out)
 	}
 }
