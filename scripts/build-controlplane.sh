@@ -44,6 +44,16 @@ scratch_module() {
   echo "$dir"
 }
 
+# quietly CMD...: runs CMD, showing its output only when it fails (go get
+# and go mod tidy list every module they add).
+quietly() {
+  local out
+  if ! out="$("$@" 2>&1)"; then
+    printf '%s\n' "$out" >&2
+    return 1
+  fi
+}
+
 # building WHAT COLD_MINUTES CMD...: runs CMD with a line when it starts, one
 # every 30 s while it runs (a cold build is long and otherwise silent) and one
 # with the time it took.
@@ -78,8 +88,8 @@ build_etcd_in() (
   local dir=$1 out=$2
   cd "$dir"
   go mod init safe-upgrade.local/etcd >/dev/null 2>&1
-  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
-  go mod tidy >/dev/null
+  quietly go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  quietly go mod tidy
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" ./etcd
@@ -139,7 +149,7 @@ build_kubernetes_in() (
   [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
   # shellcheck disable=SC2046
   go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION" $(staging_replaces "$gomod" "$staging")
-  go mod tidy >/dev/null
+  quietly go mod tidy
   local pkg=k8s.io/component-base/version
   local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
   rm -rf "$out.tmp"
@@ -150,6 +160,9 @@ build_kubernetes_in() (
   go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
 )
 
+# Helm is built without -trimpath, like the tool (make build) and its tests:
+# helm v3 needs the same k8s.io and Helm SDK packages as the tool, and the
+# build cache then compiles them once for all three.
 build_helm() {
   local version=$1 major=${1%%.*}
   local out; out="$(helm_bin_dir "$version")"
@@ -159,9 +172,22 @@ build_helm() {
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   building "helm $version" 2 \
-    env GOBIN="$out.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
+    env GOBIN="$out.tmp" go install -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
   rm -rf "$out"
   mv "$out.tmp" "$out"
+}
+
+# build_etcd_beside CMD: builds etcd while CMD runs (its link and module
+# downloads overlap the API server's compilation), then waits for both.
+build_etcd_beside() {
+  local pid rc=0
+  if etcd_cached; then "$@"; return; fi
+  lock_cache
+  build_etcd &
+  pid=$!
+  "$@" || rc=$?
+  wait "$pid" || die "building etcd $ETCD_VERSION failed"
+  return "$rc"
 }
 
 targets=("$@")
@@ -173,8 +199,8 @@ for t in "${targets[@]}"; do
     helm3) build_helm "$HELM3_VERSION" ;;
     helm4) build_helm "$HELM4_VERSION" ;;
     helm) build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
-    demo) build_etcd; build_kubernetes; build_helm "$HELM3_VERSION" ;;
-    all) build_etcd; build_kubernetes; build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
+    demo) build_etcd_beside build_kubernetes; build_helm "$HELM3_VERSION" ;;
+    all) build_etcd_beside build_kubernetes; build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
     *) die "unknown target $t (want etcd, kubernetes, helm3, helm4, helm, demo or all)" ;;
   esac
 done
