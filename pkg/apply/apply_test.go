@@ -389,6 +389,18 @@ func TestApplyRefuses(t *testing.T) {
 			wantErr:  []string{"Namespace/demo: recreate refused", "deletes everything inside it"},
 		},
 		{
+			name:     "PersistentVolumeClaim recreate, even acknowledged",
+			recreate: []plan.Change{recreateChange("", "PersistentVolumeClaim", relNS, "data")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"PersistentVolumeClaim/demo/data: recreate refused: safe-upgrade never deletes a volume"},
+		},
+		{
+			name:     "PersistentVolume recreate, even acknowledged",
+			recreate: []plan.Change{recreateChange("", "PersistentVolume", "", "pv-1")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"PersistentVolume/pv-1: recreate refused: safe-upgrade never deletes a volume"},
+		},
+		{
 			name: "unacknowledged recreate",
 			recreate: []plan.Change{func() plan.Change {
 				c := recreateChange("", "Service", relNS, "app-db")

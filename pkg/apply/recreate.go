@@ -50,6 +50,8 @@ func refuseRecreate(changes []plan.Change, install bool) error {
 		switch {
 		case c.ID.Group == "apiextensions.k8s.io" && c.ID.Kind == "CustomResourceDefinition":
 			why = "deleting a CustomResourceDefinition deletes every custom resource of its kind in the cluster; change the CRD in a way the API server accepts, or migrate its resources by hand"
+		case c.ID.Group == "" && (c.ID.Kind == "PersistentVolumeClaim" || c.ID.Kind == "PersistentVolume"):
+			why = "safe-upgrade never deletes a volume (its data would be lost or the claim left Terminating while a pod uses it); keep the old spec, or migrate the data to a new claim by hand"
 		case c.ID.Group == "" && c.ID.Kind == "Namespace":
 			why = "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"
 		case install:
