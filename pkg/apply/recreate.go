@@ -86,6 +86,8 @@ type recreator struct {
 	// timeout bounds deleting and waiting for all objects to be gone; poll
 	// is the interval of the wait.
 	timeout, poll time.Duration
+	// journal, when set, is written after each delete.
+	journal *journal
 }
 
 // recreateTarget is one object to recreate.
@@ -188,7 +190,6 @@ func (r *recreator) announce(targets []*recreateTarget) {
 func (r *recreator) run(targets []*recreateTarget) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	var deleted []string
 	for _, t := range targets {
 		if t.live == nil {
 			continue
@@ -196,27 +197,67 @@ func (r *recreator) run(targets []*recreateTarget) error {
 		r.log("deleting %s (propagation %s) for recreation", ref(t.id), t.policy)
 		err := t.res.Delete(ctx, t.id.Name, r.deleteOptions(t, nil))
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s: deleting it for recreation: %w%s", ref(t.id), err, notUpgraded(deleted))
+			return fmt.Errorf("%s: deleting it for recreation: %w", ref(t.id), err)
 		}
-		deleted = append(deleted, ref(t.id))
+		r.deleted(ctx, t)
 	}
 	for _, t := range targets {
 		if t.live == nil {
 			continue
 		}
 		if err := r.waitGone(ctx, t); err != nil {
-			return fmt.Errorf("%s: %w%s", ref(t.id), err, notUpgraded(deleted))
+			return fmt.Errorf("%s: %w", ref(t.id), err)
 		}
 	}
 	return nil
 }
 
-// notUpgraded explains the state after a failed recreate.
-func notUpgraded(deleted []string) string {
-	if len(deleted) == 0 {
-		return "; nothing was deleted and the Helm upgrade was not started"
+// deleted marks t deleted in the journal. A journal that cannot be updated
+// still names t: restore looks at the cluster, not at the mark.
+func (r *recreator) deleted(ctx context.Context, t *recreateTarget) {
+	if r.journal == nil {
+		return
 	}
-	return fmt.Sprintf("; deleted for recreation: %s; the Helm upgrade was not started: apply again to create them", strings.Join(deleted, ", "))
+	for i := range r.journal.rec.Objects {
+		if o := &r.journal.rec.Objects[i]; o.UID == t.live.GetUID() {
+			o.Deleted = true
+		}
+	}
+	if err := r.journal.save(ctx); err != nil {
+		r.log("warning: %v", err)
+	}
+}
+
+// undo restores what the journal holds after a failure and, when all is
+// back, removes the journal. It returns the line that says what was
+// deleted and what was restored, for the error and the release history.
+func (r *recreator) undo(j *journal) (string, error) {
+	ctx := context.Background()
+	var deleted []string
+	for i := range j.rec.Objects {
+		if j.rec.Objects[i].Deleted {
+			deleted = append(deleted, j.rec.Objects[i].ref())
+		}
+	}
+	line := "safe-upgrade deleted nothing"
+	if len(deleted) > 0 {
+		line = "safe-upgrade deleted " + strings.Join(deleted, ", ") + " for recreation"
+	}
+	j.rec.Step = StepRestoring
+	if err := j.save(ctx); err != nil {
+		r.log("warning: %v", err)
+	}
+	restored, err := j.restore(ctx, r.cluster, r.poll, r.timeout)
+	if restored != "" {
+		line += "; " + restored
+	}
+	if err == nil {
+		err = j.remove(ctx)
+	}
+	if err != nil {
+		line += "; " + err.Error()
+	}
+	return line, err
 }
 
 // waitGone polls until the object with the live UID no longer exists.

@@ -359,7 +359,7 @@ func TestRecreateFails(t *testing.T) {
 			change:  recreateChange("apps", "StatefulSet", "demo", "app-db"),
 			setup:   func(fc *fakeCluster) { fc.stuck = true },
 			stage:   "run",
-			wantErr: "StatefulSet/demo/app-db: still present 300ms after deleting it (finalizers []); deleted for recreation: StatefulSet/demo/app-db; the Helm upgrade was not started: apply again to create them",
+			wantErr: "StatefulSet/demo/app-db: still present 300ms after deleting it (finalizers [])",
 		},
 	}
 	for _, tt := range tests {
