@@ -8,6 +8,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
@@ -17,11 +18,15 @@ import (
 // apply) calls it first, so nothing is planned against a cluster missing
 // the objects that apply deleted.
 func CheckJournal(ctx context.Context, getter action.RESTClientGetter, name, ns string) error {
-	cluster, err := connect(getter)
+	rc, err := getter.ToRESTConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	j, err := readJournal(ctx, cluster.Dynamic.Resource(secretsGVR).Namespace(ns), name)
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	j, err := readJournal(ctx, dyn.Resource(secretsGVR).Namespace(ns), name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}

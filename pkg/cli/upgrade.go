@@ -43,6 +43,8 @@ type UpgradeOptions struct {
 	Force             bool
 	PlanOut           string
 	PlanIn            string
+	// Recover resolves the journal an interrupted apply left (see apply.Recover).
+	Recover bool
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
 	Offline      bool
@@ -88,6 +90,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
+	fs.BoolVar(&o.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 	fs.StringVar(&o.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
 	fs.StringArrayVar(&o.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
@@ -167,6 +170,9 @@ func (o *UpgradeOptions) Validate() error {
 	if o.PlanIn != "" && o.DryRun {
 		return errors.New("--plan applies a saved plan; it cannot be used with --dry-run")
 	}
+	if o.Recover && (o.DryRun || o.PlanIn != "" || o.PlanOut != "") {
+		return errors.New("--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out")
+	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
 	}
@@ -187,6 +193,19 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	}
 	planCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if o.Recover {
+		cfg, err := render.NewConfiguration(o.Settings.RESTClientGetter(), o.Namespace, os.Getenv("HELM_DRIVER"), o.Logf)
+		if err != nil {
+			return err
+		}
+		return apply.Recover(ctx, cfg, o.ReleaseName, o.Namespace, timeout, o.Streams.ErrOut)
+	}
+	if !o.Offline {
+		// An interrupted apply's deleted objects come back first.
+		if err := apply.CheckJournal(planCtx, o.Settings.RESTClientGetter(), o.ReleaseName, o.Namespace); err != nil {
+			return err
+		}
+	}
 
 	build := o.plan
 	if o.Offline {
