@@ -257,7 +257,7 @@ func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, po
 		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && cur.GetUID() != o.UID:
-			return fmt.Sprintf("was created again since (uid %s), left as it is", cur.GetUID()), nil
+			return fmt.Sprintf("was created again since, by Helm's upgrade or rollback (uid %s), left as it is", cur.GetUID()), nil
 		case err == nil && cur.GetDeletionTimestamp() == nil:
 			return "was not deleted", nil
 		case apierrors.IsNotFound(err):

@@ -115,7 +115,7 @@ func TestJournalRestoreAtEachStep(t *testing.T) {
 		{name: "upgrading: Helm did not create it", step: StepUpgrading, deleted: true, cluster: deleteSts,
 			want: "StatefulSet/demo/app-db re-created with its previous spec"},
 		{name: "upgrading: Helm (or its rollback) created it", step: StepUpgrading, deleted: true, cluster: replaced,
-			want: "StatefulSet/demo/app-db was created again since (uid new-uid), left as it is", wantUID: "new-uid"},
+			want: "StatefulSet/demo/app-db was created again since, by Helm's upgrade or rollback (uid new-uid), left as it is", wantUID: "new-uid"},
 		{name: "restoring: a restore was interrupted", step: StepRestoring, deleted: true, cluster: deleteSts,
 			want: "StatefulSet/demo/app-db re-created with its previous spec"},
 	}
