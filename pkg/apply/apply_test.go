@@ -664,3 +664,36 @@ func TestApplyRefusesWithLeftoverJournal(t *testing.T) {
 		t.Errorf("writes: kube %d→%d, storage %d→%d, deletes %v", kube0, kube1, store0, store1, fc.deletes)
 	}
 }
+
+// TestApplyStaleAfterDeletesSaysSo: the release moves while the recreate
+// deletes (another upgrade lands): the apply is refused as stale, and the
+// error does not pretend nothing was written: it names the delete and the
+// restore.
+func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{})
+	rendered.Next.Manifest += plannedObjects
+	fc := newFakeCluster(t)
+	fc.client.PrependReactor("delete", "statefulsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if len(a.(clienttesting.DeleteActionImpl).DeleteOptions.DryRun) == 0 {
+			f.addRevision(t, release.StatusDeployed)
+		}
+		return false, nil, nil
+	})
+	req := f.request(t, rendered)
+	req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
+	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+	if !errors.Is(err, ErrStale) {
+		t.Fatalf("error %v is not stale", err)
+	}
+	msg := err.Error()
+	if strings.Contains(strings.ToLower(msg), "nothing was written") ||
+		!strings.Contains(msg, "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec") {
+		t.Errorf("error %q does not say what was deleted and restored", msg)
+	}
+	if !fc.exists(t, stsGVR, "app-db") {
+		t.Error("the StatefulSet was not restored")
+	}
+	assertNoJournal(t, fc)
+}

@@ -18,7 +18,9 @@ import (
 var ErrStale = errors.New("the plan is stale")
 
 // StaleError says that the release moved since the plan: another install,
-// upgrade, rollback or uninstall happened in between. Nothing was written.
+// upgrade, rollback or uninstall happened in between. Helm wrote nothing;
+// when the recreate step had deleted objects already, Apply wraps it in an
+// error that names them and their restore.
 type StaleError struct {
 	Name, Namespace string
 	// Planned is the last revision when the plan was made (0: none), and
