@@ -236,6 +236,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			if err := jr.remove(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintf(out, "warning: revision %d is deployed but %v; run again with --recover to remove it\n", rel.Version, err)
 			}
+			rec.grow(context.WithoutCancel(ctx), targets)
 		}
 		return rel, nil
 	}

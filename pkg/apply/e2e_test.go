@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -570,5 +573,90 @@ func TestE2EClaimIsNeverRecreated(t *testing.T) {
 	}
 	if after := claim(); after.UID != before.UID || after.DeletionTimestamp != nil {
 		t.Errorf("kept claim after its removal from the chart: uid %s (before %s), deletionTimestamp %v", after.UID, before.UID, after.DeletionTimestamp)
+	}
+}
+
+// TestE2EGrowClaims: StatefulSet storage 1Gi → 2Gi with claims bound to
+// pre-created PersistentVolumes: after the acknowledged apply a bound claim
+// of an expandable StorageClass requests 2Gi; an unbound claim, or one of a
+// class that does not allow expansion, keeps 1Gi and the output says why.
+func TestE2EGrowClaims(t *testing.T) {
+	tests := []struct {
+		name         string
+		expand       bool
+		bound        int // claims bound to a pre-created volume, from ordinal 0
+		want0, want1 string
+		out          []string
+	}{
+		{name: "expandable", expand: true, bound: 1, want0: "2Gi", want1: "1Gi", out: []string{
+			"/data-db-db-0: request grown from 1Gi to 2Gi", "/data-db-db-1: keeps 1Gi, not grown to 2Gi: it is Pending, not Bound"}},
+		{name: "not expandable", bound: 2, want0: "1Gi", want1: "1Gi", out: []string{
+			"/data-db-db-0: keeps 1Gi, not grown to 2Gi: its StorageClass", "does not allow volume expansion"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newE2E(t, "db", "db")
+			cs := e.c.Clientset(t)
+			class := e.ns // StorageClasses and volumes are cluster-wide: named after the namespace
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner", AllowVolumeExpansion: &tt.expand}
+			if _, err := cs.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+			})
+			for i := 0; i < tt.bound; i++ {
+				pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", class, i)}, Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: k8sresource.MustParse("1Gi")},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName:              class,
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + class}},
+					ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: fmt.Sprintf("data-db-db-%d", i)},
+				}}
+				if _, err := cs.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+				})
+			}
+			e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "class="+class)
+			request := func(i int) (string, corev1.PersistentVolumeClaimPhase) {
+				pvc, err := cs.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), fmt.Sprintf("data-db-db-%d", i), metav1.GetOptions{})
+				if err != nil {
+					return err.Error(), ""
+				}
+				return pvc.Spec.Resources.Requests.Storage().String(), pvc.Status.Phase
+			}
+			eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
+				var phases []string
+				n := 0
+				for i := 0; i < 2; i++ {
+					_, p := request(i)
+					phases = append(phases, string(p))
+					if p == corev1.ClaimBound {
+						n++
+					}
+				}
+				return n == tt.bound, fmt.Sprint(phases)
+			})
+			code, stderr := e.tool(t, e.name, e.chart, "--set", "class="+class, "--set", "storage=2Gi", "--ack-all-destructive")
+			if code != 0 {
+				t.Fatalf("exit %d, want 0", code)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not say %q", want)
+				}
+			}
+			if got0, _ := request(0); got0 != tt.want0 {
+				t.Errorf("data-db-db-0 requests %s, want %s", got0, tt.want0)
+			}
+			if got1, _ := request(1); got1 != tt.want1 {
+				t.Errorf("data-db-db-1 requests %s, want %s", got1, tt.want1)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -249,5 +250,74 @@ func TestRecover(t *testing.T) {
 				t.Errorf("second recover: %v %q", err, out.String())
 			}
 		})
+	}
+}
+
+// TestGrowClaims: after a StatefulSet recreate that asks more storage of a
+// claim template, each existing claim is grown when bound and its
+// StorageClass allows expansion; otherwise it keeps its size and the line
+// says why.
+func TestGrowClaims(t *testing.T) {
+	fc := newFakeCluster(t)
+	tracker := fc.client.Tracker()
+	for name, expand := range map[string]bool{"expandable": true, "fixed": false} {
+		sc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]interface{}{"name": name}, "provisioner": "example.com/x", "allowVolumeExpansion": expand}}
+		if err := tracker.Create(storageClassesGVR, sc, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := fc.client.Resource(pvcsGVR).Namespace(relNS)
+	setClaim := func(name, class, phase string) {
+		pvc, err := claims.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pvc.Object["spec"] = map[string]interface{}{"storageClassName": class, "resources": map[string]interface{}{"requests": map[string]interface{}{"storage": "1Gi"}}}
+		pvc.Object["status"] = map[string]interface{}{"phase": phase}
+		if err := tracker.Update(pvcsGVR, pvc, relNS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setClaim("data-app-db-0", "expandable", "Bound")
+	setClaim("data-app-db-1", "expandable", "Pending")
+	setClaim("data-app-db-other-0", "fixed", "Bound") // not a claim of app-db
+
+	var out bytes.Buffer
+	r := fc.recreator(&out)
+	targets, err := r.prepare(context.Background(), []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}, plannedObjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.grow(context.Background(), targets)
+	for _, want := range []string{
+		"PersistentVolumeClaim/demo/data-app-db-0: request grown from 1Gi to 2Gi (StorageClass expandable allows expansion",
+		"PersistentVolumeClaim/demo/data-app-db-1: keeps 1Gi, not grown to 2Gi: it is Pending, not Bound (the API server resizes bound claims only)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed\n%s\nwant %q", out.String(), want)
+		}
+	}
+	if strings.Contains(out.String(), "data-app-db-other-0") {
+		t.Errorf("a claim of another StatefulSet was considered:\n%s", out.String())
+	}
+	size := func(name string) string {
+		pvc, err := claims.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage")
+		return s
+	}
+	if size("data-app-db-0") != "2Gi" || size("data-app-db-1") != "1Gi" {
+		t.Errorf("requests: %s, %s; want 2Gi, 1Gi", size("data-app-db-0"), size("data-app-db-1"))
+	}
+
+	// A class that does not allow expansion.
+	setClaim("data-app-db-0", "fixed", "Bound")
+	out.Reset()
+	r.grow(context.Background(), targets)
+	if want := "PersistentVolumeClaim/demo/data-app-db-0: keeps 1Gi, not grown to 2Gi: its StorageClass fixed does not allow volume expansion"; !strings.Contains(out.String(), want) {
+		t.Errorf("printed\n%s\nwant %q", out.String(), want)
 	}
 }

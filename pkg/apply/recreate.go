@@ -381,7 +381,11 @@ func (r *recreator) statefulSetImpact(ctx context.Context, t *recreateTarget) (s
 	if kept < claims {
 		msg += fmt.Sprintf("; %s of claim templates the new StatefulSet does not have stay unused", plural(claims-kept, "PVC"))
 	}
-	return msg + " (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on)", nil
+	msg += " (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on"
+	if len(grownTemplates(t)) > 0 {
+		msg += "; after the upgrade, the existing claims of templates that request more storage are grown where bound and their StorageClass allows expansion"
+	}
+	return msg + ")", nil
 }
 
 // plural says "1 pod", "2 pods".
