@@ -130,6 +130,18 @@ func restorable(obj *unstructured.Unstructured) map[string]interface{} {
 		}
 	}
 	c.SetFinalizers(fin)
+	if c.GetKind() == "Job" && c.GroupVersionKind().Group == "batch" {
+		if manual, _, _ := unstructured.NestedBool(c.Object, "spec", "manualSelector"); !manual {
+			// The server generates the selector and these labels from the
+			// new Job's UID; the old ones would not validate.
+			unstructured.RemoveNestedField(c.Object, "spec", "selector")
+			for _, path := range [][]string{{"metadata", "labels"}, {"spec", "template", "metadata", "labels"}} {
+				for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+					unstructured.RemoveNestedField(c.Object, append(path, l)...)
+				}
+			}
+		}
+	}
 	return c.Object
 }
 

@@ -321,3 +321,23 @@ func TestGrowClaims(t *testing.T) {
 		t.Errorf("printed\n%s\nwant %q", out.String(), want)
 	}
 }
+
+// TestJournalJobRestorable: a Job's generated selector and UID labels are
+// dropped, so the server accepts it again and generates new ones.
+func TestJournalJobRestorable(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]interface{}{"name": "migrate", "uid": "job-uid", "labels": map[string]interface{}{"app": "x", "batch.kubernetes.io/controller-uid": "job-uid"}},
+		"spec": map[string]interface{}{
+			"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"batch.kubernetes.io/controller-uid": "job-uid"}},
+			"template": map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{
+				"app": "x", "controller-uid": "job-uid", "batch.kubernetes.io/controller-uid": "job-uid", "job-name": "migrate", "batch.kubernetes.io/job-name": "migrate"}}},
+		}}}
+	got := &unstructured.Unstructured{Object: restorable(job)}
+	if _, found, _ := unstructured.NestedMap(got.Object, "spec", "selector"); found {
+		t.Error("the generated selector was kept")
+	}
+	tmpl, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "labels")
+	if len(tmpl) != 1 || tmpl["app"] != "x" || len(got.GetLabels()) != 1 || got.GetLabels()["app"] != "x" {
+		t.Errorf("labels %v, template labels %v: want only app=x", got.GetLabels(), tmpl)
+	}
+}
