@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -193,6 +195,9 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	}
 	if len(targets) > 0 {
 		rec.announce(targets)
+		if hooks := preUpgradeHooks(next.Hooks); hooks != "" && !req.Render.DisableHooks {
+			fmt.Fprintf(out, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", hooks)
+		}
 	}
 	if jr != nil && len(jr.rec.Objects) > 0 {
 		// The journal is written before the first delete: from here on,
@@ -266,6 +271,17 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		describeFailure(req.Config.Releases, name, next.Version, line, log)
 	}
 	return rel, ue
+}
+
+// preUpgradeHooks names the pre-upgrade hooks, "" when there are none.
+func preUpgradeHooks(hooks []*release.Hook) string {
+	var names []string
+	for _, h := range hooks {
+		if slices.Contains(h.Events, release.HookPreUpgrade) {
+			names = append(names, h.Kind+"/"+h.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func (req *Request) validate() error {

@@ -448,8 +448,10 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 			}
 			sts := "StatefulSet/" + e.ns + "/db-db"
 			want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
-			if !strings.Contains(stderr, want) {
-				t.Errorf("stderr does not say %q", want)
+			for _, w := range []string{want, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q", w)
+				}
 			}
 			e.assertRestored(t, pods, claims)
 			if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, want) {
