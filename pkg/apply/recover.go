@@ -2,12 +2,14 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -27,6 +29,10 @@ func CheckJournal(ctx context.Context, getter action.RESTClientGetter, name, ns 
 		return fmt.Errorf("dynamic client: %w", err)
 	}
 	j, err := readJournal(ctx, dyn.Resource(secretsGVR).Namespace(ns), name)
+	var status apierrors.APIStatus
+	if err != nil && !errors.As(err, &status) {
+		return fmt.Errorf("cluster unreachable at %s: %w", rc.Host, err)
+	}
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}
