@@ -274,13 +274,21 @@ func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, po
 			return "was not deleted", nil
 		case apierrors.IsNotFound(err):
 			created, err := res.Create(ctx, &unstructured.Unstructured{Object: o.Object}, metav1.CreateOptions{})
+			note := ""
+			if apierrors.IsInvalid(err) && o.Kind == "Service" && o.APIVersion == "v1" {
+				// Its cluster IP or node ports were taken meanwhile: let
+				// the server allocate new ones.
+				obj := withoutAllocations(o.Object)
+				created, err = res.Create(ctx, obj, metav1.CreateOptions{})
+				note = ", with a new cluster IP and node ports (the old ones were taken)"
+			}
 			if apierrors.IsAlreadyExists(err) {
 				continue // created meanwhile: look again
 			}
 			if err != nil {
 				return "", fmt.Errorf("creating it again: %w", err)
 			}
-			return fmt.Sprintf("re-created with its previous spec (uid %s)", created.GetUID()), nil
+			return fmt.Sprintf("re-created with its previous spec%s (uid %s)", note, created.GetUID()), nil
 		case err != nil && ctx.Err() == nil:
 			return "", fmt.Errorf("reading it: %w", err)
 		}
@@ -291,4 +299,25 @@ func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, po
 		case <-ticker.C:
 		}
 	}
+}
+
+// withoutAllocations is a Service without the cluster IPs (unless headless)
+// and node ports the server allocated to the old one.
+func withoutAllocations(svc map[string]interface{}) *unstructured.Unstructured {
+	u := (&unstructured.Unstructured{Object: svc}).DeepCopy()
+	if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" {
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
+	}
+	unstructured.RemoveNestedField(u.Object, "spec", "healthCheckNodePort")
+	ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+	for _, p := range ports {
+		if m, ok := p.(map[string]interface{}); ok {
+			delete(m, "nodePort")
+		}
+	}
+	if ports != nil {
+		_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
+	}
+	return u
 }

@@ -11,7 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -339,5 +342,45 @@ func TestJournalJobRestorable(t *testing.T) {
 	tmpl, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "labels")
 	if len(tmpl) != 1 || tmpl["app"] != "x" || len(got.GetLabels()) != 1 || got.GetLabels()["app"] != "x" {
 		t.Errorf("labels %v, template labels %v: want only app=x", got.GetLabels(), tmpl)
+	}
+}
+
+// TestJournalRestoresServiceWithNewIP: the old cluster IP was taken since
+// the delete; the Service is restored with one the server allocates.
+func TestJournalRestoresServiceWithNewIP(t *testing.T) {
+	fc := newFakeCluster(t)
+	svcGVR := schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	live, err := fc.client.Resource(svcGVR).Namespace(relNS).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.SetNestedSlice(live.Object, []interface{}{map[string]interface{}{"port": int64(80), "nodePort": int64(30080)}}, "spec", "ports")
+	j := newJournal(fc.client.Resource(secretsGVR).Namespace(relNS), relName, relNS, 2, "m", []*recreateTarget{{live: live}})
+	if err := j.save(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.client.Tracker().Delete(svcGVR, relNS, "api"); err != nil {
+		t.Fatal(err)
+	}
+	fc.client.PrependReactor("create", "services", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.CreateActionImpl).GetObject().(*unstructured.Unstructured)
+		if ip, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ip == "10.96.0.10" {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "api",
+				field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"), ip, "provided IP is already allocated")})
+		}
+		return false, nil, nil
+	})
+	r := fc.recreator(&bytes.Buffer{})
+	line, err := r.undo(j)
+	if err != nil || !strings.Contains(line, "Service/demo/api re-created with its previous spec, with a new cluster IP and node ports") {
+		t.Fatalf("undo: %v %q", err, line)
+	}
+	got, err := fc.client.Resource(svcGVR).Namespace(relNS).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports")
+	if ip, found, _ := unstructured.NestedString(got.Object, "spec", "clusterIP"); found || len(ports) != 1 || ports[0].(map[string]interface{})["nodePort"] != nil {
+		t.Errorf("restored Service keeps clusterIP %q or node ports %v", ip, ports)
 	}
 }
