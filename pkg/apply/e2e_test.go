@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -461,13 +462,14 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 	}
 }
 
-// killArgsEnv passes the command line of the apply that
-// TestE2EKilledApplyRecovers kills, to the helper test in a subprocess.
+// killArgsEnv passes the command line of the apply that is signalled to
+// TestE2EApplySubprocess, in a subprocess.
 const killArgsEnv = "SAFE_UPGRADE_E2E_KILL_ARGS"
 
-// TestE2EKilledApplyHelper is the process TestE2EKilledApplyRecovers kills
-// with SIGKILL; alone it does nothing.
-func TestE2EKilledApplyHelper(t *testing.T) {
+// TestE2EApplySubprocess is the apply that TestE2EKilledApplyRecovers kills
+// with SIGKILL and TestE2EInterruptedApplyRestores stops with SIGTERM; alone
+// it does nothing.
+func TestE2EApplySubprocess(t *testing.T) {
 	args := os.Getenv(killArgsEnv)
 	if args == "" {
 		t.Skip("run by TestE2EKilledApplyRecovers")
@@ -475,7 +477,61 @@ func TestE2EKilledApplyHelper(t *testing.T) {
 	var errOut bytes.Buffer
 	code := tool.Execute("helm-safe-upgrade", strings.Split(args, "\x1f"), tool.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut},
 		tool.BuildInfo{Version: "e2e", Commit: "test"})
-	t.Fatalf("the apply was not killed: exit %d\n%s", code, errOut.String())
+	// Interrupted (not killed): report without a test verdict of its own,
+	// which would read as a failure of the parent's test.
+	fmt.Printf("safe-upgrade: exit %d\n%s", code, errOut.String())
+	os.Exit(code)
+}
+
+// signalApplyWaitingOnHook starts an acknowledged StatefulSet recreate
+// with a pre-upgrade hook that never completes in a subprocess, sends it sig
+// once the StatefulSet is deleted and the hook waits, and returns what the
+// subprocess printed once it ended.
+func (e *e2e) signalApplyWaitingOnHook(t *testing.T, node string, sig os.Signal) string {
+	t.Helper()
+	cs := e.c.Clientset(t)
+	args := []string{e.name, e.chart, "--set", "node=" + node, "--set", "storage=2Gi", "--set", "hook=wait",
+		"--ack-all-destructive", "--timeout", "10m", "-n", e.ns, "--kubeconfig", e.c.Kubeconfig}
+	var childOut bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestE2EApplySubprocess$", "-test.v")
+	child.Env = append(os.Environ(), killArgsEnv+"="+strings.Join(args, "\x1f"))
+	child.Stdout, child.Stderr = &childOut, &childOut
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill() //nolint:errcheck // ended already when the test got that far
+	eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
+		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
+		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
+		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
+	})
+	if err := child.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	// Prefixed, so go test's output parser sees no test events in it.
+	out := "| " + strings.ReplaceAll(childOut.String(), "\n", "\n| ")
+	t.Logf("the apply, sent %s, printed:\n%s", sig, out)
+	return out
+}
+
+// TestE2EInterruptedApplyRestores: SIGTERM while Helm waits on a pre-upgrade
+// hook, the StatefulSet already deleted: the tool stops Helm, restores the
+// StatefulSet, and says so in its error and in helm history.
+func TestE2EInterruptedApplyRestores(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "db", "db")
+	node := e.node(t)
+	pods, claims := e.installDB(t, node)
+	out := e.signalApplyWaitingOnHook(t, node, syscall.SIGTERM)
+	want := "safe-upgrade deleted StatefulSet/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet/" + e.ns + "/db-db re-created with its previous spec"
+	if !strings.Contains(out, want) || !strings.Contains(out, "safe-upgrade: exit 1") {
+		t.Errorf("the interrupted apply did not exit 1 saying %q", want)
+	}
+	e.assertRestored(t, pods, claims)
+	if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, want) {
+		t.Errorf("revision 2 is %s %q, want failed naming the restore", status, desc)
+	}
 }
 
 // TestE2EKilledApplyRecovers: an apply is killed with SIGKILL while Helm
@@ -488,28 +544,7 @@ func TestE2EKilledApplyRecovers(t *testing.T) {
 	e := newE2E(t, "db", "db")
 	node := e.node(t)
 	pods, claims := e.installDB(t, node)
-	cs := e.c.Clientset(t)
-
-	args := []string{e.name, e.chart, "--set", "node=" + node, "--set", "storage=2Gi", "--set", "hook=wait",
-		"--ack-all-destructive", "--timeout", "10m", "-n", e.ns, "--kubeconfig", e.c.Kubeconfig}
-	var childOut bytes.Buffer
-	child := exec.Command(os.Args[0], "-test.run=^TestE2EKilledApplyHelper$", "-test.v")
-	child.Env = append(os.Environ(), killArgsEnv+"="+strings.Join(args, "\x1f"))
-	child.Stdout, child.Stderr = &childOut, &childOut
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill() //nolint:errcheck // already killed when the test got that far
-	eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
-		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
-		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
-		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
-	})
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	t.Logf("killed apply printed:\n%s", childOut.String())
+	e.signalApplyWaitingOnHook(t, node, syscall.SIGKILL)
 	if status, _ := e.revision(t, 2); status != "pending-upgrade" {
 		t.Fatalf("revision 2 is %s after the kill, want pending-upgrade", status)
 	}
