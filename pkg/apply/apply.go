@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -89,16 +91,28 @@ type Request struct {
 // is deleted with propagationPolicy=Orphan (its pods and PVCs stay and the
 // new StatefulSet adopts them), pod controllers with Foreground, anything
 // else with Background, and Apply waits (bounded by the timeout) until each
-// is gone; the upgrade then creates them. CustomResourceDefinitions and
-// Namespaces are never recreated (ErrRecreateRefused).
+// is gone; the upgrade then creates them. CustomResourceDefinitions,
+// Namespaces, PersistentVolumeClaims and PersistentVolumes are never
+// recreated (ErrRecreateRefused).
+//
+// Before the first delete Apply writes a journal (a Secret of type
+// JournalType in the release namespace) holding the live objects it
+// deletes, updated after each step and removed once the new revision is
+// deployed. Any failure after a delete (a delete or wait that fails, Helm's
+// error, a failing or timing-out hook, an --atomic rollback, a cancelled
+// ctx, a stale release) restores every deleted object from the journal with
+// its previous spec (so its orphaned pods and claims are adopted again);
+// the error, and the failed revision's description in `helm history`, say
+// what was deleted and what was restored. An apply killed mid-way leaves
+// the journal: CheckJournal then refuses every run and Recover resolves it.
+// Apply itself refuses to start while a journal is there (*JournalError).
 //
 // ctx is honoured until the first write: when it is done before, Apply
 // returns its error and nothing was written (a cancellation while Helm still
-// renders is caught when Helm stores the new revision). Once a recreate has
-// deleted an object, cancellation is no longer passed on, so that the
-// upgrade creates it again; the timeout still bounds everything. Otherwise
-// ctx goes to Helm's action, and once Helm's upgrade started its own failure
-// handling applies. When Helm's action fails after writing, the error is an
+// renders is caught when Helm stores the new revision). After a recreate
+// deleted an object, cancellation stops Helm's action and the deleted
+// objects are restored. Once Helm's upgrade started its own failure handling
+// applies. When Helm's action fails after writing, the error is an
 // *UpgradeError saying which state the release is in now.
 func Apply(ctx context.Context, req Request, out io.Writer) (*release.Release, error) {
 	return apply(ctx, req, out, func(action.RESTClientGetter) (*live.Cluster, error) {
@@ -142,33 +156,59 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 
 	var rec *recreator
 	var targets []*recreateTarget
+	var jr *journal
 	if len(req.Recreate) > 0 {
 		cluster, err := connect(req.Config.RESTClientGetter)
 		if err != nil {
 			return nil, fmt.Errorf("release %q: connecting for the recreate step: %w", name, err)
 		}
 		rec = &recreator{cluster: cluster, out: out, log: log, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
+		secrets := cluster.Dynamic.Resource(secretsGVR).Namespace(ns)
+		if left, err := readJournal(ctx, secrets, name); err != nil {
+			return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
+		} else if left != nil {
+			return nil, &JournalError{Name: name, Namespace: ns, journal: left}
+		}
 		if targets, err = rec.prepare(ctx, req.Recreate, next.Manifest); err != nil {
 			return nil, err
 		}
+		jr = newJournal(secrets, name, ns, next.Version, next.Manifest, targets)
 	}
 	if err := cancelled(); err != nil {
 		return nil, err
 	}
-	helmCtx := ctx
 	if len(targets) > 0 {
 		rec.announce(targets)
-		if err := rec.run(targets); err != nil {
-			return nil, err
+		if hooks := preUpgradeHooks(next.Hooks); hooks != "" && !req.Render.DisableHooks {
+			fmt.Fprintf(out, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", hooks)
 		}
-		helmCtx = context.WithoutCancel(ctx)
+	}
+	if jr != nil && len(jr.rec.Objects) > 0 {
+		// The journal is written before the first delete: from here on,
+		// every failure puts the deleted objects back (undo), and a kill
+		// leaves the journal for --recover.
+		if err := jr.save(ctx); err != nil {
+			return nil, fmt.Errorf("release %q: %w; nothing was deleted and the Helm upgrade was not started", name, err)
+		}
+		rec.journal = jr
+		err := rec.run(targets)
+		if err == nil {
+			jr.rec.Step = StepUpgrading
+			err = jr.save(context.WithoutCancel(ctx))
+		}
+		if err != nil {
+			line, _ := rec.undo(jr)
+			return nil, fmt.Errorf("%w; the Helm upgrade was not started; %s", err, line)
+		}
+	} else {
+		jr = nil
 	}
 
 	run := *req.Config
 	if run.Log == nil {
 		run.Log = log
 	}
-	store := &plannedStore{Driver: req.Config.Releases.Driver, ctx: helmCtx, next: next}
+	store := &plannedStore{Driver: req.Config.Releases.Driver, ctx: ctx, next: next}
 	run.Releases = &storage.Storage{Driver: store, MaxHistory: req.Config.Releases.MaxHistory, Log: req.Config.Releases.Log}
 	if run.Releases.Log == nil {
 		run.Releases.Log = log
@@ -176,35 +216,56 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	var rel *release.Release
 	var err error
 	if req.Rendered.Install {
-		rel, err = req.install(helmCtx, &run, store)
+		rel, err = req.install(ctx, &run, store)
 	} else {
-		rel, err = req.upgrade(helmCtx, &run, store)
+		rel, err = req.upgrade(ctx, &run, store)
 	}
 	if err == nil {
+		if jr != nil {
+			if err := jr.remove(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(out, "warning: revision %d is deployed but %v; run again with --recover to remove it\n", rel.Version, err)
+			}
+			rec.grow(context.WithoutCancel(ctx), targets)
+		}
 		return rel, nil
+	}
+	// Helm failed: put back what the recreate deleted, then say so.
+	line := ""
+	if jr != nil {
+		line, _ = rec.undo(jr)
 	}
 	var stale *StaleError
 	if errors.As(err, &stale) {
-		return nil, stale // from plannedStore: nothing was stored or applied
+		// From plannedStore: nothing was stored or applied by Helm.
+		if line != "" {
+			return nil, fmt.Errorf("%w; %s", stale, line)
+		}
+		return nil, stale
 	}
 	if !store.started() {
 		err = fmt.Errorf("release %q in namespace %s: Helm stopped before storing revision %d: %w", name, ns, next.Version, err)
-		if len(targets) > 0 {
-			err = fmt.Errorf("%w%s", err, notUpgraded(deletedRefs(targets)))
+		if line != "" {
+			err = fmt.Errorf("%w; %s", err, line)
 		}
 		return nil, err
 	}
-	return rel, failure(req.Config.Releases, name, ns, next.Version, err)
+	ue := failure(req.Config.Releases, name, ns, next.Version, err)
+	ue.Recreate = line
+	if line != "" {
+		describeFailure(req.Config.Releases, name, next.Version, line, log)
+	}
+	return rel, ue
 }
 
-func deletedRefs(targets []*recreateTarget) []string {
-	var out []string
-	for _, t := range targets {
-		if t.live != nil {
-			out = append(out, ref(t.id))
+// preUpgradeHooks names the pre-upgrade hooks, "" when there are none.
+func preUpgradeHooks(hooks []*release.Hook) string {
+	var names []string
+	for _, h := range hooks {
+		if slices.Contains(h.Events, release.HookPreUpgrade) {
+			names = append(names, h.Kind+"/"+h.Name)
 		}
 	}
-	return out
+	return strings.Join(names, ", ")
 }
 
 func (req *Request) validate() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -19,7 +20,6 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -389,6 +389,18 @@ func TestApplyRefuses(t *testing.T) {
 			wantErr:  []string{"Namespace/demo: recreate refused", "deletes everything inside it"},
 		},
 		{
+			name:     "PersistentVolumeClaim recreate, even acknowledged",
+			recreate: []plan.Change{recreateChange("", "PersistentVolumeClaim", relNS, "data")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"PersistentVolumeClaim/demo/data: recreate refused: safe-upgrade never deletes a volume"},
+		},
+		{
+			name:     "PersistentVolume recreate, even acknowledged",
+			recreate: []plan.Change{recreateChange("", "PersistentVolume", "", "pv-1")},
+			wantIs:   ErrRecreateRefused,
+			wantErr:  []string{"PersistentVolume/pv-1: recreate refused: safe-upgrade never deletes a volume"},
+		},
+		{
 			name: "unacknowledged recreate",
 			recreate: []plan.Change{func() plan.Change {
 				c := recreateChange("", "Service", relNS, "app-db")
@@ -537,20 +549,22 @@ func TestApplyReportsReleaseState(t *testing.T) {
 	}
 }
 
-// TestApplyRecreateCommits cancels once the recreate step deleted an object:
-// the upgrade still runs, so that it creates the object again.
-func TestApplyRecreateCommits(t *testing.T) {
+// TestApplyCancelledAfterDeleteRestores cancels (as SIGINT does) once the
+// recreate step deleted an object: Helm stores nothing, the object is put
+// back from the journal, and the error says what was deleted and restored.
+func TestApplyCancelledAfterDeleteRestores(t *testing.T) {
 	f := newFixture(t)
 	f.seed(t)
 	rendered := f.plan(t, render.Options{})
 	fc := newFakeCluster(t)
+	configMaps := fc.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(relNS)
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
 	cm.SetName("app-config")
 	cm.SetNamespace(relNS)
 	cm.SetUID("cm-uid")
-	configMaps := fc.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(relNS)
+	cm.SetLabels(map[string]string{"keep": "me"})
 	if _, err := configMaps.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -565,20 +579,121 @@ func TestApplyRecreateCommits(t *testing.T) {
 	req := f.request(t, rendered)
 	req.Recreate = []plan.Change{recreateChange("", "ConfigMap", relNS, "app-config")}
 	var out bytes.Buffer
-	rel, err := apply(ctx, req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
-	if err != nil {
-		t.Fatalf("apply: %v", err)
-	}
+	_, err := apply(ctx, req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
 	if ctx.Err() == nil {
 		t.Fatal("the recreate did not delete the ConfigMap")
 	}
-	if rel.Version != 2 || rel.Info.Status != release.StatusDeployed {
-		t.Errorf("release revision %d %s", rel.Version, rel.Info.Status)
+	for _, want := range []string{
+		"Helm stopped before storing revision 2", "context canceled",
+		"safe-upgrade deleted ConfigMap/demo/app-config for recreation; restored from the recreate journal: ConfigMap/demo/app-config re-created with its previous spec",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
 	}
-	if want := "ConfigMap/demo/app-config: recreated; running pods keep what they read at start, mounted files follow the new object\n"; out.String() != want {
-		t.Errorf("printed %q, want %q", out.String(), want)
+	got, gerr := configMaps.Get(context.Background(), "app-config", metav1.GetOptions{})
+	if gerr != nil || got.GetLabels()["keep"] != "me" {
+		t.Errorf("the ConfigMap was not restored as it was: %v %v", gerr, got)
 	}
-	if _, err := configMaps.Get(context.Background(), "app-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the ConfigMap was not deleted before the upgrade: %v", err)
+	if _, err := f.cfg.Releases.Get(relName, 2); err == nil {
+		t.Error("revision 2 was stored")
 	}
+	assertNoJournal(t, fc)
+}
+
+// TestApplyUpgradeFailsAfterRecreate: Helm fails after the recreate; the
+// object is restored, the journal removed, and both the error and the
+// failed revision's description (helm history) say so.
+func TestApplyUpgradeFailsAfterRecreate(t *testing.T) {
+	for _, atomic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("atomic=%v", atomic), func(t *testing.T) {
+			f := newFixture(t)
+			f.seed(t)
+			rendered := f.plan(t, render.Options{})
+			fc := newFakeCluster(t)
+			f.kube.updateErr = errors.New("pre-upgrade hooks failed: boom")
+			req := f.request(t, rendered)
+			req.Render.Atomic = atomic
+			req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
+			rendered.Next.Manifest += plannedObjects
+			var out bytes.Buffer
+			_, err := apply(context.Background(), req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+			var ue *UpgradeError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %v is not an *UpgradeError", err)
+			}
+			want := "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec"
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "boom") {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+			failed, gerr := f.cfg.Releases.Get(relName, 2)
+			if gerr != nil || failed.Info.Status != release.StatusFailed || !strings.Contains(failed.Info.Description, want) {
+				t.Errorf("revision 2: %v %+v", gerr, failed)
+			}
+			sts := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+			got, gerr := fc.client.Resource(sts).Namespace(relNS).Get(context.Background(), "app-db", metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatalf("the StatefulSet was not restored: %v", gerr)
+			}
+			if size, _, _ := unstructured.NestedSlice(got.Object, "spec", "volumeClaimTemplates"); fmt.Sprint(size) != "[map[metadata:map[name:data] spec:map[resources:map[requests:map[storage:1Gi]]]]]" {
+				t.Errorf("restored claim templates %v, want the old ones", size)
+			}
+			assertNoJournal(t, fc)
+		})
+	}
+}
+
+// TestApplyRefusesWithLeftoverJournal: an interrupted apply's journal
+// stops the next apply before anything is written.
+func TestApplyRefusesWithLeftoverJournal(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{})
+	fc := newFakeCluster(t)
+	writeJournal(t, fc, StepUpgrading, true)
+	req := f.request(t, rendered)
+	req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
+	rendered.Next.Manifest += plannedObjects
+	kube0, store0 := f.writes()
+	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+	var je *JournalError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet/demo/app-db") {
+		t.Fatalf("error %v, want a *JournalError naming --recover and the object", err)
+	}
+	if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 || len(fc.deletes) > 0 {
+		t.Errorf("writes: kube %d→%d, storage %d→%d, deletes %v", kube0, kube1, store0, store1, fc.deletes)
+	}
+}
+
+// TestApplyStaleAfterDeletesSaysSo: the release moves while the recreate
+// deletes (another upgrade lands): the apply is refused as stale, and the
+// error does not pretend nothing was written: it names the delete and the
+// restore.
+func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	rendered := f.plan(t, render.Options{})
+	rendered.Next.Manifest += plannedObjects
+	fc := newFakeCluster(t)
+	fc.client.PrependReactor("delete", "statefulsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if len(a.(clienttesting.DeleteActionImpl).DeleteOptions.DryRun) == 0 {
+			f.addRevision(t, release.StatusDeployed)
+		}
+		return false, nil, nil
+	})
+	req := f.request(t, rendered)
+	req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
+	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+	if !errors.Is(err, ErrStale) {
+		t.Fatalf("error %v is not stale", err)
+	}
+	msg := err.Error()
+	if strings.Contains(strings.ToLower(msg), "nothing was written") ||
+		!strings.Contains(msg, "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec") {
+		t.Errorf("error %q does not say what was deleted and restored", msg)
+	}
+	if !fc.exists(t, stsGVR, "app-db") {
+		t.Error("the StatefulSet was not restored")
+	}
+	assertNoJournal(t, fc)
 }

@@ -2,11 +2,17 @@ package apply_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +20,10 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,13 +33,19 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	tool "github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
-func TestMain(m *testing.M) { testcluster.Main(m) }
+func TestMain(m *testing.M) {
+	upgrade.InitProcess() // as main does: some tests run the tool in-process
+	testcluster.Main(m)
+}
 
 // e2e is one release in a fresh namespace of the real control plane.
 type e2e struct {
@@ -327,6 +343,383 @@ func TestE2ENoForceUnlessAsked(t *testing.T) {
 				t.Errorf("without Force, PUTs of release objects: %v", updates)
 			}
 			t.Logf("PUTs of release objects: %v", updates)
+		})
+	}
+}
+
+// tool runs the command in-process, as a user would, in the test's
+// namespace; it returns the exit code and stderr.
+func (e *e2e) tool(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append(args, "-n", e.ns, "--kubeconfig", e.c.Kubeconfig)
+	code := tool.Execute("helm-safe-upgrade", args, iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		tool.BuildInfo{Version: "e2e", Commit: "test"})
+	t.Logf("safe-upgrade %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
+	return code, errOut.String()
+}
+
+// node creates (once) a Node object for pods to be bound to, so the
+// pvc-protection controller holds their claims as in a real cluster.
+func (e *e2e) node(t *testing.T) string {
+	t.Helper()
+	const name = "apply-e2e-node"
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.c.Clientset(t).CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// assertNoJournal fails when the recreate journal of the release remains.
+func (e *e2e) assertNoJournal(t *testing.T) {
+	t.Helper()
+	_, err := e.c.Clientset(t).CoreV1().Secrets(e.ns).Get(t.Context(), apply.JournalName(e.name), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the recreate journal remains: %v", err)
+	}
+}
+
+// revision returns the status and description of a revision, as Helm's
+// history shows them.
+func (e *e2e) revision(t *testing.T, version int) (string, string) {
+	t.Helper()
+	var hist []struct {
+		Revision    int    `json:"revision"`
+		Status      string `json:"status"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal([]byte(e.c.Helm(t, "history", e.name, "-n", e.ns, "-o", "json")), &hist); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		if h.Revision == version {
+			return h.Status, h.Description
+		}
+	}
+	t.Fatalf("no revision %d in %+v", version, hist)
+	return "", ""
+}
+
+// installDB installs the db chart on a Node and waits for its 2 pods and
+// 2 claims; it returns their UIDs.
+func (e *e2e) installDB(t *testing.T, node string) (pods, claims map[string]types.UID) {
+	t.Helper()
+	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
+	eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
+		pods, claims = e.podsAndClaims(t, "app="+e.name+"-db")
+		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
+	})
+	return pods, claims
+}
+
+// assertRestored checks that the StatefulSet has its revision-1 spec and
+// that the same pods and claims are adopted by it.
+func (e *e2e) assertRestored(t *testing.T, pods, claims map[string]types.UID) {
+	t.Helper()
+	cs := e.c.Clientset(t)
+	sts, err := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), e.name+"-db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the StatefulSet is missing: %v", err)
+	}
+	if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String(); got != "1Gi" {
+		t.Errorf("claim template storage = %s, want revision 1's 1Gi", got)
+	}
+	eventually(t, "the pods adopted by the StatefulSet", func() (bool, string) {
+		pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + sts.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adopted := 0
+		for _, p := range pl.Items {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == sts.UID {
+				adopted++
+			}
+		}
+		return adopted == len(pods), fmt.Sprintf("%d of %d adopted", adopted, len(pods))
+	})
+	podsAfter, claimsAfter := e.podsAndClaims(t, "app="+sts.Name)
+	if fmt.Sprint(podsAfter) != fmt.Sprint(pods) || fmt.Sprint(claimsAfter) != fmt.Sprint(claims) {
+		t.Errorf("pods %v, claims %v; before: %v, %v", podsAfter, claimsAfter, pods, claims)
+	}
+	e.assertNoJournal(t)
+}
+
+// TestE2EFailedUpgradeRestoresStatefulSet: Helm fails after the
+// acknowledged orphan delete (a hook the server rejects, the same with
+// --atomic, a hook that times out); the StatefulSet is put back with its
+// revision-1 spec and adopts its pods and claims, and stderr and helm
+// history say what was deleted and restored.
+func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags []string
+	}{
+		{name: "hook rejected", flags: []string{"--set", "hook=reject"}},
+		// --atomic waits for readiness, which pods never reach here: a
+		// short timeout makes the rollback fail fast, after it created the
+		// StatefulSet again.
+		{name: "hook rejected, atomic", flags: []string{"--set", "hook=reject", "--atomic", "--timeout", "10s"}},
+		{name: "hook times out", flags: []string{"--set", "hook=wait", "--timeout", "8s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newE2E(t, "db", "db")
+			node := e.node(t)
+			pods, claims := e.installDB(t, node)
+			args := append([]string{e.name, e.chart, "--set", "node=" + node, "--set", "storage=2Gi", "--ack-all-destructive"}, tt.flags...)
+			code, stderr := e.tool(t, args...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			sts := "StatefulSet/" + e.ns + "/db-db"
+			want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
+			for _, w := range []string{want, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q", w)
+				}
+			}
+			e.assertRestored(t, pods, claims)
+			if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, want) {
+				t.Errorf("revision 2 is %s %q, want failed naming the restore", status, desc)
+			}
+		})
+	}
+}
+
+// killArgsEnv passes the command line of the apply that is signalled to
+// TestE2EApplySubprocess, in a subprocess.
+const killArgsEnv = "SAFE_UPGRADE_E2E_KILL_ARGS"
+
+// TestE2EApplySubprocess is the apply that TestE2EKilledApplyRecovers kills
+// with SIGKILL and TestE2EInterruptedApplyRestores stops with SIGTERM; alone
+// it does nothing.
+func TestE2EApplySubprocess(t *testing.T) {
+	args := os.Getenv(killArgsEnv)
+	if args == "" {
+		t.Skip("run by TestE2EKilledApplyRecovers")
+	}
+	var errOut bytes.Buffer
+	code := tool.Execute("helm-safe-upgrade", strings.Split(args, "\x1f"), iostreams.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut},
+		tool.BuildInfo{Version: "e2e", Commit: "test"})
+	// Interrupted (not killed): report without a test verdict of its own,
+	// which would read as a failure of the parent's test.
+	fmt.Printf("safe-upgrade: exit %d\n%s", code, errOut.String())
+	os.Exit(code)
+}
+
+// signalApplyWaitingOnHook starts an acknowledged StatefulSet recreate
+// with a pre-upgrade hook that never completes in a subprocess, sends it sig
+// once the StatefulSet is deleted and the hook waits, and returns what the
+// subprocess printed once it ended.
+func (e *e2e) signalApplyWaitingOnHook(t *testing.T, node string, sig os.Signal) string {
+	t.Helper()
+	cs := e.c.Clientset(t)
+	args := []string{e.name, e.chart, "--set", "node=" + node, "--set", "storage=2Gi", "--set", "hook=wait",
+		"--ack-all-destructive", "--timeout", "10m", "-n", e.ns, "--kubeconfig", e.c.Kubeconfig}
+	var childOut bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestE2EApplySubprocess$", "-test.v")
+	child.Env = append(os.Environ(), killArgsEnv+"="+strings.Join(args, "\x1f"))
+	child.Stdout, child.Stderr = &childOut, &childOut
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill() //nolint:errcheck // ended already when the test got that far
+	eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
+		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
+		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
+		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
+	})
+	if err := child.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	// Prefixed, so go test's output parser sees no test events in it.
+	out := "| " + strings.ReplaceAll(childOut.String(), "\n", "\n| ")
+	t.Logf("the apply, sent %s, printed:\n%s", sig, out)
+	return out
+}
+
+// TestE2EInterruptedApplyRestores: SIGTERM while Helm waits on a pre-upgrade
+// hook, the StatefulSet already deleted: the tool stops Helm, restores the
+// StatefulSet, and says so in its error and in helm history.
+func TestE2EInterruptedApplyRestores(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "db", "db")
+	node := e.node(t)
+	pods, claims := e.installDB(t, node)
+	out := e.signalApplyWaitingOnHook(t, node, syscall.SIGTERM)
+	want := "safe-upgrade deleted StatefulSet/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet/" + e.ns + "/db-db re-created with its previous spec"
+	if !strings.Contains(out, want) || !strings.Contains(out, "safe-upgrade: exit 1") {
+		t.Errorf("the interrupted apply did not exit 1 saying %q", want)
+	}
+	e.assertRestored(t, pods, claims)
+	if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, want) {
+		t.Errorf("revision 2 is %s %q, want failed naming the restore", status, desc)
+	}
+}
+
+// TestE2EKilledApplyRecovers: an apply is killed with SIGKILL while Helm
+// waits on a pre-upgrade hook that never completes, the StatefulSet already
+// deleted. The next plan exits 1 naming --recover; --recover puts the
+// StatefulSet back (pods and claims keep their UIDs) and marks the pending
+// revision failed; a plan then passes and an acknowledged apply succeeds.
+func TestE2EKilledApplyRecovers(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "db", "db")
+	node := e.node(t)
+	pods, claims := e.installDB(t, node)
+	e.signalApplyWaitingOnHook(t, node, syscall.SIGKILL)
+	if status, _ := e.revision(t, 2); status != "pending-upgrade" {
+		t.Fatalf("revision 2 is %s after the kill, want pending-upgrade", status)
+	}
+
+	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run")
+	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet/"+e.ns+"/db-db") {
+		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
+	}
+	code, stderr = e.tool(t, e.name, e.chart, "--recover")
+	if code != 0 || !strings.Contains(stderr, "re-created with its previous spec") || !strings.Contains(stderr, "Revision 2 was left pending-upgrade: marked failed") {
+		t.Fatalf("--recover: exit %d", code)
+	}
+	e.assertRestored(t, pods, claims)
+	if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, "interrupted") {
+		t.Errorf("revision 2 is %s %q, want failed, saying it was interrupted", status, desc)
+	}
+	if code, _ := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run"); code != 0 {
+		t.Errorf("plan after --recover: exit %d, want 0", code)
+	}
+	if code, _ := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "storage=2Gi", "--ack-all-destructive"); code != 0 {
+		t.Errorf("acknowledged apply after --recover: exit %d, want 0", code)
+	}
+	e.assertNoJournal(t)
+}
+
+// TestE2EClaimIsNeverRecreated: a claim whose storageClassName changes is
+// blocking (plan and --ack-all-destructive apply exit 2) and is left as it
+// is; removing the claim, annotated keep, from the chart leaves it in place.
+func TestE2EClaimIsNeverRecreated(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "app", "claim")
+	node := e.node(t)
+	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
+	cs := e.c.Clientset(t)
+	claim := func() *corev1.PersistentVolumeClaim {
+		t.Helper()
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), "app-data", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pvc
+	}
+	before := claim()
+	eventually(t, "the claim protected", func() (bool, string) {
+		fin := claim().Finalizers
+		return len(fin) > 0, fmt.Sprint(fin)
+	})
+
+	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "class=fast", "--dry-run")
+	want := "Refused: PersistentVolumeClaim/" + e.ns + "/app-data cannot be acknowledged"
+	if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "safe-upgrade never deletes a volume") {
+		t.Errorf("plan: exit %d, want 2 with %q and why", code, want)
+	}
+	if code, _ := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "class=fast", "--ack-all-destructive"); code != 2 {
+		t.Errorf("apply --ack-all-destructive: exit %d, want 2", code)
+	}
+	if after := claim(); after.UID != before.UID || after.DeletionTimestamp != nil || *after.Spec.StorageClassName != "standard" {
+		t.Errorf("claim after: uid %s (before %s), deletionTimestamp %v, class %s", after.UID, before.UID, after.DeletionTimestamp, *after.Spec.StorageClassName)
+	}
+
+	if code, _ := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "claim=false"); code != 0 {
+		t.Fatalf("removing the kept claim from the chart: exit %d, want 0", code)
+	}
+	if after := claim(); after.UID != before.UID || after.DeletionTimestamp != nil {
+		t.Errorf("kept claim after its removal from the chart: uid %s (before %s), deletionTimestamp %v", after.UID, before.UID, after.DeletionTimestamp)
+	}
+}
+
+// TestE2EGrowClaims: StatefulSet storage 1Gi → 2Gi with claims bound to
+// pre-created PersistentVolumes: after the acknowledged apply a bound claim
+// of an expandable StorageClass requests 2Gi; an unbound claim, or one of a
+// class that does not allow expansion, keeps 1Gi and the output says why.
+func TestE2EGrowClaims(t *testing.T) {
+	tests := []struct {
+		name         string
+		expand       bool
+		bound        int // claims bound to a pre-created volume, from ordinal 0
+		want0, want1 string
+		out          []string
+	}{
+		{name: "expandable", expand: true, bound: 1, want0: "2Gi", want1: "1Gi", out: []string{
+			"/data-db-db-0: request grown from 1Gi to 2Gi", "/data-db-db-1: keeps 1Gi, not grown to 2Gi: it is Pending, not Bound"}},
+		{name: "not expandable", bound: 2, want0: "1Gi", want1: "1Gi", out: []string{
+			"/data-db-db-0: keeps 1Gi, not grown to 2Gi: its StorageClass", "does not allow volume expansion"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newE2E(t, "db", "db")
+			cs := e.c.Clientset(t)
+			class := e.ns // StorageClasses and volumes are cluster-wide: named after the namespace
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner", AllowVolumeExpansion: &tt.expand}
+			if _, err := cs.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+			})
+			for i := 0; i < tt.bound; i++ {
+				pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", class, i)}, Spec: corev1.PersistentVolumeSpec{
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: k8sresource.MustParse("1Gi")},
+					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName:              class,
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + class}},
+					ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: fmt.Sprintf("data-db-db-%d", i)},
+				}}
+				if _, err := cs.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+				})
+			}
+			e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "class="+class)
+			request := func(i int) (string, corev1.PersistentVolumeClaimPhase) {
+				pvc, err := cs.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), fmt.Sprintf("data-db-db-%d", i), metav1.GetOptions{})
+				if err != nil {
+					return err.Error(), ""
+				}
+				return pvc.Spec.Resources.Requests.Storage().String(), pvc.Status.Phase
+			}
+			eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
+				var phases []string
+				n := 0
+				for i := 0; i < 2; i++ {
+					_, p := request(i)
+					phases = append(phases, string(p))
+					if p == corev1.ClaimBound {
+						n++
+					}
+				}
+				return n == tt.bound, fmt.Sprint(phases)
+			})
+			code, stderr := e.tool(t, e.name, e.chart, "--set", "class="+class, "--set", "storage=2Gi", "--ack-all-destructive")
+			if code != 0 {
+				t.Fatalf("exit %d, want 0", code)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not say %q", want)
+				}
+			}
+			if got0, _ := request(0); got0 != tt.want0 {
+				t.Errorf("data-db-db-0 requests %s, want %s", got0, tt.want0)
+			}
+			if got1, _ := request(1); got1 != tt.want1 {
+				t.Errorf("data-db-db-1 requests %s, want %s", got1, tt.want1)
+			}
 		})
 	}
 }

@@ -50,6 +50,8 @@ func refuseRecreate(changes []plan.Change, install bool) error {
 		switch {
 		case c.ID.Group == "apiextensions.k8s.io" && c.ID.Kind == "CustomResourceDefinition":
 			why = "deleting a CustomResourceDefinition deletes every custom resource of its kind in the cluster; change the CRD in a way the API server accepts, or migrate its resources by hand"
+		case c.ID.Group == "" && (c.ID.Kind == "PersistentVolumeClaim" || c.ID.Kind == "PersistentVolume"):
+			why = "safe-upgrade never deletes a volume (its data would be lost or the claim left Terminating while a pod uses it); keep the old spec, or migrate the data to a new claim by hand"
 		case c.ID.Group == "" && c.ID.Kind == "Namespace":
 			why = "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"
 		case install:
@@ -85,6 +87,8 @@ type recreator struct {
 	// timeout bounds deleting and waiting for all objects to be gone; poll
 	// is the interval of the wait.
 	timeout, poll time.Duration
+	// journal, when set, is written after each delete.
+	journal *journal
 }
 
 // recreateTarget is one object to recreate.
@@ -187,7 +191,6 @@ func (r *recreator) announce(targets []*recreateTarget) {
 func (r *recreator) run(targets []*recreateTarget) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	var deleted []string
 	for _, t := range targets {
 		if t.live == nil {
 			continue
@@ -195,27 +198,67 @@ func (r *recreator) run(targets []*recreateTarget) error {
 		r.log("deleting %s (propagation %s) for recreation", ref(t.id), t.policy)
 		err := t.res.Delete(ctx, t.id.Name, r.deleteOptions(t, nil))
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s: deleting it for recreation: %w%s", ref(t.id), err, notUpgraded(deleted))
+			return fmt.Errorf("%s: deleting it for recreation: %w", ref(t.id), err)
 		}
-		deleted = append(deleted, ref(t.id))
+		r.deleted(ctx, t)
 	}
 	for _, t := range targets {
 		if t.live == nil {
 			continue
 		}
 		if err := r.waitGone(ctx, t); err != nil {
-			return fmt.Errorf("%s: %w%s", ref(t.id), err, notUpgraded(deleted))
+			return fmt.Errorf("%s: %w", ref(t.id), err)
 		}
 	}
 	return nil
 }
 
-// notUpgraded explains the state after a failed recreate.
-func notUpgraded(deleted []string) string {
-	if len(deleted) == 0 {
-		return "; nothing was deleted and the Helm upgrade was not started"
+// deleted marks t deleted in the journal. A journal that cannot be updated
+// still names t: restore looks at the cluster, not at the mark.
+func (r *recreator) deleted(ctx context.Context, t *recreateTarget) {
+	if r.journal == nil {
+		return
 	}
-	return fmt.Sprintf("; deleted for recreation: %s; the Helm upgrade was not started: apply again to create them", strings.Join(deleted, ", "))
+	for i := range r.journal.rec.Objects {
+		if o := &r.journal.rec.Objects[i]; o.UID == t.live.GetUID() {
+			o.Deleted = true
+		}
+	}
+	if err := r.journal.save(ctx); err != nil {
+		r.log("warning: %v", err)
+	}
+}
+
+// undo restores what the journal holds after a failure and, when all is
+// back, removes the journal. It returns the line that says what was
+// deleted and what was restored, for the error and the release history.
+func (r *recreator) undo(j *journal) (string, error) {
+	ctx := context.Background()
+	var deleted []string
+	for i := range j.rec.Objects {
+		if j.rec.Objects[i].Deleted {
+			deleted = append(deleted, j.rec.Objects[i].ref())
+		}
+	}
+	line := "safe-upgrade deleted nothing"
+	if len(deleted) > 0 {
+		line = "safe-upgrade deleted " + strings.Join(deleted, ", ") + " for recreation"
+	}
+	j.rec.Step = StepRestoring
+	if err := j.save(ctx); err != nil {
+		r.log("warning: %v", err)
+	}
+	restored, err := j.restore(ctx, r.cluster, r.poll, r.timeout)
+	if restored != "" {
+		line += "; " + restored
+	}
+	if err == nil {
+		err = j.remove(ctx)
+	}
+	if err != nil {
+		line += "; " + err.Error()
+	}
+	return line, err
 }
 
 // waitGone polls until the object with the live UID no longer exists.
@@ -339,7 +382,11 @@ func (r *recreator) statefulSetImpact(ctx context.Context, t *recreateTarget) (s
 	if kept < claims {
 		msg += fmt.Sprintf("; %s of claim templates the new StatefulSet does not have stay unused", plural(claims-kept, "PVC"))
 	}
-	return msg + " (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on)", nil
+	msg += " (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on"
+	if len(grownTemplates(t)) > 0 {
+		msg += "; after the upgrade, the existing claims of templates that request more storage are grown where bound and their StorageClass allows expansion"
+	}
+	return msg + ")", nil
 }
 
 // plural says "1 pod", "2 pods".

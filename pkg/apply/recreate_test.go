@@ -239,7 +239,7 @@ func TestRecreate(t *testing.T) {
 			change:     recreateChange("apps", "StatefulSet", "demo", "app-db"),
 			gvr:        schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
 			wantPolicy: metav1.DeletePropagationOrphan,
-			wantOut:    "StatefulSet/demo/app-db: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on)\n",
+			wantOut:    "StatefulSet/demo/app-db: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet (existing PVCs keep their spec: volumeClaimTemplates shape only claims created from now on; after the upgrade, the existing claims of templates that request more storage are grown where bound and their StorageClass allows expansion)\n",
 		},
 		{
 			name:       "Deployment deletes its pods first",
@@ -359,7 +359,7 @@ func TestRecreateFails(t *testing.T) {
 			change:  recreateChange("apps", "StatefulSet", "demo", "app-db"),
 			setup:   func(fc *fakeCluster) { fc.stuck = true },
 			stage:   "run",
-			wantErr: "StatefulSet/demo/app-db: still present 300ms after deleting it (finalizers []); deleted for recreation: StatefulSet/demo/app-db; the Helm upgrade was not started: apply again to create them",
+			wantErr: "StatefulSet/demo/app-db: still present 300ms after deleting it (finalizers [])",
 		},
 	}
 	for _, tt := range tests {

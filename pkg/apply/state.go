@@ -3,6 +3,7 @@ package apply
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -15,7 +16,9 @@ import (
 var ErrStale = errors.New("the plan is stale")
 
 // StaleError says that the release moved since the plan: another install,
-// upgrade, rollback or uninstall happened in between. Nothing was written.
+// upgrade, rollback or uninstall happened in between. Helm wrote nothing;
+// when the recreate step had deleted objects already, Apply wraps it in an
+// error that names them and their restore.
 type StaleError struct {
 	Name, Namespace string
 	// Planned is the last revision when the plan was made (0: none), and
@@ -62,9 +65,33 @@ type UpgradeError struct {
 	ReadErr error
 	// Err is Helm's error.
 	Err error
+	// Recreate says what the recreate step deleted and what was restored
+	// after the failure ("" when nothing was recreated).
+	Recreate string
+}
+
+// JournalError says that an earlier apply of the release was interrupted
+// after deleting objects for recreation: its journal is still there, and
+// nothing may be planned or applied until --recover resolved it.
+type JournalError struct {
+	Name, Namespace string
+	journal         *journal
+}
+
+func (e *JournalError) Error() string {
+	return fmt.Sprintf("release %q in namespace %s: %s; nothing was planned or written: run this command again with --recover to restore them and settle the release",
+		e.Name, e.Namespace, e.journal.describe())
 }
 
 func (e *UpgradeError) Error() string {
+	msg := e.state()
+	if e.Recreate != "" {
+		msg += "; " + e.Recreate
+	}
+	return msg
+}
+
+func (e *UpgradeError) state() string {
 	msg := fmt.Sprintf("release %q in namespace %s: applying revision %d failed: %v", e.Name, e.Namespace, e.Attempted, e.Err)
 	switch {
 	case e.ReadErr != nil:
@@ -126,4 +153,18 @@ func failure(store *storage.Storage, name, ns string, attempted int, err error) 
 		ue.Last, ue.LastStatus = hist[0].Version, hist[0].Info.Status
 	}
 	return ue
+}
+
+// describeFailure adds line to the description of the failed revision, so
+// `helm history` says what the recreate deleted and restored, not only
+// Helm's error.
+func describeFailure(store *storage.Storage, name string, version int, line string, log func(string, ...interface{})) {
+	rel, err := store.Get(name, version)
+	if err == nil {
+		rel.Info.Description = strings.TrimSpace(rel.Info.Description + " (" + line + ")")
+		err = store.Update(rel)
+	}
+	if err != nil {
+		log("warning: adding the restore to the description of revision %d: %v", version, err)
+	}
 }

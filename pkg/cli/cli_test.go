@@ -85,7 +85,8 @@ func TestBadInput(t *testing.T) {
 		{"bad ack", []string{"demo", demo, "--ack", "StatefulSet"}, []string{"--ack", "StatefulSet"}},
 		{"missing ack file", []string{"demo", demo, "--ack-file", "/no/acks.yaml"}, []string{"/no/acks.yaml"}},
 		{"offline without base", []string{"demo", demo, "--offline"}, []string{"--from-chart", "--from-manifest"}},
-		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"127.0.0.1:1"}},
+		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
+		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

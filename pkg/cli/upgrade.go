@@ -31,6 +31,8 @@ type UpgradeOptions struct {
 	PlanOut          string
 	PlanIn           string
 	PlanMaxAge       time.Duration
+	// Recover settles the journal an interrupted apply left.
+	Recover bool
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
 	Offline bool
@@ -69,6 +71,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&o.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
+	fs.BoolVar(&o.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 }
 
@@ -115,6 +118,9 @@ func (o *UpgradeOptions) Validate() error {
 	if o.PlanIn != "" && o.DryRun {
 		return errors.New("--plan applies a saved plan; it cannot be used with --dry-run")
 	}
+	if o.Recover && (o.DryRun || o.PlanIn != "" || o.PlanOut != "") {
+		return errors.New("--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out")
+	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
 	}
@@ -123,6 +129,9 @@ func (o *UpgradeOptions) Validate() error {
 
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
+	if o.Recover {
+		return o.Config.Recover(ctx, o.Request.ReleaseName, o.Render)
+	}
 	planned, err := o.plan(ctx)
 	if err != nil {
 		return err

@@ -160,6 +160,15 @@ var destructiveDeletes = map[schema.GroupKind]string{
 	{Group: "apps", Kind: "StatefulSet"}:                              "deleting a StatefulSet stops all its pods at once",
 }
 
+// volumeRecreate explains, per kind, why a recreate-required volume blocks
+// and how to migrate instead.
+var volumeRecreate = map[string]string{
+	"PersistentVolumeClaim": "safe-upgrade never deletes a volume, so this claim cannot be recreated (a new claim binds a new, empty volume and the old one is released: with reclaimPolicy Delete its data is gone); " +
+		"to migrate, keep the old spec in the chart, or create a claim under a new name with the new spec, copy the data, move the workload to it, then remove the old claim",
+	"PersistentVolume": "safe-upgrade never deletes a volume, so this PersistentVolume cannot be recreated (the deletion releases its claim and, with reclaimPolicy Delete, the storage); " +
+		"to migrate, set reclaimPolicy Retain, create a PersistentVolume under a new name with the new spec pointing at the same storage, rebind the claim to it, then remove the old one",
+}
+
 func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
@@ -176,7 +185,9 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
 	msg, destructive := destructiveDeletes[gk]
-	if !destructive {
+	if destructive {
+		msg = "removed from the chart: Helm deletes it (no helm.sh/resource-policy: keep); " + msg
+	} else {
 		msg = "removed from the chart: Helm deletes it"
 	}
 	c.Destructive = destructive
@@ -264,6 +275,15 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	c.Class, c.Reasons, c.Rollout = v.Class, v.Reasons, v.Rollout
 	c.Destructive = v.Class == plan.ClassRecreateRequired || v.Class == plan.ClassInvalid
 	c.Blocking = v.Class == plan.ClassInvalid
+	if why, ok := volumeRecreate[c.ID.Kind]; ok && c.ID.Group == "" && v.Class == plan.ClassRecreateRequired {
+		// Never acknowledgeable: the tool does not delete volumes.
+		c.Blocking = true
+		path := "spec"
+		if len(c.Reasons) > 0 {
+			path = c.Reasons[0].Path
+		}
+		c.Reasons = append([]plan.Reason{{Path: path, Message: why, Source: plan.SourceCatalogue}}, c.Reasons...)
+	}
 	after := predicted
 	if after == nil {
 		after = u.Backfill()

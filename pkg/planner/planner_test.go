@@ -43,16 +43,19 @@ func TestOfflinePlan(t *testing.T) {
 		object      string
 		action      plan.Action
 		destructive bool
+		blocking    bool
 		reason      string
 	}{
 		{name: "pvc dropped from the chart", base: pvc("data", ""), head: "", object: "data",
-			action: plan.ActionDelete, destructive: true, reason: "deletes its volume's data"},
+			action: plan.ActionDelete, destructive: true, reason: "Helm deletes it (no helm.sh/resource-policy: keep); deleting a PersistentVolumeClaim deletes its volume's data"},
 		{name: "kept by resource policy", base: pvc("data", "helm.sh/resource-policy: keep"), head: "", object: "data",
 			action: plan.ActionNoop, reason: "kept (helm.sh/resource-policy: keep)"},
 		{name: "renamed claim: the new one is destructive too", base: pvc("data", ""), head: pvc("data-v2", ""), object: "data-v2",
 			action: plan.ActionCreate, destructive: true, reason: "looks like a rename of data to data-v2"},
 		{name: "unrelated new claim is a plain create", base: pvc("data", ""), head: pvc("data", "") + strings.Replace(pvc("cache", ""), "fast", "slow", 1),
 			object: "cache", action: plan.ActionCreate},
+		{name: "a recreate-required claim blocks", base: pvc("data", ""), head: strings.Replace(pvc("data", ""), "fast", "slow", 1), object: "data",
+			action: plan.ActionUpdate, destructive: true, blocking: true, reason: "safe-upgrade never deletes a volume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,10 +73,14 @@ func TestOfflinePlan(t *testing.T) {
 				if c.ID.Name != tt.object {
 					continue
 				}
-				if c.Action != tt.action || c.Destructive != tt.destructive {
-					t.Fatalf("%s: action %s destructive %v, want %s %v", c.ID, c.Action, c.Destructive, tt.action, tt.destructive)
+				if c.Action != tt.action || c.Destructive != tt.destructive || c.Blocking != tt.blocking {
+					t.Fatalf("%s: action %s destructive %v blocking %v, want %s %v %v", c.ID, c.Action, c.Destructive, c.Blocking, tt.action, tt.destructive, tt.blocking)
 				}
-				if tt.reason != "" && (len(c.Reasons) == 0 || !strings.Contains(c.Reasons[len(c.Reasons)-1].Message, tt.reason)) {
+				reason := len(c.Reasons) - 1
+				if tt.blocking {
+					reason = 0 // the gate shows the first reason
+				}
+				if tt.reason != "" && (len(c.Reasons) == 0 || !strings.Contains(c.Reasons[reason].Message, tt.reason)) {
 					t.Fatalf("%s: reasons %+v, want one saying %q", c.ID, c.Reasons, tt.reason)
 				}
 				return

@@ -7,6 +7,7 @@
 //	offline.go  PlanOffline: compare a base with a head render, no cluster
 //	saved.go    SavePlan, LoadPlan and the staleness checks of --plan
 //	apply.go    Apply: hand exactly the reviewed render to Helm
+//	recover.go  Recover: settle what an interrupted apply left
 //
 // The command layer (pkg/cli) parses flags into these actions' requests; it
 // never builds a client or reads the release storage itself.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -40,6 +41,11 @@ type Planned struct {
 // cluster. It sends no write but dry-run requests.
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err := c.Connect(ctx); err != nil {
+		return nil, err
+	}
+	// An interrupted apply's deleted objects come back (--recover) before
+	// anything is planned against a cluster missing them.
+	if err := apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace); err != nil {
 		return nil, err
 	}
 	if req.Saved != nil {

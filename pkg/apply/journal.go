@@ -1,0 +1,323 @@
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+)
+
+// The write-ahead journal of a recreate: a Secret in the release namespace,
+// written before the first delete, holding every live object the recreate
+// deletes (as it was, minus what the server sets), so that a failure or a
+// kill at any later point can put them back.
+const (
+	// JournalType is the Secret type of a journal.
+	JournalType = "helm-safe-upgrade.io/journal"
+	// JournalReleaseLabel labels a journal with its release's name.
+	JournalReleaseLabel = "helm-safe-upgrade.io/release"
+	journalKey          = "journal.json"
+	journalManagedBy    = "helm-safe-upgrade"
+)
+
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// JournalName is the name of the journal Secret of a release.
+func JournalName(release string) string { return "safe-upgrade-journal." + release }
+
+// Step is how far an apply with recreates got.
+type Step string
+
+// Steps, in order. The journal is removed once the revision is deployed.
+const (
+	// StepDeleting: written before the first delete; each object is marked
+	// Deleted once its delete was accepted.
+	StepDeleting Step = "deleting"
+	// StepUpgrading: every object is gone; Helm's upgrade runs.
+	StepUpgrading Step = "upgrading"
+	// StepRestoring: the apply failed; the objects are being put back.
+	StepRestoring Step = "restoring"
+)
+
+// journalObject is one object the recreate deletes.
+type journalObject struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+	// Deleted is set once the delete was accepted (a kill between the
+	// delete and this mark leaves it false: restore looks at the cluster).
+	Deleted bool `json:"deleted"`
+	// Object is the live object as it was, ready to be created again.
+	Object map[string]interface{} `json:"object"`
+}
+
+func (o *journalObject) ref() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// journalRecord is what the journal Secret holds.
+type journalRecord struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	// Revision is the revision the apply creates; ManifestDigest the
+	// sha256 of its planned manifest.
+	Revision       int             `json:"revision"`
+	ManifestDigest string          `json:"manifestDigest"`
+	Step           Step            `json:"step"`
+	Started        time.Time       `json:"started"`
+	Objects        []journalObject `json:"objects"`
+}
+
+// journal is the journal Secret of one release.
+type journal struct {
+	secrets dynamic.ResourceInterface
+	rec     journalRecord
+	// written is set once the Secret exists.
+	written bool
+}
+
+func manifestDigest(m string) string {
+	sum := sha256.Sum256([]byte(m))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// newJournal records the live objects of targets; nothing is written yet.
+func newJournal(secrets dynamic.ResourceInterface, release, namespace string, revision int, manifest string, targets []*recreateTarget) *journal {
+	j := &journal{secrets: secrets, rec: journalRecord{Release: release, Namespace: namespace, Revision: revision,
+		ManifestDigest: manifestDigest(manifest), Step: StepDeleting, Started: time.Now().UTC().Truncate(time.Second)}}
+	for _, t := range targets {
+		if t.live == nil {
+			continue
+		}
+		j.rec.Objects = append(j.rec.Objects, journalObject{APIVersion: t.live.GetAPIVersion(), Kind: t.live.GetKind(),
+			Namespace: t.live.GetNamespace(), Name: t.live.GetName(), UID: t.live.GetUID(), Object: restorable(t.live)})
+	}
+	return j
+}
+
+// restorable is obj without what the API server sets or refuses on create.
+// Owner references, labels, annotations, finalizers and the whole spec are
+// kept, so the restored object is the old one and adopts what it orphaned.
+func restorable(obj *unstructured.Unstructured) map[string]interface{} {
+	c := obj.DeepCopy()
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+		"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(c.Object, "status")
+	var fin []string
+	for _, f := range c.GetFinalizers() {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			fin = append(fin, f)
+		}
+	}
+	c.SetFinalizers(fin)
+	if c.GetKind() == "Job" && c.GroupVersionKind().Group == "batch" {
+		if manual, _, _ := unstructured.NestedBool(c.Object, "spec", "manualSelector"); !manual {
+			// The server generates the selector and these labels from the
+			// new Job's UID; the old ones would not validate.
+			unstructured.RemoveNestedField(c.Object, "spec", "selector")
+			for _, path := range [][]string{{"metadata", "labels"}, {"spec", "template", "metadata", "labels"}} {
+				for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+					unstructured.RemoveNestedField(c.Object, append(path, l)...)
+				}
+			}
+		}
+	}
+	return c.Object
+}
+
+// save writes the journal (creates it the first time).
+func (j *journal) save(ctx context.Context) error {
+	data, err := json.Marshal(j.rec)
+	if err != nil {
+		return err
+	}
+	s := &unstructured.Unstructured{}
+	s.SetAPIVersion("v1")
+	s.SetKind("Secret")
+	s.SetName(JournalName(j.rec.Release))
+	s.SetNamespace(j.rec.Namespace)
+	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, "app.kubernetes.io/managed-by": journalManagedBy})
+	s.Object["type"] = JournalType
+	s.Object["stringData"] = map[string]interface{}{journalKey: string(data)}
+	if !j.written {
+		if _, err := j.secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("writing the recreate journal Secret %s/%s: %w", j.rec.Namespace, s.GetName(), err)
+		}
+		j.written = true
+		return nil
+	}
+	if _, err := j.secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating the recreate journal Secret %s/%s (step %s): %w", j.rec.Namespace, s.GetName(), j.rec.Step, err)
+	}
+	return nil
+}
+
+// remove deletes the journal Secret.
+func (j *journal) remove(ctx context.Context) error {
+	err := j.secrets.Delete(ctx, JournalName(j.rec.Release), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the recreate journal Secret %s/%s: %w", j.rec.Namespace, JournalName(j.rec.Release), err)
+	}
+	j.written = false
+	return nil
+}
+
+// readJournal returns the journal of release, nil when there is none.
+func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release string) (*journal, error) {
+	s, err := secrets.Get(ctx, JournalName(release), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the recreate journal Secret %s: %w", JournalName(release), err)
+	}
+	if t, _, _ := unstructured.NestedString(s.Object, "type"); t != JournalType {
+		return nil, fmt.Errorf("Secret %s/%s is not a recreate journal (type %q)", s.GetNamespace(), s.GetName(), t)
+	}
+	raw, _, _ := unstructured.NestedString(s.Object, "data", journalKey)
+	var data []byte
+	if raw != "" {
+		if data, err = base64.StdEncoding.DecodeString(raw); err != nil {
+			return nil, fmt.Errorf("Secret %s/%s: %w", s.GetNamespace(), s.GetName(), err)
+		}
+	} else { // a fake client keeps stringData as written
+		str, _, _ := unstructured.NestedString(s.Object, "stringData", journalKey)
+		data = []byte(str)
+	}
+	j := &journal{secrets: secrets, written: true}
+	if err := json.Unmarshal(data, &j.rec); err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: decoding the journal: %w", s.GetNamespace(), s.GetName(), err)
+	}
+	return j, nil
+}
+
+// refs names the journal's objects.
+func (j *journal) refs() string {
+	var out []string
+	for i := range j.rec.Objects {
+		out = append(out, j.rec.Objects[i].ref())
+	}
+	return strings.Join(out, ", ")
+}
+
+// describe says what an interrupted apply left, for users.
+func (j *journal) describe() string {
+	return fmt.Sprintf("an apply of revision %d started %s was interrupted at step %q; the recreate journal (Secret %s/%s) holds %s, deleted or about to be deleted for recreation",
+		j.rec.Revision, j.rec.Started.Format(time.RFC3339), j.rec.Step, j.rec.Namespace, JournalName(j.rec.Release), j.refs())
+}
+
+// restore puts back every journal object that is not in the cluster any
+// more, with its old spec (its orphaned pods and claims are adopted again),
+// and says, per object, what it did. An object still there with its old UID
+// was not deleted (or its deletion is still finishing: restore waits for it
+// up to timeout); one there with another UID was created since (by Helm's
+// upgrade or its --atomic rollback) and is left as it is. The error lists
+// the objects it could not restore.
+func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var done, failed []string
+	for i := range j.rec.Objects {
+		o := &j.rec.Objects[i]
+		what, err := restoreOne(ctx, cluster, o, poll)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", o.ref(), err))
+			continue
+		}
+		done = append(done, o.ref()+" "+what)
+	}
+	msg := "restored from the recreate journal: " + strings.Join(done, "; ")
+	if len(done) == 0 {
+		msg = ""
+	}
+	if len(failed) > 0 {
+		return msg, fmt.Errorf("could not restore %s; the journal Secret %s/%s is kept: run again with --recover",
+			strings.Join(failed, "; "), j.rec.Namespace, JournalName(j.rec.Release))
+	}
+	return msg, nil
+}
+
+func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, poll time.Duration) (string, error) {
+	gvk := schema.FromAPIVersionAndKind(o.APIVersion, o.Kind)
+	res, _, err := cluster.Resource(gvk, o.Namespace)
+	if err != nil {
+		return "", err
+	}
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
+		switch {
+		case err == nil && cur.GetUID() != o.UID:
+			return fmt.Sprintf("was created again since, by Helm's upgrade or rollback (uid %s), left as it is", cur.GetUID()), nil
+		case err == nil && cur.GetDeletionTimestamp() == nil:
+			return "was not deleted", nil
+		case apierrors.IsNotFound(err):
+			created, err := res.Create(ctx, &unstructured.Unstructured{Object: o.Object}, metav1.CreateOptions{})
+			note := ""
+			if apierrors.IsInvalid(err) && o.Kind == "Service" && o.APIVersion == "v1" {
+				// Its cluster IP or node ports were taken meanwhile: let
+				// the server allocate new ones.
+				obj := withoutAllocations(o.Object)
+				created, err = res.Create(ctx, obj, metav1.CreateOptions{})
+				note = ", with a new cluster IP and node ports (the old ones were taken)"
+			}
+			if apierrors.IsAlreadyExists(err) {
+				continue // created meanwhile: look again
+			}
+			if err != nil {
+				return "", fmt.Errorf("creating it again: %w", err)
+			}
+			return fmt.Sprintf("re-created with its previous spec%s (uid %s)", note, created.GetUID()), nil
+		case err != nil && ctx.Err() == nil:
+			return "", fmt.Errorf("reading it: %w", err)
+		}
+		// Its deletion is still finishing (finalizers): wait.
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("still being deleted, not re-created: %w", ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// withoutAllocations is a Service without the cluster IPs (unless headless)
+// and node ports the server allocated to the old one.
+func withoutAllocations(svc map[string]interface{}) *unstructured.Unstructured {
+	u := (&unstructured.Unstructured{Object: svc}).DeepCopy()
+	if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" {
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
+	}
+	unstructured.RemoveNestedField(u.Object, "spec", "healthCheckNodePort")
+	ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+	for _, p := range ports {
+		if m, ok := p.(map[string]interface{}); ok {
+			delete(m, "nodePort")
+		}
+	}
+	if ports != nil {
+		_ = unstructured.SetNestedSlice(u.Object, ports, "spec", "ports")
+	}
+	return u
+}
