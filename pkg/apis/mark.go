@@ -69,7 +69,7 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 		s := check(o.GVK)
 		switch {
 		case s.Removed:
-			invalid(c, plan.Reason{Path: "apiVersion", Message: s.Message + ": Helm's upgrade fails on this object", Source: s.Source})
+			invalid(c, plan.Reason{Path: "apiVersion", Message: s.Message + "; Helm's upgrade fails on it", Source: s.Source})
 		case s.Deprecated:
 			c.Notes = append(c.Notes, "deprecated API: "+s.Message)
 		}
