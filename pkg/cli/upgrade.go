@@ -17,9 +17,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -157,6 +159,9 @@ func (o *UpgradeOptions) Validate() error {
 		}
 	} else if o.FromChart != "" || o.FromManifest != "" || len(o.FromValues) > 0 {
 		return errors.New("--from-chart, --from-values and --from-manifest need --offline")
+	}
+	if !o.Offline && (o.Render.KubeVersion != "" || len(o.Render.APIVersions) > 0) {
+		return errors.New("--kube-version and --api-versions need --offline; against a cluster, the cluster's own are used")
 	}
 	if len(o.FromValues) > 0 && o.FromChart == "" {
 		return errors.New("--from-values needs --from-chart")
@@ -440,31 +445,31 @@ func unmoved(saved *plan.Saved, p *plan.Plan) error {
 // offlinePlan compares the base (a chart render or a manifest file) with the
 // head render; nothing reaches a cluster.
 func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*planned, error) {
-	headOpts := o.Render
-	headOpts.Install = true
-	head, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.ChartRef, headOpts)
+	// issue 11: target version, head rendered as an upgrade of the base, removed APIs.
+	target, err := o.Render.OfflineTarget()
 	if err != nil {
-		return nil, fmt.Errorf("head chart %s: %w", o.ChartRef, err)
+		return nil, err
 	}
-	in := plannerInput(head)
-	in.Release.Install = false
+	base := render.Base{Chart: o.FromChart, Values: o.FromValues}
+	prevName := "base chart " + o.FromChart
 	if o.FromManifest != "" {
 		data, err := os.ReadFile(o.FromManifest)
 		if err != nil {
 			return nil, fmt.Errorf("--from-manifest: %w", err)
 		}
-		in.PreviousManifest, in.PreviousName = string(data), "--from-manifest "+o.FromManifest
-	} else {
-		baseOpts := render.Options{Namespace: o.Namespace, Install: true}
-		baseOpts.Values.ValueFiles = o.FromValues
-		base, err := render.Render(ctx, render.NewOfflineConfiguration(), o.Settings, o.ReleaseName, o.FromChart, baseOpts)
-		if err != nil {
-			return nil, fmt.Errorf("base chart %s: %w", o.FromChart, err)
-		}
-		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
+		base.Manifest, prevName = string(data), "--from-manifest "+o.FromManifest
 	}
+	head, err := render.RenderOffline(ctx, o.Settings, o.ReleaseName, base, o.ChartRef, o.Render, target)
+	if err != nil {
+		return nil, err
+	}
+	in := plannerInput(head)
+	in.PreviousName = prevName
 	p, err := planner.New(nil, "").Plan(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, o.Namespace, manifest.StaticScoper{}, apis.ForMinor(target.Minor)); err != nil {
 		return nil, err
 	}
 	return &planned{plan: p, rendered: head}, nil
