@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
@@ -94,6 +95,22 @@ metadata: {name: web}
 spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, minReplicas: 1, maxReplicas: 3}
 `
 
+// markedPlan plans base -> head offline, as the planner does, and marks it.
+func markedPlan(t *testing.T, base, head string, check apis.Checker) *plan.Plan {
+	t.Helper()
+	p, err := planner.New(nil, "").Plan(context.Background(), planner.Input{
+		Release:          plan.Release{Name: "app", Namespace: "prod"},
+		PreviousManifest: base, NextManifest: head,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apis.Mark(p, base, head, "prod", manifest.StaticScoper{}, check); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestMark(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -117,16 +134,7 @@ func TestMark(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := planner.New(nil, "").Plan(context.Background(), planner.Input{
-				Release:          plan.Release{Name: "app", Namespace: "prod"},
-				PreviousManifest: tt.base, NextManifest: tt.head,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := apis.Mark(p, tt.base, tt.head, "prod", manifest.StaticScoper{}, apis.ForMinor(tt.minor)); err != nil {
-				t.Fatal(err)
-			}
+			p := markedPlan(t, tt.base, tt.head, apis.ForMinor(tt.minor))
 			if len(p.Changes) != 1 {
 				t.Fatalf("changes = %+v", p.Changes)
 			}
@@ -146,6 +154,76 @@ func TestMark(t *testing.T) {
 			}
 			if tt.note != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tt.note) {
 				t.Errorf("notes = %q, want %q", c.Notes, tt.note)
+			}
+		})
+	}
+}
+
+// TestMarkLive is the situation helm-mapkubeapis exists for: the cluster was
+// upgraded under a release whose stored manifest holds an API it no longer
+// serves. Helm's upgrade fails on it even when the chart moved on; the plan
+// names the object and the fix instead of a silent no-op.
+func TestMarkLive(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
+		{Group: "", Version: "v1", Kind: "Endpoints"},
+	} {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	widgetCRD := `---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.gateway.networking.k8s.io}
+spec:
+  group: gateway.networking.k8s.io
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Widget
+metadata: {name: w}
+`
+	tests := []struct {
+		name, base, head string
+		id               string
+		blocking         bool
+		contains         string
+	}{
+		{name: "chart moved to policy/v1, the stored release still holds v1beta1", base: pdbBeta, head: pdbV1, id: "web",
+			blocking: true, contains: "helm mapkubeapis"},
+		{name: "object dropped from the chart, the stored release holds v1beta1", base: pdbBeta, head: "", id: "web",
+			blocking: true, contains: "removed in Kubernetes 1.25"},
+		{name: "served everywhere", base: pdbV1, head: pdbV1, id: "web"},
+		{name: "a kind whose CRD the release brings is not a removed API", base: "", head: widgetCRD, id: "w"},
+		{name: "deprecated and served: a note", base: "", head: "---\napiVersion: v1\nkind: Endpoints\nmetadata: {name: web}\n", id: "web",
+			contains: "deprecated since Kubernetes 1.33"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := markedPlan(t, tt.base, tt.head, apis.ForCluster(mapper, 36))
+			var c *plan.Change
+			for i := range p.Changes {
+				if p.Changes[i].ID.Name == tt.id {
+					c = &p.Changes[i]
+				}
+			}
+			if c == nil {
+				t.Fatalf("no change for %s in %+v", tt.id, p.Changes)
+			}
+			if c.Blocking != tt.blocking {
+				t.Fatalf("blocking = %v, want %v: %+v", c.Blocking, tt.blocking, c)
+			}
+			text := strings.Join(c.Notes, "\n")
+			for _, r := range c.Reasons {
+				text += "\n" + r.Message
+			}
+			if tt.contains != "" && !strings.Contains(text, tt.contains) {
+				t.Fatalf("reasons and notes %q lack %q", text, tt.contains)
+			}
+			if tt.blocking && (c.Reasons[0].Source != plan.SourceServer || !strings.Contains(c.Reasons[0].Message, "PodDisruptionBudget \"web\"")) {
+				t.Fatalf("first reason %+v does not name the object from the server's discovery", c.Reasons[0])
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package apis
 
 import (
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -57,13 +59,15 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 	if err != nil {
 		return err
 	}
+	// Kinds whose CRD the new render brings are judged by the planner.
+	newCRDs := manifest.CRDKinds(next)
 	byID := map[manifest.ObjectID]*plan.Change{}
 	for i := range p.Changes {
 		byID[p.Changes[i].ID] = &p.Changes[i]
 	}
 	for _, o := range next.Objects() {
 		c := byID[o.ID]
-		if c == nil {
+		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
 		}
 		s := check(o.GVK)
@@ -76,7 +80,7 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 	}
 	for _, o := range prev.Objects() {
 		c := byID[o.ID]
-		if c == nil {
+		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
 		}
 		if s := check(o.GVK); s.Removed {
@@ -107,4 +111,33 @@ func invalid(c *plan.Change, r plan.Reason) {
 	c.Destructive, c.Blocking = true, true
 	c.Reasons = append([]plan.Reason{r}, c.Reasons...)
 	c.Fingerprint = plan.Fingerprint(*c)
+}
+
+// ForCluster checks against a cluster's discovery data (mapper) for the
+// group versions it serves; the table adds the replacement to a removal and
+// reports deprecations for the cluster's minor (0 when unknown: none).
+// Only built-in groups are judged: a custom resource whose CRD is missing is
+// not an API removal.
+func ForCluster(mapper meta.RESTMapper, minor int) Checker {
+	table := ForMinor(minor)
+	return func(gvk schema.GroupVersionKind) Served {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) && builtinGroup(gvk.Group) {
+			msg := fmt.Sprintf("the cluster does not serve %s %s", gvk.GroupVersion(), gvk.Kind)
+			if row := Find(gvk.GroupVersion().String(), gvk.Kind); row != nil && row.Removed > 0 {
+				msg += fmt.Sprintf(" (removed in Kubernetes 1.%d): use %s", row.Removed, row.Replacement)
+			}
+			return Served{Removed: true, Message: msg, Source: plan.SourceServer}
+		}
+		if s := table(gvk); s.Deprecated {
+			return s
+		}
+		return Served{}
+	}
+}
+
+// builtinGroup reports whether group is one of Kubernetes' own API groups:
+// the core group, the groups without a dot (apps, batch, ...) and *.k8s.io.
+func builtinGroup(group string) bool {
+	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
 }
