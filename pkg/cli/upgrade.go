@@ -361,8 +361,14 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 		}
 	}
 	start = time.Now()
-	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+	in := plannerInput(res)
+	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	// issue 11: APIs the cluster no longer serves, in the last release or the new render.
+	minor, _ := apis.ParseMinor(version.GitVersion)
+	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, o.Namespace, cluster, apis.ForCluster(cluster.Mapper, minor)); err != nil {
 		return nil, err
 	}
 	if o.Saved != nil {
