@@ -1,8 +1,10 @@
 package classify
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +58,11 @@ func serverForm(obj *unstructured.Unstructured, defaults bool) *unstructured.Uns
 	if err != nil {
 		return obj.DeepCopy()
 	}
-	data, err := json.Marshal(obj.Object)
+	in, payload := obj.Object, map[string]interface{}(nil)
+	if gvk.Group == "" && gvk.Kind == "Secret" {
+		in, payload = secretPayload(obj.Object)
+	}
+	data, err := json.Marshal(in)
 	if err != nil {
 		return obj.DeepCopy()
 	}
@@ -77,8 +83,39 @@ func serverForm(obj *unstructured.Unstructured, defaults bool) *unstructured.Uns
 		return obj.DeepCopy()
 	}
 	out.SetGroupVersionKind(gvk)
+	if len(payload) > 0 {
+		out.Object["data"] = payload
+	}
 	return out
 }
+
+// secretPayload splits a Secret into the object without its payload and the
+// payload as the server stores it: stringData folded into data (stringData
+// wins). The values stay as they are: they may be masked (pkg/redact), which
+// the typed struct's []byte could not hold.
+func secretPayload(obj map[string]interface{}) (map[string]interface{}, map[string]interface{}) {
+	rest := make(map[string]interface{}, len(obj))
+	for k, v := range obj {
+		rest[k] = v
+	}
+	payload := map[string]interface{}{}
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := obj[field].(map[string]interface{}); ok {
+			for k, v := range m {
+				if s, ok := v.(string); ok && field == "stringData" && !strings.HasPrefix(s, maskedPrefix) {
+					v = base64.StdEncoding.EncodeToString([]byte(s))
+				}
+				payload[k] = v
+			}
+		}
+		delete(rest, field)
+	}
+	return rest, payload
+}
+
+// maskedPrefix starts a value pkg/redact masked (redact.Value); masking
+// hashes the decoded bytes, so data and stringData mask alike.
+const maskedPrefix = "(sensitive: "
 
 // clearEmbeddedTypeMeta zeroes the apiVersion/kind of objects embedded in
 // another one: the server converts each request to its internal form, which

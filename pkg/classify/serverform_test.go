@@ -1,11 +1,13 @@
 package classify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // churnSTS is a StatefulSet as charts write it; the cases below edit it the
@@ -272,5 +274,39 @@ func TestServerForm(t *testing.T) {
 	}
 	if Lookup(out.Object, "spec.volumeClaimTemplates[0].spec.volumeMode") != "Filesystem" {
 		t.Fatalf("claim template not defaulted: %v", Lookup(out.Object, "spec.volumeClaimTemplates[0]"))
+	}
+}
+
+// TestServerFormSecrets: the planner hands Secrets over masked (pkg/redact),
+// which the typed struct's []byte cannot hold; the payload is kept aside and
+// stringData folded into data as the server does.
+func TestServerFormSecrets(t *testing.T) {
+	if !strings.HasPrefix(redact.Value([]byte("x")), maskedPrefix) {
+		t.Fatalf("redact.Value no longer starts with %q: update maskedPrefix", maskedPrefix)
+	}
+	base := "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {user: YWRtaW4=}\n"
+	tests := []struct {
+		name, head string
+		class      plan.Class
+		noop       bool
+	}{
+		{name: "type Opaque written out", head: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ntype: Opaque\ndata: {user: YWRtaW4=}\n", noop: true},
+		{name: "same value as stringData", head: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {user: admin}\n", noop: true},
+		{name: "value changes", head: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {user: root}\n", class: plan.ClassInPlace},
+		{name: "type changes", head: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ntype: kubernetes.io/basic-auth\ndata: {user: YWRtaW4=}\n", class: plan.ClassRecreateRequired},
+	}
+	for _, tt := range tests {
+		for _, masked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/masked=%v", tt.name, masked), func(t *testing.T) {
+				u := offlineUpdate(t, base, tt.head)
+				if masked {
+					u.Live, u.Local, u.Original, u.Target = redact.Object(u.Live), redact.Object(u.Local), redact.Object(u.Original), redact.Object(u.Target)
+				}
+				v := New().Classify(u)
+				if v.Noop != tt.noop || v.Class != tt.class {
+					t.Fatalf("verdict = class %q noop %v, want %q %v (reasons %+v)", v.Class, v.Noop, tt.class, tt.noop, v.Reasons)
+				}
+			})
+		}
 	}
 }
