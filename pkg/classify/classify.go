@@ -114,7 +114,7 @@ func (c *Classifier) Classify(u Update) Verdict {
 	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
-		predicted = &unstructured.Unstructured{Object: local}
+		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, local)}
 	}
 	changed := ChangedPaths(live, predicted.Object)
 	if source == plan.SourceCatalogue {

@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -16,7 +18,7 @@ import (
 // setDefaults fills in what the API server's defaulting fills in on every
 // write, for the kinds whose verdicts depend on it: workloads and their pod
 // templates, claim templates, Services, claims, volumes, StorageClasses,
-// Secrets, Jobs and CronJobs. It mirrors k8s.io/kubernetes pkg/apis/*/v1
+// Secrets, Jobs, CronJobs, role bindings and NetworkPolicies. It mirrors k8s.io/kubernetes pkg/apis/*/v1
 // defaults.go (1.37) with the feature gates at their defaults; a field a
 // chart sets to its default then compares equal to the field left unset,
 // as it does on the server. Defaults that depend on live state (an
@@ -147,6 +149,26 @@ func setDefaults(obj runtime.Object) {
 		if o.Data == nil {
 			o.Data = map[string]string{}
 		}
+	case *rbacv1.RoleBinding:
+		defaultRoleRef(&o.RoleRef)
+		defaultSubjects(o.Subjects)
+	case *rbacv1.ClusterRoleBinding:
+		defaultRoleRef(&o.RoleRef)
+		defaultSubjects(o.Subjects)
+	case *networkingv1.NetworkPolicy:
+		s := &o.Spec
+		if len(s.PolicyTypes) == 0 {
+			s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+			if len(s.Egress) != 0 {
+				s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
+			}
+		}
+		for i := range s.Ingress {
+			defaultPolicyPorts(s.Ingress[i].Ports)
+		}
+		for i := range s.Egress {
+			defaultPolicyPorts(s.Egress[i].Ports)
+		}
 	case *storagev1.StorageClass:
 		if o.ReclaimPolicy == nil {
 			o.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
@@ -158,6 +180,29 @@ func setDefaults(obj runtime.Object) {
 }
 
 func defaultReplicas(p **int32) { defaultInt32(p, 1) }
+
+func defaultRoleRef(r *rbacv1.RoleRef) {
+	if r.APIGroup == "" {
+		r.APIGroup = rbacv1.GroupName
+	}
+}
+
+func defaultSubjects(subjects []rbacv1.Subject) {
+	for i := range subjects {
+		s := &subjects[i]
+		if s.APIGroup == "" && (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) {
+			s.APIGroup = rbacv1.GroupName
+		}
+	}
+}
+
+func defaultPolicyPorts(ports []networkingv1.NetworkPolicyPort) {
+	for i := range ports {
+		if ports[i].Protocol == nil {
+			ports[i].Protocol = ptr.To(corev1.ProtocolTCP)
+		}
+	}
+}
 
 func defaultInt32(p **int32, v int32) {
 	if *p == nil {
