@@ -64,6 +64,10 @@ const paritySecret = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndat
 
 const parityClass = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: \"fast-{{ .Release.Namespace }}\"}\nprovisioner: csi.example.com\n"
 
+const parityRB = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: readers}\nroleRef: {kind: ClusterRole, name: view}\nsubjects: [{kind: User, name: jane}]\n"
+
+const parityNP = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: db}\nspec:\n  podSelector: {matchLabels: {app: db}}\n  ingress: [{ports: [{port: 5432}]}]\n"
+
 func replaced(t *testing.T, doc string, oldNew ...string) string {
 	t.Helper()
 	for i := 0; i < len(oldNew); i += 2 {
@@ -119,6 +123,18 @@ func parityCases() []parityCase {
 		{name: "service defaults written out", file: "svc.yaml", base: paritySvc, kind: "Service", object: "api",
 			head: func(t *testing.T) string {
 				return replaced(t, paritySvc, "targetPort: 8080}", "targetPort: 8080, protocol: TCP}", "  selector:", "  type: ClusterIP\n  sessionAffinity: None\n  selector:")
+			}},
+		{name: "service made headless", file: "svc.yaml", base: paritySvc, kind: "Service", object: "api",
+			head: func(t *testing.T) string { return replaced(t, paritySvc, "  selector:", "  clusterIP: None\n  selector:") }},
+		{name: "service stops writing clusterIP None", file: "svc.yaml", base: strings.Replace(paritySvc, "  selector:", "  clusterIP: None\n  selector:", 1),
+			kind: "Service", object: "api", head: func(t *testing.T) string { return paritySvc }},
+		{name: "rolebinding apiGroups written out", file: "rb.yaml", base: parityRB, kind: "RoleBinding", object: "readers",
+			head: func(t *testing.T) string {
+				return replaced(t, parityRB, "roleRef: {kind", "roleRef: {apiGroup: rbac.authorization.k8s.io, kind", "[{kind: User", "[{apiGroup: rbac.authorization.k8s.io, kind: User")
+			}},
+		{name: "networkpolicy defaults written out", file: "np.yaml", base: parityNP, kind: "NetworkPolicy", object: "db",
+			head: func(t *testing.T) string {
+				return replaced(t, parityNP, "ports: [{port: 5432}]", "ports: [{port: 5432, protocol: TCP}]", "  podSelector:", "  policyTypes: [Ingress]\n  podSelector:")
 			}},
 		{name: "secret type written out", file: "secret.yaml", base: paritySecret, kind: "Secret", object: "creds",
 			head: func(t *testing.T) string { return replaced(t, paritySecret, "\ndata:", "\ntype: Opaque\ndata:") }},
