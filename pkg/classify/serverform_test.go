@@ -198,12 +198,16 @@ func TestServerFaithfulComparison(t *testing.T) {
 				return "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: rb, namespace: ns}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: u}]\n"
 			}, noop: true},
 		{name: "service made headless: recreate-required", base: churnService,
-			head: func(t *testing.T) string { return edit(t, churnService, "  selector:", "  clusterIP: None\n  selector:") },
+			head: func(t *testing.T) string {
+				return edit(t, churnService, "  selector:", "  clusterIP: None\n  selector:")
+			},
 			class: plan.ClassRecreateRequired, path: "spec.clusterIP"},
 		{name: "service stops writing clusterIP: None (the server keeps it)", base: edit(t, churnService, "  selector:", "  clusterIP: None\n  selector:"),
 			head: func(t *testing.T) string { return churnService }, noop: true},
 		{name: "service stops writing its nodePort (the server keeps it)", base: edit(t, churnService, "{name: http, port: 80}", "{name: http, port: 80, nodePort: 30080}", "  selector:", "  type: NodePort\n  selector:"),
-			head: func(t *testing.T) string { return edit(t, churnService, "  selector:", "  type: NodePort\n  selector:") }, noop: true},
+			head: func(t *testing.T) string {
+				return edit(t, churnService, "  selector:", "  type: NodePort\n  selector:")
+			}, noop: true},
 		{name: "secret: type Opaque written out", base: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {a: YQ==}\n",
 			head: func(t *testing.T) string {
 				return "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ntype: Opaque\ndata: {a: YQ==}\n"

@@ -125,7 +125,9 @@ func parityCases() []parityCase {
 				return replaced(t, paritySvc, "targetPort: 8080}", "targetPort: 8080, protocol: TCP}", "  selector:", "  type: ClusterIP\n  sessionAffinity: None\n  selector:")
 			}},
 		{name: "service made headless", file: "svc.yaml", base: paritySvc, kind: "Service", object: "api",
-			head: func(t *testing.T) string { return replaced(t, paritySvc, "  selector:", "  clusterIP: None\n  selector:") }},
+			head: func(t *testing.T) string {
+				return replaced(t, paritySvc, "  selector:", "  clusterIP: None\n  selector:")
+			}},
 		{name: "service stops writing clusterIP None", file: "svc.yaml", base: strings.Replace(paritySvc, "  selector:", "  clusterIP: None\n  selector:", 1),
 			kind: "Service", object: "api", head: func(t *testing.T) string { return paritySvc }},
 		{name: "rolebinding apiGroups written out", file: "rb.yaml", base: parityRB, kind: "RoleBinding", object: "readers",
