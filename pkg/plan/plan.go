@@ -91,6 +91,10 @@ type Change struct {
 	Rollout  *Rollout `json:"rollout,omitempty"`
 	Drift    []Drift  `json:"drift,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
+	// Source is the chart template the object was rendered from (Helm's
+	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
+	// unknown.
+	Source string `json:"-"`
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string `json:"-"`

@@ -148,7 +148,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	if obj == nil {
 		obj = prev
 	}
-	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String()}
+	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	var liveObj *unstructured.Unstructured
 	if p.Cluster == nil {
 		if prev != nil {
