@@ -18,17 +18,7 @@ func GitHubAnnotations(w io.Writer, p *plan.Plan) error {
 		if !c.Destructive {
 			continue
 		}
-		level, state := "error", "not acknowledged: add "+ackArg(c)
-		switch {
-		case c.Blocking:
-			state = "cannot be acknowledged"
-		case c.Acknowledged:
-			level, state = "warning", "acknowledged"
-		}
-		what := string(c.Class)
-		if what == "" {
-			what = string(c.Action)
-		}
+		level, state, what := destructiveStatus(c)
 		reason := what
 		if len(c.Reasons) > 0 {
 			reason = reasonText(c.Reasons[0])
@@ -47,4 +37,22 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// destructiveStatus says how a destructive change is flagged: level error
+// while it blocks, warning once acknowledged; state what it still needs;
+// what its class, or its action when it has none.
+func destructiveStatus(c *plan.Change) (level, state, what string) {
+	level, state = "error", "not acknowledged: add "+ackArg(c)
+	switch {
+	case c.Blocking:
+		state = "cannot be acknowledged"
+	case c.Acknowledged:
+		level, state = "warning", "acknowledged"
+	}
+	what = string(c.Class)
+	if what == "" {
+		what = string(c.Action)
+	}
+	return level, state, what
 }
