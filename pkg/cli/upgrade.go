@@ -82,7 +82,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	o.Render.AddFlags(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: text, json or markdown")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: text, json, markdown or sarif (SARIF 2.1.0, for GitHub code scanning)")
 	fs.IntVar(&o.DiffContext, "diff-context", o.DiffContext, "lines of context in diffs")
 	fs.StringArrayVar(&o.Acks, "ack", nil, "acknowledge a destructive change: KIND/NAME, KIND/NAMESPACE/NAME, optionally @FINGERPRINT (repeatable)")
 	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
@@ -149,9 +149,9 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 // Validate checks flag combinations.
 func (o *UpgradeOptions) Validate() error {
 	switch o.Output {
-	case "text", "json", "markdown":
+	case "text", "json", "markdown", "sarif":
 	default:
-		return fmt.Errorf("--output %q: want text, json or markdown", o.Output)
+		return fmt.Errorf("--output %q: want text, json, markdown or sarif", o.Output)
 	}
 	if o.Offline {
 		if (o.FromChart == "") == (o.FromManifest == "") {
@@ -292,7 +292,8 @@ func (o *UpgradeOptions) reportOptions() report.Options {
 	if ctxLines == 0 {
 		ctxLines = report.NoContext // report treats 0 as "default"
 	}
-	return report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
+	return report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines,
+		ChartDir: report.ChartDir(o.ChartRef)} // issue 11: SARIF locations
 }
 
 func (o *UpgradeOptions) printDecision(d gate.Decision) {
