@@ -91,7 +91,10 @@ type Base struct {
 // head is rendered as an upgrade of it (.Release.IsUpgrade, revision 2,
 // --reuse-values / --reset-values / --reset-then-reuse-values against the
 // base's values, the chart checks made only on upgrade). Both see target's
-// capabilities. The result's Previous is the base release.
+// capabilities. The head's `lookup` finds the base release's objects (see
+// baseCluster), as on the cluster the base was installed on; the base's
+// finds only the release namespace. The result's Previous is the base
+// release.
 func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, base Base, headChart string, opts Options, target *Target) (*Result, error) {
 	if settings == nil {
 		settings = cli.New()
@@ -104,6 +107,13 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	cfg.Capabilities = target.Capabilities
 	var baseRel *release.Release
 	if base.Chart != "" {
+		// The base installs into its namespace, empty but for itself.
+		empty, err := newBaseCluster("", name, ns)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RESTClientGetter = empty.getter()
+		defer empty.Close()
 		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
 			SkipSchemaValidation: opts.SkipSchemaValidation}
 		baseOpts.Values.ValueFiles = base.Values
@@ -127,6 +137,13 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	if err := cfg.Releases.Create(baseRel); err != nil {
 		return nil, fmt.Errorf("storing the base release in memory: %w", err)
 	}
+	// The head's lookup sees the base release's objects.
+	cluster, err := newBaseCluster(baseRel.Manifest, name, ns)
+	if err != nil {
+		return nil, fmt.Errorf("base release: %w", err)
+	}
+	defer cluster.Close()
+	cfg.RESTClientGetter = cluster.getter()
 	res, err := Render(ctx, cfg, settings, name, headChart, opts)
 	if err != nil {
 		return nil, fmt.Errorf("head chart %s: %w", headChart, err)

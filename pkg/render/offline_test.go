@@ -183,3 +183,58 @@ func TestRenderOfflineFromManifest(t *testing.T) {
 		t.Fatalf("previous %q\nnext %s", res.Previous.Manifest, res.Next.Manifest)
 	}
 }
+
+// passwordTemplate keeps a generated password across upgrades through
+// lookup and refuses an upgrade that cannot find it, as Bitnami's charts do.
+const passwordTemplate = `{{- $s := lookup "v1" "Secret" .Release.Namespace .Values.secretName }}
+{{- if and .Release.IsUpgrade (not $s) (not .Values.password) }}{{ fail "PASSWORDS ERROR: You must provide your current passwords when upgrading the release." }}{{ end }}
+apiVersion: v1
+kind: Secret
+metadata: {name: {{ .Values.secretName }}}
+data:
+  password: {{ if $s }}{{ index $s.data "password" }}{{ else }}{{ randAlphaNum 16 | b64enc }}{{ end }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: seen}
+data:
+  namespace: {{ (lookup "v1" "Namespace" "" .Release.Namespace).metadata.name | quote }}
+  configMaps: {{ len (lookup "v1" "ConfigMap" .Release.Namespace "").items | quote }}
+  managedBy: {{ if $s }}{{ index $s.metadata.labels "app.kubernetes.io/managed-by" | quote }}{{ else }}""{{ end }}
+  missing: {{ lookup "example.com/v1" "Widget" .Release.Namespace "w" | len | quote }}
+`
+
+// TestRenderOfflineLookup: the head's lookup sees the base release's objects.
+func TestRenderOfflineLookup(t *testing.T) {
+	base := writeTestChart(t, "1.0.0", "", "secretName: auth\n", map[string]string{"secret.yaml": passwordTemplate})
+	head := writeTestChart(t, "2.0.0", "", "secretName: auth\n", map[string]string{"secret.yaml": passwordTemplate})
+	renamed := writeTestChart(t, "2.0.0", "", "secretName: credentials\n", map[string]string{"secret.yaml": passwordTemplate})
+	o := Options{Namespace: relNS, Install: true}
+	tg, err := o.OfflineTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RenderOffline(context.Background(), cli.New(), relName, Base{Chart: base}, head, o, tg)
+	if err != nil {
+		t.Fatalf("upgrade with the base's Secret in place: %v", err)
+	}
+	password := func(m string) string {
+		i := strings.Index(m, "password: ")
+		return strings.SplitN(m[i:], "\n", 2)[0]
+	}
+	if password(res.Next.Manifest) != password(res.Previous.Manifest) {
+		t.Errorf("generated password not kept through lookup: %s vs %s", password(res.Previous.Manifest), password(res.Next.Manifest))
+	}
+	for _, want := range []string{`namespace: "` + relNS + `"`, `configMaps: "1"`, `managedBy: "Helm"`, `missing: "0"`} {
+		if !strings.Contains(res.Next.Manifest, want) {
+			t.Errorf("head manifest lacks %s:\n%s", want, res.Next.Manifest)
+		}
+	}
+	if !strings.Contains(res.Previous.Manifest, `configMaps: "0"`) {
+		t.Errorf("the base's lookup saw objects:\n%s", res.Previous.Manifest)
+	}
+	_, err = RenderOffline(context.Background(), cli.New(), relName, Base{Chart: base}, renamed, o, tg)
+	if err == nil || !strings.Contains(err.Error(), "You must provide your current passwords when upgrading") {
+		t.Fatalf("renamed Secret: err = %v, want the chart's refusal", err)
+	}
+}
