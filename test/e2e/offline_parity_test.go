@@ -68,6 +68,17 @@ const parityRB = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nm
 
 const parityNP = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: db}\nspec:\n  podSelector: {matchLabels: {app: db}}\n  ingress: [{ports: [{port: 5432}]}]\n"
 
+// parityAuth keeps a generated password through lookup and refuses an
+// upgrade that cannot find it, as Bitnami's charts do.
+const parityAuth = `{{- $s := lookup "v1" "Secret" .Release.Namespace "auth" }}
+{{- if and .Release.IsUpgrade (not $s) }}{{ fail "PASSWORDS ERROR: You must provide your current passwords when upgrading the release." }}{{ end }}
+apiVersion: v1
+kind: Secret
+metadata: {name: auth}
+data:
+  password: {{ if $s }}{{ index $s.data "password" }}{{ else }}{{ randAlphaNum 16 | b64enc }}{{ end }}
+`
+
 func replaced(t *testing.T, doc string, oldNew ...string) string {
 	t.Helper()
 	for i := 0; i < len(oldNew); i += 2 {
@@ -138,6 +149,8 @@ func parityCases() []parityCase {
 			head: func(t *testing.T) string {
 				return replaced(t, parityNP, "ports: [{port: 5432}]", "ports: [{port: 5432, protocol: TCP}]", "  podSelector:", "  policyTypes: [Ingress]\n  podSelector:")
 			}},
+		{name: "generated password kept through lookup", file: "auth.yaml", base: parityAuth, kind: "Secret", object: "auth",
+			head: func(t *testing.T) string { return parityAuth + "  user: YWRtaW4=\n" }},
 		{name: "secret type written out", file: "secret.yaml", base: paritySecret, kind: "Secret", object: "creds",
 			head: func(t *testing.T) string { return replaced(t, paritySecret, "\ndata:", "\ntype: Opaque\ndata:") }},
 		{name: "storageclass defaults written out", file: "sc.yaml", base: parityClass, kind: "StorageClass",
