@@ -124,6 +124,11 @@ func (c *Classifier) Classify(u Update) Verdict {
 		return Verdict{Noop: true}
 	}
 	if source == plan.SourceCatalogue {
+		// Validation first: an object the server rejects cannot be
+		// recreated either.
+		if reasons := Rejected(u.GroupKind, predicted); len(reasons) > 0 {
+			return Verdict{Class: plan.ClassInvalid, Reasons: reasons}
+		}
 		if reasons := c.immutableReasons(u.GroupKind, changed, live, predicted.Object, plan.SourceCatalogue, ""); len(reasons) > 0 {
 			return Verdict{Class: plan.ClassRecreateRequired, Reasons: reasons}
 		}

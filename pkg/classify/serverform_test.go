@@ -163,6 +163,18 @@ func TestServerFaithfulComparison(t *testing.T) {
 				return edit(t, churnSTS, "selector: {matchLabels: {app: db}}", "selector: {matchLabels: {app: db, component: primary}}",
 					"      labels: {app: db,", "      labels: {app: db, component: primary,")
 			}, class: plan.ClassRecreateRequired, path: "spec.selector.matchLabels.component"},
+		{name: "template labels no longer match the selector (the seed report): invalid", base: churnSTS,
+			head: func(t *testing.T) string {
+				return edit(t, churnSTS, "      labels: {app: db,", "      labels: {app: db-v2,", "image: postgres:16", "image: postgres:17")
+			}, class: plan.ClassInvalid, path: "spec.template.metadata.labels"},
+		{name: "selector changed, template labels left behind: invalid, not recreate", base: churnSTS,
+			head: func(t *testing.T) string {
+				return edit(t, churnSTS, "selector: {matchLabels: {app: db}}", "selector: {matchLabels: {app: db, role: primary}}")
+			}, class: plan.ClassInvalid, path: "spec.template.metadata.labels"},
+		{name: "deployment template gains a label the selector ignores: rolling", base: churnDeploy,
+			head: func(t *testing.T) string {
+				return edit(t, churnDeploy, "metadata: {labels: {app: web}}", "metadata: {labels: {app: web, tier: front}}")
+			}, class: plan.ClassRolling, path: "spec.template.metadata.labels.tier"},
 		{name: "serviceName changes: recreate-required", base: churnSTS,
 			head:  func(t *testing.T) string { return edit(t, churnSTS, "serviceName: db-headless", "serviceName: db-hl") },
 			class: plan.ClassRecreateRequired, path: "spec.serviceName"},
