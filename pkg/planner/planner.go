@@ -217,6 +217,10 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 	c.Action = plan.ActionCreate
 	if p.Cluster == nil {
 		c.After = classify.Normalize(redact.Object(next.Obj))
+		// issue 11: what the catalogue knows the server's validation rejects.
+		if reasons := classify.Rejected(next.GVK.GroupKind(), next.Obj); len(reasons) > 0 {
+			c.Class, c.Destructive, c.Blocking, c.Reasons = plan.ClassInvalid, true, true, reasons
+		}
 		return
 	}
 	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
