@@ -121,6 +121,8 @@ func parityCases() []parityCase {
 		db("template labels churn", "      labels: {app: db, helm.sh/chart: db-1.0.0}", "      labels: {app: db, helm.sh/chart: db-1.1.0}"),
 		db("selector changes", "selector: {matchLabels: {app: db}}", "selector: {matchLabels: {app: db, role: primary}}",
 			"      labels: {app: db,", "      labels: {app: db, role: primary,"),
+		db("template labels no longer match the selector (the seed report)", "      labels: {app: db,", "      labels: {app: db-v2,"),
+		db("selector changes, template labels left behind", "selector: {matchLabels: {app: db}}", "selector: {matchLabels: {app: db, role: primary}}"),
 		db("serviceName changes", "serviceName: db-headless", "serviceName: db-hl"),
 		db("sidecar added", "      containers:\n", "      containers:\n      - {name: metrics, image: \"exporter:0.15\"}\n"),
 		db("probe port by number", "resources: {requests:", "readinessProbe: {tcpSocket: {port: 5432}}\n        resources: {requests:"),
