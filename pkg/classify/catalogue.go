@@ -61,7 +61,7 @@ func newCatalogue() catalogue {
 			}},
 		},
 		gk("", "Service"): {
-			{path: "spec.clusterIP", message: "may not change once set", applies: bothSet},
+			{path: "spec.clusterIP", message: "may not change once set", applies: clusterIPChange},
 			{path: "spec.clusterIPs[0]", message: "may not change once set", applies: bothSet},
 			{path: "spec.ipFamilies[0]", message: "may not change once set", applies: bothSet},
 			{path: "spec.loadBalancerClass", message: "may not change once set", applies: bothSet},
@@ -126,6 +126,22 @@ func immutableData(fields ...string) []rule {
 func bothSet(path string, live, predicted map[string]interface{}) bool {
 	l, p := Lookup(live, path), Lookup(predicted, path)
 	return l != nil && l != "" && p != nil && p != ""
+}
+
+// clusterIPChange: a Service's cluster IP is set to a value other than the
+// live one. Unset keeps the live IP; a live Service without one (offline:
+// the base did not set it) has an allocated IP, which neither "None"
+// (headless) nor a chosen IP will be. ExternalName Services have none.
+func clusterIPChange(path string, live, predicted map[string]interface{}) bool {
+	if Lookup(live, "spec.type") == "ExternalName" || Lookup(predicted, "spec.type") == "ExternalName" {
+		return false
+	}
+	p, _ := Lookup(predicted, path).(string)
+	if p == "" {
+		return false
+	}
+	l, _ := Lookup(live, path).(string)
+	return l != p
 }
 
 // shrinks: a quantity gets smaller.

@@ -105,16 +105,16 @@ type Verdict struct {
 // Classify decides the verdict for an update. Server answers win over the
 // catalogue; the catalogue is used only when no dry-run answer exists.
 func (c *Classifier) Classify(u Update) Verdict {
-	live := Normalize(u.Live).Object
-	local := Normalize(u.Local).Object
+	live := comparable(u.Live).Object
+	local := comparable(u.Local).Object
 	if u.DryRunErr != nil {
 		return c.rejected(u, live, local)
 	}
 	source := plan.SourceServer
-	predicted := Normalize(u.Predicted)
+	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
-		predicted = Normalize(u.Local)
+		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, local)}
 	}
 	changed := ChangedPaths(live, predicted.Object)
 	if source == plan.SourceCatalogue {
@@ -124,6 +124,11 @@ func (c *Classifier) Classify(u Update) Verdict {
 		return Verdict{Noop: true}
 	}
 	if source == plan.SourceCatalogue {
+		// Validation first: an object the server rejects cannot be
+		// recreated either.
+		if reasons := Rejected(u.GroupKind, predicted); len(reasons) > 0 {
+			return Verdict{Class: plan.ClassInvalid, Reasons: reasons}
+		}
 		if reasons := c.immutableReasons(u.GroupKind, changed, live, predicted.Object, plan.SourceCatalogue, ""); len(reasons) > 0 {
 			return Verdict{Class: plan.ClassRecreateRequired, Reasons: reasons}
 		}
@@ -144,6 +149,14 @@ func (c *Classifier) Classify(u Update) Verdict {
 		}
 	}
 	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", source, live, predicted.Object)}
+}
+
+// comparable is the form objects are compared in: as the server holds them
+// (ServerForm), without server-managed fields. The local prediction then
+// differs from live only where the server would see a change, whether or not
+// a dry-run was made.
+func comparable(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return Normalize(ServerForm(obj))
 }
 
 // rejected classifies a dry-run patch the server refused.

@@ -219,6 +219,10 @@ func TestCatalogue(t *testing.T) {
 	}{
 		{"service IP to another IP", gk("", "Service"), "spec.clusterIP", svc("10.96.0.10"), svc("10.96.0.11"), true},
 		{"service IP dropped keeps the live one", gk("", "Service"), "spec.clusterIP", svc("10.96.0.10"), svc(""), false},
+		{"service made headless (the base had an allocated IP)", gk("", "Service"), "spec.clusterIP", map[string]interface{}{}, svc("None"), true},
+		{"service IP chosen where one was allocated", gk("", "Service"), "spec.clusterIP", map[string]interface{}{}, svc("10.96.0.12"), true},
+		{"headless service gets an IP", gk("", "Service"), "spec.clusterIP", svc("None"), svc("10.96.0.12"), true},
+		{"headless dropped keeps None", gk("", "Service"), "spec.clusterIP", svc("None"), map[string]interface{}{}, false},
 		{"pvc grows", gk("", "PersistentVolumeClaim"), "spec.resources.requests.storage", pvc("1Gi"), pvc("2Gi"), false},
 		{"pvc shrinks", gk("", "PersistentVolumeClaim"), "spec.resources.requests.storage", pvc("2Gi"), pvc("1Gi"), true},
 		{"pvc storage class", gk("", "PersistentVolumeClaim"), "spec.storageClassName", nil, nil, true},

@@ -14,16 +14,22 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 	if original == nil || live == nil {
 		return nil
 	}
-	orig, cur := Normalize(original).Object, Normalize(live).Object
+	// Decoded as the server decodes them (1024Mi is 1Gi), but not defaulted:
+	// a field the release left to its default is not the release's.
+	orig, cur := Normalize(decoded(original)).Object, Normalize(decoded(live)).Object
+	var want, got map[string]interface{}
+	if predicted != nil && target != nil {
+		want, got = decoded(target).Object, decoded(predicted).Object
+	}
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {
 		if Lookup(orig, p) == nil || writeOnly(original, p) {
 			continue
 		}
 		d := plan.Drift{Path: p}
-		if predicted != nil && target != nil {
-			want, got := Lookup(target.Object, p), Lookup(predicted.Object, p)
-			d.Reverted = want != nil && equalValues(want, got) && !equalValues(got, Lookup(cur, p))
+		if want != nil {
+			w, g := Lookup(want, p), Lookup(got, p)
+			d.Reverted = w != nil && equalValues(w, g) && !equalValues(g, Lookup(cur, p))
 		}
 		out = append(out, d)
 	}

@@ -44,7 +44,7 @@ func TestVersionAndNames(t *testing.T) {
 // offline so no cluster is needed (the cluster path is end-to-end tested).
 func TestOfflineGolden(t *testing.T) {
 	t.Setenv("GITHUB_ACTIONS", "")
-	for _, format := range []string{"text", "json", "markdown"} {
+	for _, format := range []string{"text", "json", "markdown", "sarif"} {
 		t.Run(format, func(t *testing.T) {
 			out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo, "-o", format)
 			if code != ExitBlocked {

@@ -109,6 +109,9 @@ func (o *UpgradeOptions) Validate() error {
 	if err := o.From.Validate(o.Offline); err != nil {
 		return err
 	}
+	if !o.Offline && (o.Render.KubeVersion != "" || len(o.Render.APIVersions) > 0) {
+		return errors.New("--kube-version and --api-versions need --offline; against a cluster, the cluster's own are used")
+	}
 	if o.Offline && (o.PlanIn != "" || o.PlanOut != "") {
 		return errors.New("--plan and --plan-out need a cluster; they cannot be used with --offline")
 	}
@@ -205,7 +208,9 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*upgrade.Planned, error) {
 // report writes the report on stdout and, in GitHub Actions, the workflow
 // annotations on stderr (stdout carries the report; JSON must stay clean).
 func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
-	if err := report.Write(o.Streams.Out, planned.Plan, o.Report.Options(o.Streams.Color())); err != nil {
+	opts := o.Report.Options(o.Streams.Color())
+	opts.ChartDir = report.ChartDir(o.Request.ChartRef) // SARIF locations
+	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
 		return err
 	}
 	if o.GitHubActions {

@@ -92,6 +92,10 @@ type Change struct {
 	Rollout  *Rollout
 	Drift    []Drift
 	Notes    []string
+	// Source is the chart template the object was rendered from (Helm's
+	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
+	// unknown.
+	Source string
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string

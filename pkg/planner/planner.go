@@ -125,7 +125,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	if obj == nil {
 		obj = prev
 	}
-	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String()}
+	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	state, ok := prefetched[obj.ID]
 	if !ok {
 		state = p.Cluster.Get(ctx, obj, prev)
@@ -201,6 +201,10 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 	switch {
 	case errors.Is(err, ErrNoServer):
 		c.After = shown(next.Obj)
+		// What the catalogue knows the server's validation rejects.
+		if reasons := classify.Rejected(next.GVK.GroupKind(), next.Obj); len(reasons) > 0 {
+			c.Class, c.Destructive, c.Blocking, c.Reasons = plan.ClassInvalid, true, true, reasons
+		}
 		return
 	case errors.As(err, &notServed):
 		c.After = shown(next.Obj)

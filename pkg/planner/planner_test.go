@@ -100,12 +100,36 @@ func TestOfflinePlanMasksSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Changes[0]
-	if c.Action != plan.ActionUpdate || len(c.Reasons) == 0 || c.Reasons[0].Path != "stringData.password" {
-		t.Fatalf("want an update of stringData.password, got %+v", c)
+	// The server folds stringData into data: the change is where it names it
+	// (and where a live plan names it).
+	if c.Action != plan.ActionUpdate || len(c.Reasons) == 0 || c.Reasons[0].Path != "data.password" {
+		t.Fatalf("want an update of data.password, got %+v", c)
 	}
 	for _, s := range []string{c.Reasons[0].Before, c.Reasons[0].After, fmt.Sprint(c.Before.Object), fmt.Sprint(c.After.Object)} {
 		if strings.Contains(s, "hunter2") {
 			t.Fatalf("a Secret value reached the plan: %s", s)
+		}
+	}
+}
+
+// TestOfflineCreateRejected: offline, a new workload whose selector does not
+// select its template's labels is invalid, as the server's validation says.
+func TestOfflineCreateRejected(t *testing.T) {
+	deploy := "---\n# Source: app/templates/d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: %s}}\n    spec: {containers: [{name: web, image: nginx}]}\n"
+	for label, invalid := range map[string]bool{"web": false, "web-green": true} {
+		p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			Release:      plan.Release{Name: "app", Namespace: "prod"},
+			NextManifest: fmt.Sprintf(deploy, label),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Changes[0]
+		if got := c.Class == plan.ClassInvalid && c.Blocking && c.Destructive; got != invalid {
+			t.Errorf("template labels app=%s: invalid %v, want %v (%+v)", label, got, invalid, c)
+		}
+		if invalid && (len(c.Reasons) == 0 || c.Reasons[0].Path != "spec.template.metadata.labels" || c.Source != "app/templates/d.yaml") {
+			t.Errorf("reasons %+v, source %q", c.Reasons, c.Source)
 		}
 	}
 }

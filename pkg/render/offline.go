@@ -1,13 +1,22 @@
 package render
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	"io"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 )
 
 // NewOfflineConfiguration returns a Helm configuration that never reaches a
@@ -21,4 +30,126 @@ func NewOfflineConfiguration() *action.Configuration {
 		Capabilities: chartutil.DefaultCapabilities,
 		Log:          func(string, ...interface{}) {},
 	}
+}
+
+// DefaultKubeVersion is the Kubernetes version offline renders target when
+// --kube-version is not given: the newest minor the tool knows.
+var DefaultKubeVersion = fmt.Sprintf("v1.%d.0", apis.NewestMinor)
+
+// Target is the cluster an offline plan is made for.
+type Target struct {
+	Capabilities *chartutil.Capabilities
+	// Minor is the Kubernetes minor (1.Minor), for the API removal table.
+	Minor int
+}
+
+// OfflineTarget returns what offline renders see of the cluster, from
+// --kube-version and --api-versions with `helm template`'s meaning:
+// .Capabilities.KubeVersion is the version given (DefaultKubeVersion
+// without one), and .Capabilities.APIVersions holds Helm's default API
+// versions that this Kubernetes version still serves (a chart that checks
+// for policy/v1beta1 then renders what it would render on that cluster),
+// plus each --api-versions entry.
+func (o *Options) OfflineTarget() (*Target, error) {
+	v := o.KubeVersion
+	if v == "" {
+		v = DefaultKubeVersion
+	}
+	kv, err := chartutil.ParseKubeVersion(v)
+	if err != nil {
+		return nil, fmt.Errorf("invalid kube version '%s': %s", v, err)
+	}
+	minor, err := apis.ParseMinor(kv.Version)
+	if err != nil {
+		return nil, fmt.Errorf("--kube-version %s: %w", v, err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	served := make(chartutil.VersionSet, 0, len(caps.APIVersions)+len(o.APIVersions))
+	for _, gv := range caps.APIVersions {
+		if apis.GroupVersionServed(gv, minor) {
+			served = append(served, gv)
+		}
+	}
+	caps.APIVersions = append(served, o.APIVersions...)
+	return &Target{Capabilities: caps, Minor: minor}, nil
+}
+
+// Base is what an offline plan upgrades from: a chart rendered with its
+// values files, or an already rendered manifest.
+type Base struct {
+	Chart  string
+	Values []string
+	// Manifest is a rendered manifest (--from-manifest); its values are
+	// unknown, so --reuse-values has nothing to reuse.
+	Manifest string
+}
+
+// RenderOffline renders the head chart as `helm upgrade` renders it over a
+// release installed from base, without any cluster: the base is rendered as
+// an install (revision 1) and kept in an in-memory release storage, then the
+// head is rendered as an upgrade of it (.Release.IsUpgrade, revision 2,
+// --reuse-values / --reset-values / --reset-then-reuse-values against the
+// base's values, the chart checks made only on upgrade). Both see target's
+// capabilities. The head's `lookup` finds the base release's objects (see
+// baseCluster), as on the cluster the base was installed on; the base's
+// finds only the release namespace. The result's Previous is the base
+// release.
+func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, base Base, headChart string, opts Options, target *Target) (*Result, error) {
+	if settings == nil {
+		settings = cli.New()
+	}
+	ns := opts.Namespace
+	if ns == "" {
+		ns = settings.Namespace()
+	}
+	cfg := NewOfflineConfiguration()
+	cfg.Capabilities = target.Capabilities
+	var baseRel *release.Release
+	if base.Chart != "" {
+		// The base installs into its namespace, empty but for itself.
+		empty, err := newBaseCluster("", name, ns)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RESTClientGetter = empty.getter()
+		defer empty.Close()
+		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
+			SkipSchemaValidation: opts.SkipSchemaValidation}
+		baseOpts.Values.ValueFiles = base.Values
+		res, err := Render(ctx, cfg, settings, name, base.Chart, baseOpts)
+		if err != nil {
+			return nil, fmt.Errorf("base chart %s: %w", base.Chart, err)
+		}
+		baseRel = res.Next
+	} else {
+		// The base's values are unknown: there is nothing to reuse, and
+		// reusing the placeholder chart's (empty) values would drop the
+		// head chart's defaults.
+		opts.ReuseValues, opts.ResetThenReuseValues = false, false
+		baseRel = &release.Release{Name: name, Namespace: ns, Manifest: base.Manifest, Config: map[string]interface{}{},
+			Chart: &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "base", Version: "0.0.0"}}}
+	}
+	// As Helm stores a successful install.
+	now := helmtime.Now()
+	baseRel.Version = 1
+	baseRel.Info = &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusDeployed, Description: "Install complete"}
+	if err := cfg.Releases.Create(baseRel); err != nil {
+		return nil, fmt.Errorf("storing the base release in memory: %w", err)
+	}
+	// The head's lookup sees the base release's objects.
+	cluster, err := newBaseCluster(baseRel.Manifest, name, ns)
+	if err != nil {
+		return nil, fmt.Errorf("base release: %w", err)
+	}
+	defer cluster.Close()
+	cfg.RESTClientGetter = cluster.getter()
+	res, err := Render(ctx, cfg, settings, name, headChart, opts)
+	if err != nil {
+		return nil, fmt.Errorf("head chart %s: %w", headChart, err)
+	}
+	if res.Previous == nil {
+		return nil, errors.New("head chart " + headChart + ": rendered as an install, not as an upgrade of the base")
+	}
+	return res, nil
 }

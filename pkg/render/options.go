@@ -58,6 +58,12 @@ type Options struct {
 	// Description is the release description (--description).
 	Description string
 
+	// KubeVersion and APIVersions describe the target cluster of an offline
+	// plan (--kube-version, --api-versions), as `helm template` reads them;
+	// see OfflineTarget. A live plan asks the cluster instead.
+	KubeVersion string
+	APIVersions []string
+
 	// Namespace is the release namespace. Empty means settings.Namespace()
 	// (-n/--namespace, HELM_NAMESPACE, the kubeconfig context). The CLI owns
 	// the flag; AddFlags does not register it.
@@ -109,6 +115,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Atomic, "atomic", false, "if set, upgrade process rolls back changes made in case of failed upgrade. The --wait flag will be set automatically if --atomic is used")
 	fs.BoolVar(&o.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
 	fs.StringVar(&o.Description, "description", "", "add a custom description")
+
+	// target cluster, offline only (helm's `template` command)
+	fs.StringVar(&o.KubeVersion, "kube-version", "", "with --offline: Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+DefaultKubeVersion+")")
+	fs.StringSliceVarP(&o.APIVersions, "api-versions", "a", []string{}, "with --offline: Kubernetes api versions used for Capabilities.APIVersions, in addition to the built-in ones the target version serves")
 
 	// post-renderer (helm's bindPostRenderFlag)
 	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")

@@ -18,18 +18,12 @@ func GitHubAnnotations(w io.Writer, p *plan.Plan) error {
 		if !c.Destructive {
 			continue
 		}
-		level, state := "error", "not acknowledged: add "+c.AckFlag()
-		switch {
-		case c.Blocking:
-			state = "cannot be acknowledged"
-		case c.Acknowledged:
-			level, state = "warning", "acknowledged"
-		}
-		reason := c.Verdict()
+		level, state, what := destructiveStatus(c)
+		reason := what
 		if len(c.Reasons) > 0 {
 			reason = reasonText(c.Reasons[0])
 		}
-		title := fmt.Sprintf("safe-upgrade: %s %s", c.Verdict(), c.ID)
+		title := fmt.Sprintf("safe-upgrade: %s %s", what, c.ID)
 		if _, err := fmt.Fprintf(w, "::%s title=%s::%s (%s)\n", level, escapeProperty(title), escapeData(reason), escapeData(state)); err != nil {
 			return err
 		}
@@ -43,4 +37,18 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// destructiveStatus says how a destructive change is flagged: level error
+// while it blocks, warning once acknowledged; state what it still needs;
+// what its class, or its action when it has none.
+func destructiveStatus(c *plan.Change) (level, state, what string) {
+	level, state = "error", "not acknowledged: add "+c.AckFlag()
+	switch {
+	case c.Blocking:
+		state = "cannot be acknowledged"
+	case c.Acknowledged:
+		level, state = "warning", "acknowledged"
+	}
+	return level, state, c.Verdict()
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // formats are the output formats, in the order help text lists them.
-func formats() []string { return []string{FormatText, FormatJSON, FormatMarkdown} }
+func formats() []string { return []string{FormatText, FormatJSON, FormatMarkdown, FormatSARIF} }
 
 // IsFormat reports whether name is an output format.
 func IsFormat(name string) bool { return slices.Contains(formats(), name) }
@@ -50,7 +50,8 @@ const (
 
 // Options controls how a plan is written.
 type Options struct {
-	// Format is FormatText (also when empty), FormatJSON or FormatMarkdown.
+	// Format is FormatText (also when empty), FormatJSON, FormatMarkdown or
+	// FormatSARIF.
 	Format string
 	// Color turns on ANSI colours in the text format. The caller decides
 	// (TTY, NO_COLOR); JSON and Markdown are never coloured.
@@ -61,6 +62,12 @@ type Options struct {
 	// MaxMarkdownBytes bounds the Markdown output; 0 means
 	// DefaultMaxMarkdownBytes. Diffs are truncated first to stay under it.
 	MaxMarkdownBytes int
+	// ChartDir is the new chart's directory as the user named it (relative
+	// to the repository root in CI), or "" when the chart is not a local
+	// directory. SARIF results point at its templates.
+	ChartDir string
+	// ToolVersion is the tool's version, shown in SARIF output when set.
+	ToolVersion string
 }
 
 // Write writes p to w in the format opts.Format names.
@@ -76,9 +83,11 @@ func Write(w io.Writer, p *plan.Plan, opts Options) error {
 		return pw.writeJSON(w)
 	case FormatMarkdown:
 		return pw.writeMarkdown(w)
+	case FormatSARIF:
+		return pw.writeSARIF(w)
 	default:
-		return fmt.Errorf("report: unknown output format %q (want %s, %s or %s)",
-			opts.Format, FormatText, FormatJSON, FormatMarkdown)
+		return fmt.Errorf("report: unknown output format %q (want %s, %s, %s or %s)",
+			opts.Format, FormatText, FormatJSON, FormatMarkdown, FormatSARIF)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -45,35 +47,35 @@ func (r OfflineRequest) Validate(offline bool) error {
 }
 
 // PlanOffline compares the base (a chart render or a manifest file) with the
-// head render, for the pre-merge gate; nothing reaches a cluster, and the
-// result cannot be applied.
+// head rendered as an upgrade of it, for the pre-merge gate: against the
+// target Kubernetes version (--kube-version, --api-versions), with removed
+// APIs marked; nothing reaches a cluster, and the result cannot be applied.
 func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
-	headOpts := req.Render
-	headOpts.Install = true
-	head, err := render.Render(ctx, render.NewOfflineConfiguration(), c.Settings, req.ReleaseName, req.ChartRef, headOpts)
+	target, err := req.Render.OfflineTarget()
 	if err != nil {
-		return nil, fmt.Errorf("head chart %s: %w", req.ChartRef, err)
+		return nil, err
 	}
-	in := plannerInput(head)
-	in.Release.Install = false
+	base := render.Base{Chart: req.FromChart, Values: req.FromValues}
+	prevName := "base chart " + req.FromChart
 	if req.FromManifest != "" {
 		data, err := os.ReadFile(req.FromManifest)
 		if err != nil {
 			return nil, fmt.Errorf("--from-manifest: %w", err)
 		}
-		in.PreviousManifest, in.PreviousName = string(data), "--from-manifest "+req.FromManifest
-	} else {
-		baseOpts := RenderOptions{Namespace: req.Render.Namespace, Install: true}
-		baseOpts.Values.ValueFiles = req.FromValues
-		base, err := render.Render(ctx, render.NewOfflineConfiguration(), c.Settings, req.ReleaseName, req.FromChart, baseOpts)
-		if err != nil {
-			return nil, fmt.Errorf("base chart %s: %w", req.FromChart, err)
-		}
-		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+req.FromChart
+		base.Manifest, prevName = string(data), "--from-manifest "+req.FromManifest
 	}
+	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
+	if err != nil {
+		return nil, err
+	}
+	in := plannerInput(head)
+	in.PreviousName = prevName
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
 	p, err := planner.New(offline, "").Plan(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, in.Release.Namespace, manifest.StaticScoper{}, apis.ForMinor(target.Minor)); err != nil {
 		return nil, err
 	}
 	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
@@ -68,8 +69,14 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	start = time.Now()
-	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, plannerInput(res))
+	in := plannerInput(res)
+	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	// APIs the cluster no longer serves, in the last release or the new render.
+	minor, _ := apis.ParseMinor(c.ServerVersion)
+	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, c.Namespace, c.Cluster, apis.ForCluster(c.Cluster.Mapper, minor)); err != nil {
 		return nil, err
 	}
 	if req.Saved != nil {

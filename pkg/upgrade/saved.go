@@ -287,6 +287,11 @@ func applyFlags(opts RenderOptions, apply ApplyRequest) map[string]interface{} {
 	for _, k := range []string{"Version", "Devel", "PostRenderer", "PostRendererArgs", "Namespace"} {
 		delete(out, k)
 	}
+	for k, v := range out {
+		if v == nil { // an unset list or map: the same as absent
+			delete(out, k)
+		}
+	}
 	out["Force"] = apply.Force
 	return out
 }
