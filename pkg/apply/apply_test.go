@@ -13,19 +13,16 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -100,66 +97,20 @@ func (k *recordingKube) count() {
 	k.mu.Unlock()
 }
 
-// countingDriver is Helm's memory storage counting writes.
-type countingDriver struct {
-	*driver.Memory
-	mu     sync.Mutex
-	writes int
-}
-
-func (d *countingDriver) count() {
-	d.mu.Lock()
-	d.writes++
-	d.mu.Unlock()
-}
-
-func (d *countingDriver) Create(key string, r *release.Release) error {
-	d.count()
-	return d.Memory.Create(key, r)
-}
-
-func (d *countingDriver) Update(key string, r *release.Release) error {
-	d.count()
-	return d.Memory.Update(key, r)
-}
-
-func (d *countingDriver) Delete(key string) (*release.Release, error) {
-	d.count()
-	return d.Memory.Delete(key)
-}
-
 type fixture struct {
 	cfg   *action.Configuration
 	kube  *recordingKube
-	store *countingDriver
+	store *helmtest.CountingDriver
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	mem := driver.NewMemory()
-	mem.SetNamespace(relNS)
 	f := &fixture{
 		kube:  &recordingKube{PrintingKubeClient: kubefake.PrintingKubeClient{Out: io.Discard, LogOutput: io.Discard}},
-		store: &countingDriver{Memory: mem},
+		store: helmtest.NewCountingDriver(relNS),
 	}
-	f.cfg = &action.Configuration{
-		Releases:     storage.Init(f.store),
-		KubeClient:   f.kube,
-		Capabilities: chartutil.DefaultCapabilities,
-		Log:          func(string, ...interface{}) {},
-	}
+	f.cfg = helmtest.Config(t, f.store, f.kube)
 	return f
-}
-
-func testSettings(t *testing.T) *cli.EnvSettings {
-	t.Helper()
-	s := cli.New()
-	dir := t.TempDir()
-	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
-	s.RepositoryCache = filepath.Join(dir, "cache")
-	s.RegistryConfig = filepath.Join(dir, "registry.json")
-	s.MaxHistory = 0
-	return s
 }
 
 // plan renders the next revision of the test release as the plan does.
@@ -169,7 +120,7 @@ func (f *fixture) plan(t *testing.T, opts render.Options) *render.Result {
 	if opts.Timeout == 0 {
 		opts.Timeout = render.DefaultTimeout
 	}
-	res, err := render.Render(context.Background(), f.cfg, testSettings(t), relName, randChart, opts)
+	res, err := render.Render(context.Background(), f.cfg, helmtest.Settings(t), relName, randChart, opts)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -206,13 +157,11 @@ func (f *fixture) addRevision(t *testing.T, status release.Status) {
 func (f *fixture) writes() (kube, store int) {
 	f.kube.mu.Lock()
 	defer f.kube.mu.Unlock()
-	f.store.mu.Lock()
-	defer f.store.mu.Unlock()
-	return f.kube.writes, f.store.writes
+	return f.kube.writes, f.store.Writes()
 }
 
 func (f *fixture) request(t *testing.T, rendered *render.Result) Request {
-	return Request{Config: f.cfg, Settings: testSettings(t), ReleaseName: relName, ChartRef: randChart,
+	return Request{Config: f.cfg, Settings: helmtest.Settings(t), ReleaseName: relName, ChartRef: randChart,
 		Render: render.Options{Namespace: relNS, Timeout: render.DefaultTimeout}, Rendered: rendered, Log: t.Logf}
 }
 

@@ -15,14 +15,12 @@ import (
 
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/kube"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 )
 
 const (
@@ -69,47 +67,19 @@ func (c *countingKube) WatchUntilReady(kube.ResourceList, time.Duration) error {
 	return errors.New("test: WatchUntilReady called")
 }
 
-// countingDriver is Helm's memory storage driver counting writes.
-type countingDriver struct {
-	*driver.Memory
-	writes atomic.Int32
-}
-
-func (d *countingDriver) Create(key string, r *release.Release) error {
-	d.writes.Add(1)
-	return d.Memory.Create(key, r)
-}
-
-func (d *countingDriver) Update(key string, r *release.Release) error {
-	d.writes.Add(1)
-	return d.Memory.Update(key, r)
-}
-
-func (d *countingDriver) Delete(key string) (*release.Release, error) {
-	d.writes.Add(1)
-	return d.Memory.Delete(key)
-}
-
 type fixture struct {
 	cfg   *action.Configuration
 	kube  *countingKube
-	store *countingDriver
+	store *helmtest.CountingDriver
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	mem := driver.NewMemory()
-	mem.SetNamespace(relNS)
 	f := &fixture{
 		kube:  &countingKube{PrintingKubeClient: kubefake.PrintingKubeClient{Out: io.Discard, LogOutput: io.Discard}},
-		store: &countingDriver{Memory: mem},
+		store: helmtest.NewCountingDriver(relNS),
 	}
-	f.cfg = &action.Configuration{
-		Releases:     storage.Init(f.store),
-		KubeClient:   f.kube,
-		Capabilities: chartutil.DefaultCapabilities,
-		Log:          t.Logf,
-	}
+	f.cfg = helmtest.Config(t, f.store, f.kube)
 	return f
 }
 
@@ -120,7 +90,7 @@ func (f *fixture) seed(t *testing.T, chart string, status release.Status, set ..
 	opts := baseOptions()
 	opts.Install = true
 	opts.Values.Values = set
-	res, err := Render(context.Background(), f.cfg, testSettings(t), relName, chart, opts)
+	res, err := Render(context.Background(), f.cfg, helmtest.Settings(t), relName, chart, opts)
 	if err != nil {
 		t.Fatalf("seed render: %v", err)
 	}
@@ -146,16 +116,6 @@ func (f *fixture) seedStatus(t *testing.T, status release.Status) *release.Relea
 		t.Fatal(err)
 	}
 	return &next
-}
-
-func testSettings(t *testing.T) *cli.EnvSettings {
-	t.Helper()
-	s := cli.New()
-	dir := t.TempDir()
-	s.RepositoryConfig = filepath.Join(dir, "repositories.yaml")
-	s.RepositoryCache = filepath.Join(dir, "cache")
-	s.RegistryConfig = filepath.Join(dir, "registry.json")
-	return s
 }
 
 func baseOptions() Options {
@@ -514,11 +474,11 @@ func TestRender(t *testing.T) {
 				tt.opts(&opts)
 			}
 			before, _ := f.cfg.Releases.History(relName)
-			f.store.writes.Store(0)
+			storeWrites := f.store.Writes()
 			f.kube.reachable.Store(0)
 			origKube, origStore := f.cfg.KubeClient, f.cfg.Releases
 
-			res, err := Render(context.Background(), f.cfg, testSettings(t), relName, chart, opts)
+			res, err := Render(context.Background(), f.cfg, helmtest.Settings(t), relName, chart, opts)
 
 			switch {
 			case tt.wantErr != nil || tt.wantErrIs != nil:
@@ -556,7 +516,7 @@ func TestRender(t *testing.T) {
 			if n := f.kube.writes.Load(); n != 0 {
 				t.Errorf("%d writes to the kube client", n)
 			}
-			if n := f.store.writes.Load(); n != 0 {
+			if n := f.store.Writes() - storeWrites; n != 0 {
 				t.Errorf("%d writes to the release storage", n)
 			}
 			after, _ := f.cfg.Releases.History(relName)
@@ -576,7 +536,7 @@ func TestRenderContextDone(t *testing.T) {
 	cancel()
 	opts := baseOptions()
 	opts.Install = true
-	_, err := Render(ctx, f.cfg, testSettings(t), relName, chartDir, opts)
+	_, err := Render(ctx, f.cfg, helmtest.Settings(t), relName, chartDir, opts)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -586,7 +546,7 @@ func TestRenderBadReleaseName(t *testing.T) {
 	f := newFixture(t)
 	opts := baseOptions()
 	opts.Install = true
-	_, err := Render(context.Background(), f.cfg, testSettings(t), "Bad_Name", chartDir, opts)
+	_, err := Render(context.Background(), f.cfg, helmtest.Settings(t), "Bad_Name", chartDir, opts)
 	if err == nil || !strings.Contains(err.Error(), `"Bad_Name"`) {
 		t.Fatalf("err = %v", err)
 	}
