@@ -249,7 +249,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 
 func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
-	secret := redact.IsSecret(liveObj)
+	secret := redact.Sensitive(liveObj) // issue 10: fail closed
 	if prev == nil {
 		if owner := liveObj.GetAnnotations()[releaseNameAnnotation]; owner != rel.Name ||
 			liveObj.GetAnnotations()[releaseNamespaceAnno] != rel.Namespace {
@@ -340,7 +340,7 @@ func rejectsObject(err error) bool {
 
 // sanitize renders a server error about obj, without values for Secrets.
 func sanitize(err error, obj *unstructured.Unstructured) string {
-	return classify.Sanitize(err.Error(), redact.IsSecret(obj))
+	return classify.Sanitize(err.Error(), redact.Sensitive(obj)) // issue 10: fail closed
 }
 
 // addHelmMetadata mirrors what Helm adds to every object it applies, so the

@@ -111,24 +111,22 @@ func yamlLines(c *plan.Change, obj *unstructured.Unstructured) ([]string, error)
 	return lines, nil
 }
 
-// maskedPrefix starts every value pkg/redact has replaced, e.g.
-// "(sensitive: 12 bytes, sha256:1a2b3c4d)".
-const maskedPrefix = "(sensitive:"
-
 // masked reports whether v is already a redact marker.
 func masked(v interface{}) bool {
 	s, ok := v.(string)
-	return ok && strings.HasPrefix(s, maskedPrefix)
+	return ok && redact.IsMasked(s)
 }
 
 // guard is a second line of defence behind the redaction stage: it returns
 // content, or a copy of it in which every value that stage should have
 // masked but did not is masked with redact.Value — the
-// last-applied-configuration annotation of any object, and a Secret's data
-// and stringData values. Values already masked are kept as they are, and
-// content itself is never modified.
+// last-applied-configuration annotation of any object, and the data and
+// stringData values of every object redact.Sensitive names (any Secret,
+// whatever the case of its kind or its group, and any object whose data
+// cannot be told apart from a Secret's). Values already masked are kept as
+// they are, and content itself is never modified.
 func guard(c *plan.Change, content map[string]interface{}) map[string]interface{} {
-	secret := c.ID.Kind == "Secret" && c.ID.Group == ""
+	secret := redact.Sensitive(&unstructured.Unstructured{Object: content}) || strings.EqualFold(c.ID.Kind, "Secret")
 	meta, _ := content["metadata"].(map[string]interface{})
 	annotations, _ := meta["annotations"].(map[string]interface{})
 	lastApplied, hasLastApplied := annotations[redact.LastAppliedAnnotation]
@@ -147,8 +145,13 @@ func guard(c *plan.Change, content map[string]interface{}) map[string]interface{
 		return out
 	}
 	for _, field := range []string{"data", "stringData"} {
-		values, ok := content[field].(map[string]interface{})
+		v, ok := content[field]
+		if !ok || v == nil {
+			continue
+		}
+		values, ok := v.(map[string]interface{})
 		if !ok {
+			out[field] = maskValue(v, false) // malformed: masked whole
 			continue
 		}
 		newValues := make(map[string]interface{}, len(values))

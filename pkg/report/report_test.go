@@ -227,3 +227,31 @@ func TestWriteErrors(t *testing.T) {
 		t.Error("nil plan: no error")
 	}
 }
+
+// TestNoSecretValuesWhateverTheShape: the guard masks the data of Secrets
+// whose kind is not spelled "Secret" or whose group is not core, and of
+// objects whose data cannot be told apart from a Secret's.
+func TestNoSecretValuesWhateverTheShape(t *testing.T) {
+	const leak = "shape-canary-value"
+	for _, tt := range []struct{ apiVersion, kind, field string }{
+		{"v1", "secret", "stringData"},
+		{"v1", "SECRET", "data"},
+		{"example.com/v1", "Secret", "data"},
+		{"v1", "Sekret", "data"},
+		{"v1", "configmap", "data"},
+	} {
+		p := fixturePlan()
+		p.Changes = append(p.Changes, plan.Change{
+			ID: manifest.ObjectID{Kind: tt.kind, Namespace: "shop", Name: "odd"}, APIVersion: tt.apiVersion,
+			Action: plan.ActionCreate, After: obj(map[string]interface{}{
+				"apiVersion": tt.apiVersion, "kind": tt.kind, "metadata": meta("odd", "shop"),
+				tt.field: map[string]interface{}{"pw": leak},
+			}),
+		})
+		for _, f := range []string{FormatText, FormatJSON, FormatMarkdown} {
+			if out := write(t, p, Options{Format: f}); strings.Contains(out, leak) {
+				t.Errorf("%s %s: %s output contains the value", tt.apiVersion, tt.kind, f)
+			}
+		}
+	}
+}
