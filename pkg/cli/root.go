@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // BuildInfo identifies the binary.
@@ -64,10 +65,16 @@ Exit codes:
      (and 0 means no changes at all)
 `
 
-// NewRootCommand builds the command for the given invocation name.
+// NewRootCommand builds the command for the given invocation name; Secret
+// values are masked with a fresh key (redact.NewMasker).
 func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Command {
+	return newRootCommand(argv0, streams, build, redact.NewMasker())
+}
+
+func newRootCommand(argv0 string, streams Streams, build BuildInfo, masker *redact.Masker) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
+	o.Masker = masker
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use: "safe-upgrade RELEASE CHART [flags]",
@@ -111,7 +118,15 @@ func versionLine(argv0 string, build BuildInfo) string {
 }
 
 // Execute runs the command with args and returns the process exit code.
+// Secret values are masked with a key made for this run, which lives only
+// in the process (redact.NewMasker).
 func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int {
+	return ExecuteWithMasker(argv0, args, streams, build, redact.NewMasker())
+}
+
+// ExecuteWithMasker is Execute masking Secret values with masker: tests use
+// it to tell which value a marker stands for.
+func ExecuteWithMasker(argv0 string, args []string, streams Streams, build BuildInfo, masker *redact.Masker) int {
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
 	// alone, it asks for the tool's version.
 	if len(args) == 1 && args[0] == "--version" {
@@ -122,7 +137,7 @@ func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int 
 	// binary unless told; a real `helm upgrade` is "helm", and so are our
 	// dry-runs: keep managedFields as Helm would leave them.
 	kube.ManagedFieldsManager = predict.FieldManager
-	cmd := NewRootCommand(argv0, streams, build)
+	cmd := newRootCommand(argv0, streams, build, masker)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })

@@ -22,6 +22,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 )
@@ -63,13 +64,16 @@ type UpgradeOptions struct {
 	// GitHubActions adds workflow-command annotations for destructive
 	// changes (set when GITHUB_ACTIONS=true).
 	GitHubActions bool
+	// Masker masks Secret values in the plan (issue 10: one random key per
+	// run; nil masks without a key).
+	Masker *redact.Masker
 }
 
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
 func NewUpgradeOptions(streams Streams) *UpgradeOptions {
 	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3,
-		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
+		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true", Masker: redact.NewMasker()}
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -356,7 +360,9 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 		}
 	}
 	start = time.Now()
-	p, err := planner.New(cluster, version.GitVersion).Plan(ctx, plannerInput(res))
+	pln := planner.New(cluster, version.GitVersion)
+	pln.Masker = o.Masker // issue 10
+	p, err := pln.Plan(ctx, plannerInput(res))
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +469,9 @@ func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*planned, error) {
 		}
 		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
 	}
-	p, err := planner.New(nil, "").Plan(ctx, in)
+	pln := planner.New(nil, "")
+	pln.Masker = o.Masker // issue 10
+	p, err := pln.Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}

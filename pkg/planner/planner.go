@@ -57,12 +57,15 @@ type Planner struct {
 	ServerVersion string
 	// Concurrency bounds the objects evaluated at once (GET + dry-run).
 	Concurrency int
+	// Masker masks Secret values in every object the plan holds (issue 10:
+	// keyed per plan; a saved plan applies with the key it was made with).
+	Masker *redact.Masker
 }
 
 // New returns a Planner for cluster.
 func New(cluster *live.Cluster, serverVersion string) *Planner {
 	return &Planner{Cluster: cluster, Patcher: predict.NewPatcher(), Classifier: classify.New(),
-		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency}
+		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency, Masker: redact.NewMasker()}
 }
 
 // Plan predicts and classifies every object of both releases.
@@ -196,7 +199,7 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
 		return
 	}
-	c.Before = classify.Normalize(redact.Object(liveObj))
+	c.Before = classify.Normalize(p.Masker.Object(liveObj))
 	if liveObj.GetAnnotations()[resourcePolicyAnno] == resourcePolicyKeepValue {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
@@ -216,12 +219,12 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
 	if p.Cluster == nil {
-		c.After = classify.Normalize(redact.Object(next.Obj))
+		c.After = classify.Normalize(p.Masker.Object(next.Obj))
 		return
 	}
 	ri, _, err := p.Cluster.Resource(next.GVK, next.ID.Namespace)
 	if err != nil {
-		c.After = classify.Normalize(redact.Object(next.Obj))
+		c.After = classify.Normalize(p.Masker.Object(next.Obj))
 		if meta.IsNoMatchError(err) && crdKinds[next.GVK.GroupKind()] {
 			c.Notes = append(c.Notes, "not validated by the server: its CustomResourceDefinition is created by this release")
 			return
@@ -244,7 +247,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 		}
 		created = next.Obj
 	}
-	c.After = classify.Normalize(redact.Object(created))
+	c.After = classify.Normalize(p.Masker.Object(created))
 }
 
 func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
@@ -257,7 +260,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,
 				Message: fmt.Sprintf("exists in the cluster but is not owned by release %s/%s (owner %q): Helm refuses to adopt it", rel.Namespace, rel.Name, owner)}}
-			c.Before = classify.Normalize(redact.Object(liveObj))
+			c.Before = classify.Normalize(p.Masker.Object(liveObj))
 			return nil
 		}
 	}
@@ -269,7 +272,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if err != nil {
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
-	c.Before = classify.Normalize(redact.Object(liveObj))
+	c.Before = classify.Normalize(p.Masker.Object(liveObj))
 	if predict.Empty(patch) {
 		// Helm sends nothing for an empty patch.
 		c.Action = plan.ActionNoop
@@ -282,8 +285,8 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 		return fmt.Errorf("%s: %w", c.ID, err)
 	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret,
-		Original: redact.Object(original), Target: redact.Object(next.Obj)}
+		Live: p.Masker.Object(liveObj), Local: p.Masker.Object(local), Secret: secret,
+		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
 	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
 	if err != nil {
 		return err
@@ -299,7 +302,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if after == nil {
 		after = u.Backfill()
 	}
-	c.After = classify.Normalize(redact.Object(after))
+	c.After = classify.Normalize(p.Masker.Object(after))
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
 	return nil
 }
@@ -318,7 +321,7 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 	predicted, dryErr := predict.DryRunPatch(ctx, ri, c.ID.Name, pt, patch)
 	switch {
 	case dryErr == nil:
-		u.Predicted = redact.Object(predicted)
+		u.Predicted = p.Masker.Object(predicted)
 		return predicted, nil
 	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
 		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())

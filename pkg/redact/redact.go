@@ -1,13 +1,12 @@
 // Package redact hides secret values before an object reaches any later
 // stage, so no output format, log or error can carry them. Values are
-// replaced by their size and a short hash: a change is still visible (and can
-// be matched against the cluster after apply) without revealing the value.
+// replaced by a marker keyed per plan (see Masker): a change is still
+// visible, and equal values compare equal within one plan, without
+// revealing the value or anything that helps guess it.
 package redact
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,18 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// maskedPrefix starts every masked value; masking is idempotent.
-const maskedPrefix = "(sensitive: "
-
-// Value returns the masked form of a secret value.
-func Value(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return fmt.Sprintf("(sensitive: %d bytes, sha256:%s)", len(raw), hex.EncodeToString(sum[:4]))
-}
-
-// IsMasked reports whether s is a masked value.
-func IsMasked(s string) bool { return strings.HasPrefix(s, maskedPrefix) }
 
 // LastAppliedAnnotation is kubectl's copy of the whole object, Secrets' data
 // included.
@@ -70,12 +57,12 @@ func Sensitive(obj *unstructured.Unstructured) bool {
 }
 
 // Object returns obj with the values of a Sensitive object's data and
-// stringData and any last-applied-configuration annotation masked: a
+// stringData and any last-applied-configuration annotation masked by m: a
 // masked copy when there is something to hide, else obj itself (callers
 // must not modify it). data values of a Secret are masked after base64
 // decoding, so the same value given as data or stringData masks alike.
 // Values already masked stay as they are. nil stays nil.
-func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
+func (m *Masker) Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
@@ -88,7 +75,7 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	if ann := out.GetAnnotations(); ann != nil {
 		if v, ok := ann[LastAppliedAnnotation]; ok && !IsMasked(v) {
-			ann[LastAppliedAnnotation] = Value([]byte(v))
+			ann[LastAppliedAnnotation] = m.Value([]byte(v))
 			out.SetAnnotations(ann)
 		}
 	}
@@ -97,7 +84,7 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	for _, field := range secretFields {
 		if v, ok := out.Object[field]; ok {
-			out.Object[field] = maskField(v, field == "data")
+			out.Object[field] = m.maskField(v, field == "data")
 		}
 	}
 	return out
@@ -106,38 +93,38 @@ func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 // maskField masks the value of a data or stringData field: each value of a map,
 // or the whole field when it is not a map (a malformed manifest is masked,
 // not printed).
-func maskField(v interface{}, base64Data bool) interface{} {
+func (m *Masker) maskField(v interface{}, base64Data bool) interface{} {
 	values, ok := v.(map[string]interface{})
 	if !ok {
 		if v == nil {
 			return nil
 		}
-		return value(v, false)
+		return m.value(v, false)
 	}
 	for k, x := range values {
-		values[k] = value(x, base64Data)
+		values[k] = m.value(x, base64Data)
 	}
 	return values
 }
 
 // value masks one value unless it is masked already; base64Data values are
 // decoded first when they are valid base64.
-func value(v interface{}, base64Data bool) interface{} {
+func (m *Masker) value(v interface{}, base64Data bool) interface{} {
 	s, isString := v.(string)
 	switch {
 	case isString && IsMasked(s):
 		return s
 	case isString && base64Data:
 		if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
-			return Value(raw)
+			return m.Value(raw)
 		}
-		return Value([]byte(s))
+		return m.Value([]byte(s))
 	case isString:
-		return Value([]byte(s))
+		return m.Value([]byte(s))
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		data = []byte(fmt.Sprint(v))
 	}
-	return Value(data)
+	return m.Value(data)
 }

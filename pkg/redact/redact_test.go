@@ -56,7 +56,7 @@ func TestObjectFailsClosed(t *testing.T) {
 			if got := Sensitive(tt.obj); got != tt.mask {
 				t.Fatalf("Sensitive = %v, want %v", got, tt.mask)
 			}
-			out, _ := json.Marshal(Object(tt.obj).Object)
+			out, _ := json.Marshal(NewMasker().Object(tt.obj).Object)
 			leaked := strings.Contains(string(out), canary) || strings.Contains(string(out), canaryB64)
 			if tt.mask && leaked {
 				t.Errorf("value not masked: %s", out)
@@ -78,7 +78,8 @@ func TestObject(t *testing.T) {
 		"data":       map[string]interface{}{"pw": base64.StdEncoding.EncodeToString([]byte("hunter2"))},
 		"stringData": map[string]interface{}{"pw": "hunter2"},
 	}}
-	masked := Object(secret)
+	m := NewMasker()
+	masked := m.Object(secret)
 	data := masked.Object["data"].(map[string]interface{})["pw"].(string)
 	str := masked.Object["stringData"].(map[string]interface{})["pw"].(string)
 	if data != str || !IsMasked(data) {
@@ -87,14 +88,40 @@ func TestObject(t *testing.T) {
 	if ann := masked.GetAnnotations()[LastAppliedAnnotation]; strings.Contains(ann, "aHVudGVy") {
 		t.Fatalf("last-applied annotation not masked: %q", ann)
 	}
-	if again := Object(masked); again.Object["data"].(map[string]interface{})["pw"] != data {
+	if again := m.Object(masked); again.Object["data"].(map[string]interface{})["pw"] != data {
 		t.Fatal("masking twice changed the value")
 	}
 	if secret.Object["stringData"].(map[string]interface{})["pw"] != "hunter2" {
 		t.Fatal("Object modified its input")
 	}
 	cm := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{"k": "visible"}}}
-	if Object(cm) != cm {
+	if m.Object(cm) != cm {
 		t.Fatal("a ConfigMap without a last-applied annotation was copied")
+	}
+}
+
+func TestMasker(t *testing.T) {
+	a, b := NewMasker(), NewMasker()
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"equal values mask alike under one key", a.Value([]byte("pw-1")) == a.Value([]byte("pw-1"))},
+		{"different values differ", a.Value([]byte("pw-1")) != a.Value([]byte("pw-2"))},
+		{"another key gives another marker", a.Value([]byte("pw-1")) != b.Value([]byte("pw-1"))},
+		{"a saved key masks alike", (&Masker{Key: a.Key}).Value([]byte("pw-1")) == a.Value([]byte("pw-1"))},
+		{"markers are recognised", IsMasked(a.Value([]byte("x"))) && IsMasked((*Masker)(nil).Value([]byte("x")))},
+		{"a value that only starts like a marker is not", !IsMasked("(sensitive: hunter2")},
+		{"the length is not printed", a.Value([]byte("short")) != "" && len(a.Value([]byte("short"))) == len(a.Value([]byte(strings.Repeat("long", 100))))},
+		{"nil masks without a key", (*Masker)(nil).Value([]byte("x")) == "(sensitive)"},
+		{"Unkeyed drops the key", Unkeyed("map[pw:"+a.Value([]byte("x"))+"]") == Unkeyed("map[pw:"+b.Value([]byte("x"))+"]")},
+	}
+	for _, tt := range tests {
+		if !tt.ok {
+			t.Error(tt.name)
+		}
+	}
+	if len(a.Key) != KeySize || string(a.Key) == string(b.Key) {
+		t.Fatal("NewMasker keys are not random 32-byte keys")
 	}
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"runtime"
@@ -119,7 +118,7 @@ func masked(v interface{}) bool {
 
 // guard is a second line of defence behind the redaction stage: it returns
 // content, or a copy of it in which every value that stage should have
-// masked but did not is masked with redact.Value — the
+// masked but did not is masked (see maskValue) — the
 // last-applied-configuration annotation of any object, and the data and
 // stringData values of every object redact.Sensitive names (any Secret,
 // whatever the case of its kind or its group, and any object whose data
@@ -137,7 +136,7 @@ func guard(c *plan.Change, content map[string]interface{}) map[string]interface{
 	out := shallowCopy(content)
 	if leakyAnnotation {
 		newMeta, newAnnotations := shallowCopy(meta), shallowCopy(annotations)
-		newAnnotations[redact.LastAppliedAnnotation] = maskValue(lastApplied, false)
+		newAnnotations[redact.LastAppliedAnnotation] = maskValue(lastApplied)
 		newMeta["annotations"] = newAnnotations
 		out["metadata"] = newMeta
 	}
@@ -151,12 +150,12 @@ func guard(c *plan.Change, content map[string]interface{}) map[string]interface{
 		}
 		values, ok := v.(map[string]interface{})
 		if !ok {
-			out[field] = maskValue(v, false) // malformed: masked whole
+			out[field] = maskValue(v) // malformed: masked whole
 			continue
 		}
 		newValues := make(map[string]interface{}, len(values))
 		for k, v := range values {
-			newValues[k] = maskValue(v, field == "data")
+			newValues[k] = maskValue(v)
 		}
 		out[field] = newValues
 	}
@@ -171,17 +170,13 @@ func shallowCopy(m map[string]interface{}) map[string]interface{} {
 	return out
 }
 
-// maskValue masks v unless it is masked already; base64Data values are
-// measured decoded, as pkg/redact does.
-func maskValue(v interface{}, base64Data bool) interface{} {
+// maskValue masks v unless it is masked already. The guard has no key (the
+// plan's markers are made by the planner): a value it has to mask is shown
+// as the unkeyed "(sensitive)", hidden but not comparable.
+func maskValue(v interface{}) interface{} {
 	if masked(v) {
 		return v
 	}
-	s := fmt.Sprint(v)
-	if base64Data {
-		if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
-			return redact.Value(raw)
-		}
-	}
-	return redact.Value([]byte(s))
+	var unkeyed *redact.Masker
+	return unkeyed.Value(nil)
 }

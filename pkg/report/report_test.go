@@ -161,10 +161,15 @@ func TestNoSecretValues(t *testing.T) {
 				t.Errorf("%s output contains %q", f, leak)
 			}
 		}
-		for _, want := range []string{"(sensitive: 18 bytes, sha256:", "(sensitive: 17 bytes, sha256:", "(sensitive: 12 bytes, sha256:1a2b3c4d)"} {
+		// The planner's keyed markers are kept; what the guard masks gets
+		// the unkeyed marker (it has no key); no marker tells a length.
+		for _, want := range []string{"(sensitive)", "(sensitive: hmac-sha256:1a2b3c4d1a2b3c4d)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s output lacks the marker %q", f, want)
 			}
+		}
+		if strings.Contains(out, "bytes") {
+			t.Errorf("%s output tells the length of a value", f)
 		}
 	}
 	// The plan itself is left alone.
