@@ -42,7 +42,8 @@ func exitCode(err error, errOut io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(errOut, "Error: %v\n", ee.Err)
+			// err, not ee.Err: what wraps ee may be its sanitised text.
+			fmt.Fprintf(errOut, "Error: %v\n", err)
 		}
 		return ee.Code
 	}

@@ -74,7 +74,7 @@ func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Comma
 func newRootCommand(argv0 string, streams Streams, build BuildInfo, masker *redact.Masker) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
-	o.Masker = masker
+	o.Masker, o.Sanitizer = masker, redact.NewSanitizer(masker)
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use: "safe-upgrade RELEASE CHART [flags]",
@@ -102,7 +102,10 @@ func newRootCommand(argv0 string, streams Streams, build BuildInfo, masker *reda
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run(cmd.Context())
+			// What the API server or Helm said reaches stderr and the debug
+			// log without the release's Secret values (issue 10).
+			o.Logf = o.Sanitizer.Logf(o.Logf)
+			return o.Sanitizer.Error(o.Run(cmd.Context()))
 		},
 	}
 	cmd.SetIn(streams.In)

@@ -67,13 +67,17 @@ type UpgradeOptions struct {
 	// Masker masks Secret values in the plan (issue 10: one random key per
 	// run; nil masks without a key).
 	Masker *redact.Masker
+	// Sanitizer removes the release's Secret values from what the server
+	// and Helm say (issue 10); the planner fills it.
+	Sanitizer *redact.Sanitizer
 }
 
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
 func NewUpgradeOptions(streams Streams) *UpgradeOptions {
+	masker := redact.NewMasker()
 	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), Output: "text", DiffContext: 3,
-		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true", Masker: redact.NewMasker()}
+		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true", Masker: masker, Sanitizer: redact.NewSanitizer(masker)}
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -102,8 +106,10 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.ReleaseName, o.ChartRef = args[0], args[1]
 	if flags, ok := o.Settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && o.UserAgent != "" {
+		warnings := sanitizedWarnings(o.Streams.ErrOut, o.Sanitizer) // issue 10
 		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 			c.UserAgent = o.UserAgent
+			c.WarningHandler = warnings // issue 10
 			return c
 		}
 	}
@@ -274,6 +280,7 @@ func (o *UpgradeOptions) apply(ctx context.Context, pl *planned) error {
 		Force:       o.Force,
 		Description: gate.AuditLine(pl.plan, o.Render.Description),
 		Log:         o.Logf,
+		Sanitizer:   o.Sanitizer, // issue 10
 	}, o.Streams.ErrOut)
 	if err != nil {
 		return err
@@ -361,7 +368,7 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 	}
 	start = time.Now()
 	pln := planner.New(cluster, version.GitVersion)
-	pln.Masker = o.Masker // issue 10
+	pln.Masker, pln.Sanitizer = o.Masker, o.Sanitizer // issue 10
 	p, err := pln.Plan(ctx, plannerInput(res))
 	if err != nil {
 		return nil, err
@@ -470,7 +477,7 @@ func (o *UpgradeOptions) offlinePlan(ctx context.Context) (*planned, error) {
 		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+o.FromChart
 	}
 	pln := planner.New(nil, "")
-	pln.Masker = o.Masker // issue 10
+	pln.Masker, pln.Sanitizer = o.Masker, o.Sanitizer // issue 10
 	p, err := pln.Plan(ctx, in)
 	if err != nil {
 		return nil, err

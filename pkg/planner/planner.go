@@ -60,6 +60,11 @@ type Planner struct {
 	// Masker masks Secret values in every object the plan holds (issue 10:
 	// keyed per plan; a saved plan applies with the key it was made with).
 	Masker *redact.Masker
+	// Sanitizer receives the Secret values of the last release, the new
+	// render and the live objects, and removes them from the plan's texts
+	// (issue 10); the caller reuses it for what the apply prints. nil: one
+	// is made for each plan.
+	Sanitizer *redact.Sanitizer
 }
 
 // New returns a Planner for cluster.
@@ -97,6 +102,12 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
+	// issue 10: server messages are sanitised of every Secret value.
+	san := p.Sanitizer
+	if san == nil {
+		san = redact.NewSanitizer(p.Masker)
+	}
+	addSecrets(san, prev, next)
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	var prefetched map[manifest.ObjectID]live.State
@@ -117,13 +128,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	g.SetLimit(max(p.Concurrency, 1))
 	for i, id := range ids {
 		g.Go(func() (err error) {
-			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
+			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched, san)
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, san.Error(err)
 	}
+	sanitizeChanges(changes, san) // issue 10: before fingerprints
 	markRenames(changes)
 	for i := range changes {
 		if changes[i].Destructive {
@@ -146,7 +158,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State, san *redact.Sanitizer) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -166,6 +178,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 			return c, state.Err
 		}
 		liveObj = state.Obj
+		san.Add(liveObj) // issue 10: values only the cluster holds
 		if liveObj != nil {
 			c.LiveResourceVersion = liveObj.GetResourceVersion()
 		}
