@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 )
 
 func execute(t *testing.T, argv0 string, args ...string) (string, string, int) {
@@ -132,5 +134,62 @@ func TestGitHubActionsAnnotations(t *testing.T) {
 	}
 	if strings.Contains(out, "::error") {
 		t.Fatal("annotations leaked into the JSON on stdout")
+	}
+}
+
+// panickingWriter panics on the first write: a bug anywhere in the run.
+type panickingWriter struct{}
+
+func (panickingWriter) Write([]byte) (int, error) { panic("writer exploded\nsecond line") }
+
+// TestPanicExitsOne: a panic is exit 1 with a one-line error, never Go's
+// exit 2 (the gate's "blocked"); the stack only with --debug or HELM_DEBUG.
+func TestPanicExitsOne(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		helmDebug string
+		stack     bool
+	}{
+		{"plain", nil, "", false},
+		{"--debug", []string{"--debug"}, "", true},
+		{"--debug=false", []string{"--debug=false"}, "", false},
+		{"HELM_DEBUG", nil, "true", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HELM_DEBUG", tt.helmDebug)
+			var errOut bytes.Buffer
+			args := append([]string{"demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo}, tt.args...)
+			code := Execute("helm-safe-upgrade", args, Streams{In: strings.NewReader(""), Out: panickingWriter{}, ErrOut: &errOut}, BuildInfo{Version: "test"})
+			if code != ExitError {
+				t.Fatalf("exit %d, want %d\n%s", code, ExitError, errOut.String())
+			}
+			stderr := errOut.String()
+			first, rest, _ := strings.Cut(stderr, "\n")
+			if !strings.HasPrefix(first, "Error: internal error: writer exploded") || strings.Contains(stderr, "second line") {
+				t.Errorf("want a one-line error naming the panic, got:\n%s", stderr)
+			}
+			if hasStack := strings.Contains(rest, "goroutine") || strings.Contains(rest, ".go:"); hasStack != tt.stack {
+				t.Errorf("stack shown: %v, want %v:\n%s", hasStack, tt.stack, stderr)
+			}
+		})
+	}
+}
+
+// TestGoroutinePanicExitsOne: a panic recovered in a goroutine
+// (internal/panics) reaches exitCode as an error: exit 1, one line, the
+// stack only with debug.
+func TestGoroutinePanicExitsOne(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		var errOut bytes.Buffer
+		err := fmt.Errorf("planning: %w", panics.New("index out of range"))
+		if code := exitCode(err, &errOut, debug); code != ExitError {
+			t.Errorf("debug=%v: exit %d", debug, code)
+		}
+		lines := strings.Count(errOut.String(), "\n")
+		if !strings.HasPrefix(errOut.String(), "Error: planning: internal error: index out of range\n") || (lines == 1) == debug {
+			t.Errorf("debug=%v: got\n%s", debug, errOut.String())
+		}
 	}
 }

@@ -68,13 +68,14 @@ Exit codes:
 // NewRootCommand builds the command for the given invocation name; Secret
 // values are masked with a fresh key (redact.NewMasker).
 func NewRootCommand(argv0 string, streams Streams, build BuildInfo) *cobra.Command {
-	return newRootCommand(argv0, streams, build, redact.NewMasker())
+	masker := redact.NewMasker()
+	return newRootCommand(argv0, streams, build, masker, redact.NewSanitizer(masker))
 }
 
-func newRootCommand(argv0 string, streams Streams, build BuildInfo, masker *redact.Masker) *cobra.Command {
+func newRootCommand(argv0 string, streams Streams, build BuildInfo, masker *redact.Masker, san *redact.Sanitizer) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
-	o.Masker, o.Sanitizer = masker, redact.NewSanitizer(masker)
+	o.Masker, o.Sanitizer = masker, san
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use: "safe-upgrade RELEASE CHART [flags]",
@@ -129,7 +130,18 @@ func Execute(argv0 string, args []string, streams Streams, build BuildInfo) int 
 
 // ExecuteWithMasker is Execute masking Secret values with masker: tests use
 // it to tell which value a marker stands for.
-func ExecuteWithMasker(argv0 string, args []string, streams Streams, build BuildInfo, masker *redact.Masker) int {
+//
+// Any panic ends in exit 1 with a one-line error (the stack only with
+// --debug or HELM_DEBUG): exit 2 means "blocked by the gate" and nothing
+// else.
+func ExecuteWithMasker(argv0 string, args []string, streams Streams, build BuildInfo, masker *redact.Masker) (code int) {
+	debug := debugRequested(args)
+	san := redact.NewSanitizer(masker)
+	defer func() {
+		if r := recover(); r != nil {
+			code = recovered(r, streams.ErrOut, debug, san)
+		}
+	}()
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
 	// alone, it asks for the tool's version.
 	if len(args) == 1 && args[0] == "--version" {
@@ -140,12 +152,12 @@ func ExecuteWithMasker(argv0 string, args []string, streams Streams, build Build
 	// binary unless told; a real `helm upgrade` is "helm", and so are our
 	// dry-runs: keep managedFields as Helm would leave them.
 	kube.ManagedFieldsManager = predict.FieldManager
-	cmd := newRootCommand(argv0, streams, build, masker)
+	cmd := newRootCommand(argv0, streams, build, masker, san)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	// Ctrl-C cancels the run; before the apply starts nothing is written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut)
+	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut, debug)
 }

@@ -12,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -43,12 +44,19 @@ func diffAll(changes []*plan.Change, context int, s sides) ([]string, error) {
 	for range min(runtime.GOMAXPROCS(0), len(changes)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(changes); i = int(next.Add(1)) - 1 {
-				diffs[i], errs[i] = unifiedDiff(changes[i], context, s)
+				diffs[i], errs[i] = recoveredDiff(changes[i], context, s)
 			}
 		})
 	}
 	wg.Wait()
 	return diffs, errors.Join(errs...)
+}
+
+// recoveredDiff is unifiedDiff in a goroutine of diffAll: a panic becomes
+// its error, as Go would otherwise exit 2 (the gate's "blocked").
+func recoveredDiff(c *plan.Change, context int, s sides) (d string, err error) {
+	defer panics.Recover(&err)
+	return unifiedDiff(c, context, s)
 }
 
 // unifiedDiff returns the unified diff of the YAML of c's live object
