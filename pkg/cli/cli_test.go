@@ -193,3 +193,69 @@ func TestGoroutinePanicExitsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretCorpusNeverLeaks (issue 10) plans, offline, a base and a head
+// holding Secrets in every shape the tool must recognise and greps every
+// output format, stderr, the debug log and the GitHub annotations for
+// every value, plain and base64: zero hits. (The shapes that need a server
+// — admission messages — are covered end to end in test/e2e.)
+func TestSecretCorpusNeverLeaks(t *testing.T) {
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	shapes := func(tag string) (map[string]string, []string) {
+		v := func(name string) string { return "canary-" + name + "-" + tag }
+		pem := "-----BEGIN KEY-----\nMIIBcanary" + tag + "Ogi\n-----END KEY-----"
+		templates := map[string]string{
+			"secret.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: plain}\ndata: {pw: " + b64(v("data")) + "}\nstringData: {pem: " + strconvQuote(pem) + "}\n",
+			"lower.yaml":   "apiVersion: v1\nkind: secret\nmetadata: {name: lower}\nstringData: {pw: " + v("lower") + "}\n",
+			"group.yaml":   "apiVersion: example.com/v1\nkind: SECRET\nmetadata: {name: group}\ndata: {pw: " + b64(v("group")) + "}\n",
+			"unknown.yaml": "apiVersion: v1\nkind: Sekret\nmetadata: {name: unknown}\ndata: {pw: " + v("unknown") + "}\n",
+			"list.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: in-list}\n  stringData: {pw: " + v("list") + "}\n" +
+				"---\napiVersion: v1\nkind: SecretList\nitems:\n- metadata: {name: in-typed-list}\n  data: {pw: " + b64(v("typedlist")) + "}\n",
+			"annotated.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: " +
+				"'{\"kind\":\"Secret\",\"data\":{\"pw\":\"" + b64(v("lastapplied")) + "\"}}'\ndata: {mode: " + tag + "}\n",
+			"hook.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: " + v("hook") + "}\n",
+		}
+		var canaries []string
+		for _, name := range []string{"data", "lower", "group", "unknown", "list", "typedlist", "lastapplied", "hook"} {
+			canaries = append(canaries, v(name), b64(v(name)))
+		}
+		canaries = append(canaries, "MIIBcanary"+tag, b64(pem))
+		return templates, canaries
+	}
+	dir := t.TempDir()
+	head, headCanaries := shapes("new")
+	chart := filepath.Join(dir, "chart")
+	os.MkdirAll(filepath.Join(chart, "templates"), 0o755)
+	os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: corpus\nversion: 2.0.0\n"), 0o644)
+	for name, content := range head {
+		os.WriteFile(filepath.Join(chart, "templates", name), []byte(content), 0o644)
+	}
+	base, baseCanaries := shapes("old")
+	delete(base, "hook.yaml") // a release manifest holds no hooks
+	var manifest strings.Builder
+	for name, content := range base {
+		manifest.WriteString("---\n# Source: corpus/templates/" + name + "\n" + content)
+	}
+	baseFile := filepath.Join(dir, "base.yaml")
+	os.WriteFile(baseFile, []byte(manifest.String()), 0o644)
+
+	t.Setenv("GITHUB_ACTIONS", "true")
+	for _, args := range [][]string{{"-o", "text"}, {"-o", "json"}, {"-o", "markdown"}, {"-o", "text", "--debug"}} {
+		out, errOut, code := execute(t, "helm-safe-upgrade", append([]string{"corpus", chart, "-n", "corpus", "--offline", "--from-manifest", baseFile}, args...)...)
+		if code == ExitError {
+			t.Fatalf("%v: exit 1\n%s", args, errOut)
+		}
+		for _, name := range []string{"in-list", "in-typed-list", "lower", "unknown"} {
+			if !strings.Contains(out, name) {
+				t.Errorf("%v: %s is not in the plan", args, name)
+			}
+		}
+		for _, c := range append(headCanaries, baseCanaries...) {
+			if strings.Contains(out, c) || strings.Contains(errOut, c) {
+				t.Errorf("%v: the output holds %q", args, c)
+			}
+		}
+	}
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
