@@ -193,3 +193,36 @@ func TestNoSecretInHelmHistory(t *testing.T) {
 	}
 	noCanary(t, "helm history", history, canaries)
 }
+
+// TestReleaseWithListUpgrades (issue 10): a release whose manifest holds a
+// kind: List (installed by helm) is upgraded by the tool; the List's items
+// are applied as separate objects, the Secret among them with the new
+// value, and an item dropped from the List is deleted.
+func TestReleaseWithListUpgrades(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := func(version, token string, items ...string) string {
+		list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: listed}\n  stringData: {token: " + token + "}\n"
+		for _, name := range items {
+			list += "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " + name + "}\n  data: {v: \"" + version + "\"}\n"
+		}
+		return writeChart(t, "app", version, map[string]string{"list.yaml": list})
+	}
+	c.Helm(t, "install", "app", chart("1.0.0", "list-token-old", "kept", "dropped"), "-n", ns)
+	r := run(t, c, "app", chart("2.0.0", "list-token-new", "kept"), "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	noCanary(t, "the report", r.Stdout+r.Stderr, secretCanaries("list-token-old", "list-token-new"))
+	core := c.Clientset(t).CoreV1()
+	s, err := core.Secrets(ns).Get(t.Context(), "listed", metav1.GetOptions{})
+	if err != nil || string(s.Data["token"]) != "list-token-new" {
+		t.Fatalf("Secret/listed after the upgrade: %v, %q", err, s.Data["token"])
+	}
+	if cm, err := core.ConfigMaps(ns).Get(t.Context(), "kept", metav1.GetOptions{}); err != nil || cm.Data["v"] != "2.0.0" {
+		t.Fatalf("ConfigMap/kept after the upgrade: %v, %v", err, cm.Data)
+	}
+	if _, err := core.ConfigMaps(ns).Get(t.Context(), "dropped", metav1.GetOptions{}); err == nil {
+		t.Fatal("ConfigMap/dropped is still there")
+	}
+}
