@@ -145,6 +145,9 @@ func (o *UpgradeOptions) Complete(cmd *cobra.Command, args []string) error {
 				saved.Release.Namespace, saved.Release.Name, o.Namespace, o.ReleaseName)
 		}
 		o.Saved = saved
+		if len(saved.MaskKey) > 0 { // issue 10 bridge: mask as the plan did
+			o.Masker.Key = saved.MaskKey
+		}
 		acks.Add(gate.FromSaved(saved.Acknowledged))
 	}
 	o.AckSet = acks
@@ -393,6 +396,7 @@ func (o *UpgradeOptions) savePlan(pl *planned) error {
 		Hooks:        res.Next.Hooks,
 		Notes:        res.Next.Info.Notes,
 		Acknowledged: gate.ToSaved(pl.plan),
+		MaskKey:      o.Masker.Key, // issue 10 bridge
 	}
 	saved.Release.Name, saved.Release.Namespace = res.Next.Name, res.Next.Namespace
 	if res.Last != nil {

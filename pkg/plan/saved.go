@@ -37,6 +37,10 @@ type Saved struct {
 	Objects []SavedObject `json:"objects"`
 	// Acknowledged are the destructive changes acknowledged when planning.
 	Acknowledged []SavedAck `json:"acknowledged,omitempty"`
+	// MaskKey is the key the plan's Secret markers were made with
+	// (redact.Masker): the apply masks alike, so the live states it pins
+	// compare equal. Issue 10 bridge until the sealed plan carries it.
+	MaskKey []byte `json:"maskKey,omitempty"`
 }
 
 // SavedObject pins the live state a change was planned against. Apply

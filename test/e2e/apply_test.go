@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,12 +279,9 @@ func TestSavedPlan(t *testing.T) {
 		})
 	}
 	v1, v2 := chart("1"), chart("2")
-	// One key for the plan and its apply: the saved plan does not carry the
-	// masking key yet (issue 10), and the states it pins are masked.
-	masker := redact.NewMasker()
 	save := func(t *testing.T, ns string) (string, string) {
 		path := filepath.Join(t.TempDir(), "plan.json")
-		r := runMasked(t, c, masker, "app", v2, "-n", ns, "--dry-run", "-o", "json", "--plan-out", path)
+		r := run(t, c, "app", v2, "-n", ns, "--dry-run", "-o", "json", "--plan-out", path)
 		if r.Code != 0 {
 			t.Fatalf("plan-out: exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -301,7 +299,7 @@ func TestSavedPlan(t *testing.T) {
 		if shown == nil {
 			t.Fatalf("no masked password in the plan:\n%s", shownPlan)
 		}
-		r := runMasked(t, c, masker, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
 		if r.Code != 0 {
 			t.Fatalf("--plan: exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -309,7 +307,15 @@ func TestSavedPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := masker.Value(s.Data["password"]); got != shown[1] {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var saved struct{ MaskKey []byte }
+		if err := json.Unmarshal(data, &saved); err != nil || len(saved.MaskKey) == 0 {
+			t.Fatalf("the saved plan carries no masking key: %v", err)
+		}
+		if got := (&redact.Masker{Key: saved.MaskKey}).Value(s.Data["password"]); got != shown[1] {
 			t.Fatalf("applied %s, the saved plan showed %s", got, shown[1])
 		}
 	})
@@ -318,7 +324,7 @@ func TestSavedPlan(t *testing.T) {
 		c.Helm(t, "install", "app", v1, "-n", ns)
 		path, _ := save(t, ns)
 		c.Helm(t, "upgrade", "app", v1, "-n", ns)
-		r := runMasked(t, c, masker, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
 		if r.Code != 1 || !strings.Contains(r.Stderr, "moved from revision 1 to 2") {
 			t.Fatalf("want exit 1 naming the moved revision, got %d\n%s", r.Code, r.Stderr)
 		}
@@ -336,7 +342,7 @@ func TestSavedPlan(t *testing.T) {
 		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		r := runMasked(t, c, masker, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
 		if r.Code != 1 || !strings.Contains(r.Stderr, "ConfigMap/"+ns+"/settings changed in the cluster") {
 			t.Fatalf("want exit 1 naming the ConfigMap, got %d\n%s", r.Code, r.Stderr)
 		}
