@@ -3,9 +3,11 @@ package cli
 import (
 	"io"
 
+	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/rest"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // sanitizedWarnings prints the API server's warnings (admission policies
@@ -29,4 +31,21 @@ func (w sanitizingWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// addHookSecrets gives san the Secret values of the hooks of the new and
+// the last revision: Helm keeps hooks out of the release manifest the
+// planner reads, and a hook's failure (an admission policy denying a hook
+// Secret) reaches Helm's error and the release description.
+func addHookSecrets(san *redact.Sanitizer, res *render.Result) {
+	for _, rel := range []*release.Release{res.Next, res.Previous} {
+		if rel == nil {
+			continue
+		}
+		for _, h := range rel.Hooks {
+			if h != nil {
+				san.AddManifest(h.Manifest)
+			}
+		}
+	}
 }

@@ -370,6 +370,7 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*planned, error) {
 		}
 	}
 	start = time.Now()
+	addHookSecrets(o.Sanitizer, res) // issue 10
 	pln := planner.New(cluster, version.GitVersion)
 	pln.Masker, pln.Sanitizer = o.Masker, o.Sanitizer // issue 10
 	p, err := pln.Plan(ctx, plannerInput(res))

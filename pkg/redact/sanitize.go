@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // MinSecretLen is the shortest secret value a Sanitizer removes from text.
@@ -232,5 +235,35 @@ func (s *Sanitizer) Logf(logf func(string, ...interface{})) func(string, ...inte
 	}
 	return func(format string, args ...interface{}) {
 		logf("%s", s.String(fmt.Sprintf(format, args...)))
+	}
+}
+
+// AddManifest collects the secret values of the objects of a rendered
+// manifest ("---"-separated YAML documents, Lists included), such as the
+// hooks Helm keeps apart from the release manifest. A document that does
+// not parse is skipped: it cannot be applied either.
+func (s *Sanitizer) AddManifest(text string) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+	for {
+		doc, err := reader.Read()
+		if err != nil {
+			return // io.EOF, or a stream that cannot be read further
+		}
+		var content map[string]interface{}
+		if yaml.Unmarshal(doc, &content) != nil || content == nil {
+			continue
+		}
+		s.addContent(content)
+	}
+}
+
+// addContent adds an object, and the items of a list.
+func (s *Sanitizer) addContent(content map[string]interface{}) {
+	s.Add(&unstructured.Unstructured{Object: content})
+	items, _ := content["items"].([]interface{})
+	for _, it := range items {
+		if item, ok := it.(map[string]interface{}); ok {
+			s.addContent(item)
+		}
 	}
 }

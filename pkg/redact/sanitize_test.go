@@ -98,3 +98,13 @@ func TestSanitizerErrorsAndLogs(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestSanitizerAddManifest(t *testing.T) {
+	s := NewSanitizer(nil)
+	s.AddManifest("# Source: hooks/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: hook-value-1}\n" +
+		"---\nnot: [valid\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: secret, metadata: {name: x}, data: {pw: " + base64.StdEncoding.EncodeToString([]byte("listed-value-2")) + "}}\n")
+	got := s.String("denied hook-value-1 and listed-value-2")
+	if strings.Contains(got, "hook-value-1") || strings.Contains(got, "listed-value-2") {
+		t.Errorf("got %q", got)
+	}
+}
