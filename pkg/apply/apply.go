@@ -16,11 +16,13 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -57,6 +59,13 @@ type Request struct {
 	Description string
 	// Log receives Helm's debug log; nil discards it.
 	Log func(string, ...interface{})
+	// Sanitizer removes the release's Secret values from everything the
+	// API server or Helm says that Apply passes on: its error, Helm's log
+	// (the action's and the kube client's), and the release descriptions
+	// Helm stores (an admission policy or webhook can echo Secret data in
+	// its denial, which Helm writes into the failed revision's
+	// description). nil passes them on as they are.
+	Sanitizer *redact.Sanitizer
 }
 
 // Apply applies the planned revision of a release and returns it as Helm
@@ -115,12 +124,13 @@ type Request struct {
 // applies. When Helm's action fails after writing, the error is an
 // *UpgradeError saying which state the release is in now.
 func Apply(ctx context.Context, req Request, out io.Writer) (*release.Release, error) {
-	return apply(ctx, req, out, func(action.RESTClientGetter) (*live.Cluster, error) {
+	rel, err := apply(ctx, req, out, func(action.RESTClientGetter) (*live.Cluster, error) {
 		if req.Cluster == nil {
 			return nil, errors.New("the request has no cluster connection")
 		}
 		return req.Cluster, nil
 	})
+	return rel, req.Sanitizer.Error(err)
 }
 
 // pollInterval is how often the recreate step looks whether a deleted
@@ -136,6 +146,9 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	log := req.Log
 	if log == nil {
 		log = func(string, ...interface{}) {}
+	}
+	if req.Sanitizer != nil {
+		log = req.Sanitizer.Logf(log)
 	}
 	timeout := req.Render.TimeLimit()
 	if err := refuseRecreate(req.Recreate, req.Rendered.Install); err != nil {
@@ -207,8 +220,14 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	run := *req.Config
 	if run.Log == nil {
 		run.Log = log
+	} else if req.Sanitizer != nil {
+		run.Log = req.Sanitizer.Logf(run.Log)
 	}
-	store := &plannedStore{Driver: req.Config.Releases.Driver, ctx: ctx, next: next}
+	if kc, ok := run.KubeClient.(*kube.Client); ok && req.Sanitizer != nil {
+		// Helm's kube client logs the API server's errors as they come.
+		kc.Log = req.Sanitizer.Logf(kc.Log)
+	}
+	store := &plannedStore{Driver: req.Config.Releases.Driver, ctx: ctx, next: next, sanitize: req.Sanitizer.String}
 	run.Releases = &storage.Storage{Driver: store, MaxHistory: req.Config.Releases.MaxHistory, Log: req.Config.Releases.Log}
 	if run.Releases.Log == nil {
 		run.Releases.Log = log

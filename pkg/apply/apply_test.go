@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -645,4 +647,46 @@ func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
 		t.Error("the StatefulSet was not restored")
 	}
 	assertNoJournal(t, fc)
+}
+
+// TestApplySanitizesServerMessages: an API server error echoing a Secret
+// value (as an admission policy's messageExpression can) reaches neither
+// Apply's error, nor Helm's log, nor the release description Helm stores.
+func TestApplySanitizesServerMessages(t *testing.T) {
+	const pw = "hunter2-from-admission"
+	echoed := base64.StdEncoding.EncodeToString([]byte(pw))
+	for _, atomic := range []bool{false, true} {
+		f := newFixture(t)
+		f.seed(t)
+		rendered := f.plan(t, render.Options{})
+		f.kube.updateErr = errors.New(`admission webhook denied: bad password: ` + echoed + ` (` + pw + `)`)
+		var logged strings.Builder
+		f.cfg.Log = func(format string, args ...interface{}) { fmt.Fprintf(&logged, format+"\n", args...) }
+		req := f.request(t, rendered)
+		req.Render.Atomic = atomic
+		req.Log = f.cfg.Log
+		req.Sanitizer = redact.NewSanitizer(redact.NewMasker())
+		req.Sanitizer.AddValue([]byte(pw))
+		_, err := Apply(context.Background(), req, io.Discard)
+		var ue *UpgradeError
+		if !errors.As(err, &ue) {
+			t.Fatalf("atomic=%v: error %v is not an *UpgradeError", atomic, err)
+		}
+		hist, herr := f.cfg.Releases.History(relName)
+		if herr != nil {
+			t.Fatal(herr)
+		}
+		texts := map[string]string{"error": err.Error(), "log": logged.String()}
+		for _, r := range hist {
+			texts[fmt.Sprintf("revision %d description", r.Version)] = r.Info.Description
+		}
+		if !strings.Contains(texts["revision 2 description"], "(sensitive: hmac-sha256:") {
+			t.Errorf("atomic=%v: the failed revision's description %q does not show the value masked", atomic, texts["revision 2 description"])
+		}
+		for what, text := range texts {
+			if strings.Contains(text, pw) || strings.Contains(text, echoed) {
+				t.Errorf("atomic=%v: %s holds the Secret value: %q", atomic, what, text)
+			}
+		}
+	}
 }

@@ -52,6 +52,9 @@ type plannedStore struct {
 	driver.Driver
 	ctx  context.Context
 	next *release.Release // the planned revision
+	// sanitize cleans the descriptions Helm stores (a failed revision's
+	// holds the API server's error).
+	sanitize func(string) string
 
 	mu sync.Mutex
 	// written is set once Helm wrote to the storage; created once it
@@ -100,6 +103,7 @@ func (s *plannedStore) Create(key string, rls *release.Release) error {
 		rls.Hooks = copyHooks(s.next.Hooks)
 		rls.Info.Notes = s.next.Info.Notes
 	}
+	s.sanitizeDescription(rls)
 	return s.Driver.Create(key, rls)
 }
 
@@ -109,7 +113,16 @@ func (s *plannedStore) Update(key string, rls *release.Release) error {
 	if err := s.beforeWrite(key); err != nil {
 		return err
 	}
+	s.sanitizeDescription(rls)
 	return s.Driver.Update(key, rls)
+}
+
+// sanitizeDescription rewrites the description Helm is about to store
+// (`Upgrade "x" failed: <the API server's error>`) without Secret values.
+func (s *plannedStore) sanitizeDescription(rls *release.Release) {
+	if s.sanitize != nil && rls != nil && rls.Info != nil {
+		rls.Info.Description = s.sanitize(rls.Info.Description)
+	}
 }
 
 // Delete deletes a record (MaxHistory pruning, an atomic install's uninstall).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // builtin knows the Go types of the kinds compiled into Kubernetes
@@ -104,7 +105,7 @@ func secretPayload(obj map[string]interface{}) (map[string]interface{}, map[stri
 	for _, field := range []string{"data", "stringData"} {
 		if m, ok := obj[field].(map[string]interface{}); ok {
 			for k, v := range m {
-				if s, ok := v.(string); ok && field == "stringData" && !strings.HasPrefix(s, maskedPrefix) {
+				if s, ok := v.(string); ok && field == "stringData" && !redact.IsMasked(s) {
 					v = base64.StdEncoding.EncodeToString([]byte(s))
 				}
 				payload[k] = v
@@ -114,10 +115,6 @@ func secretPayload(obj map[string]interface{}) (map[string]interface{}, map[stri
 	}
 	return rest, payload
 }
-
-// maskedPrefix starts a value pkg/redact masked (redact.Value); masking
-// hashes the decoded bytes, so data and stringData mask alike.
-const maskedPrefix = "(sensitive: "
 
 // clearEmbeddedTypeMeta zeroes the apiVersion/kind of objects embedded in
 // another one: the server converts each request to its internal form, which

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )
 
@@ -136,3 +138,126 @@ func TestGitHubActionsAnnotations(t *testing.T) {
 		t.Fatal("annotations leaked into the JSON on stdout")
 	}
 }
+
+// panickingWriter panics on the first write: a bug anywhere in the run.
+type panickingWriter struct{}
+
+func (panickingWriter) Write([]byte) (int, error) { panic("writer exploded\nsecond line") }
+
+// TestPanicExitsOne: a panic is exit 1 with a one-line error, never Go's
+// exit 2 (the gate's "blocked"); the stack only with --debug or HELM_DEBUG.
+func TestPanicExitsOne(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		helmDebug string
+		stack     bool
+	}{
+		{"plain", nil, "", false},
+		{"--debug", []string{"--debug"}, "", true},
+		{"--debug=false", []string{"--debug=false"}, "", false},
+		{"HELM_DEBUG", nil, "true", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HELM_DEBUG", tt.helmDebug)
+			var errOut bytes.Buffer
+			args := append([]string{"demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo}, tt.args...)
+			code := Execute("helm-safe-upgrade", args, iostreams.Streams{In: strings.NewReader(""), Out: panickingWriter{}, ErrOut: &errOut}, BuildInfo{Version: "test"})
+			if code != ExitError {
+				t.Fatalf("exit %d, want %d\n%s", code, ExitError, errOut.String())
+			}
+			stderr := errOut.String()
+			first, rest, _ := strings.Cut(stderr, "\n")
+			if !strings.HasPrefix(first, "Error: internal error: writer exploded") || strings.Contains(stderr, "second line") {
+				t.Errorf("want a one-line error naming the panic, got:\n%s", stderr)
+			}
+			if hasStack := strings.Contains(rest, "goroutine") || strings.Contains(rest, ".go:"); hasStack != tt.stack {
+				t.Errorf("stack shown: %v, want %v:\n%s", hasStack, tt.stack, stderr)
+			}
+		})
+	}
+}
+
+// TestGoroutinePanicExitsOne: a panic recovered in a goroutine
+// (internal/panics) reaches exitCode as an error: exit 1, one line, the
+// stack only with debug.
+func TestGoroutinePanicExitsOne(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		var errOut bytes.Buffer
+		err := fmt.Errorf("planning: %w", panics.New("index out of range"))
+		if code := exitCode(err, &errOut, debug); code != ExitError {
+			t.Errorf("debug=%v: exit %d", debug, code)
+		}
+		lines := strings.Count(errOut.String(), "\n")
+		if !strings.HasPrefix(errOut.String(), "Error: planning: internal error: index out of range\n") || (lines == 1) == debug {
+			t.Errorf("debug=%v: got\n%s", debug, errOut.String())
+		}
+	}
+}
+
+// TestSecretCorpusNeverLeaks (issue 10) plans, offline, a base and a head
+// holding Secrets in every shape the tool must recognise and greps every
+// output format, stderr, the debug log and the GitHub annotations for
+// every value, plain and base64: zero hits. (The shapes that need a server
+// — admission messages — are covered end to end in test/e2e.)
+func TestSecretCorpusNeverLeaks(t *testing.T) {
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	shapes := func(tag string) (map[string]string, []string) {
+		v := func(name string) string { return "canary-" + name + "-" + tag }
+		pem := "-----BEGIN KEY-----\nMIIBcanary" + tag + "Ogi\n-----END KEY-----"
+		templates := map[string]string{
+			"secret.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: plain}\ndata: {pw: " + b64(v("data")) + "}\nstringData: {pem: " + strconvQuote(pem) + "}\n",
+			"lower.yaml":   "apiVersion: v1\nkind: secret\nmetadata: {name: lower}\nstringData: {pw: " + v("lower") + "}\n",
+			"group.yaml":   "apiVersion: example.com/v1\nkind: SECRET\nmetadata: {name: group}\ndata: {pw: " + b64(v("group")) + "}\n",
+			"unknown.yaml": "apiVersion: v1\nkind: Sekret\nmetadata: {name: unknown}\ndata: {pw: " + v("unknown") + "}\n",
+			"list.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: in-list}\n  stringData: {pw: " + v("list") + "}\n" +
+				"---\napiVersion: v1\nkind: SecretList\nitems:\n- metadata: {name: in-typed-list}\n  data: {pw: " + b64(v("typedlist")) + "}\n",
+			"annotated.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: " +
+				"'{\"kind\":\"Secret\",\"data\":{\"pw\":\"" + b64(v("lastapplied")) + "\"}}'\ndata: {mode: " + tag + "}\n",
+			"hook.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: " + v("hook") + "}\n",
+		}
+		var canaries []string
+		for _, name := range []string{"data", "lower", "group", "unknown", "list", "typedlist", "lastapplied", "hook"} {
+			canaries = append(canaries, v(name), b64(v(name)))
+		}
+		canaries = append(canaries, "MIIBcanary"+tag, b64(pem))
+		return templates, canaries
+	}
+	dir := t.TempDir()
+	head, headCanaries := shapes("new")
+	chart := filepath.Join(dir, "chart")
+	os.MkdirAll(filepath.Join(chart, "templates"), 0o755)
+	os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: corpus\nversion: 2.0.0\n"), 0o644)
+	for name, content := range head {
+		os.WriteFile(filepath.Join(chart, "templates", name), []byte(content), 0o644)
+	}
+	base, baseCanaries := shapes("old")
+	delete(base, "hook.yaml") // a release manifest holds no hooks
+	var manifest strings.Builder
+	for name, content := range base {
+		manifest.WriteString("---\n# Source: corpus/templates/" + name + "\n" + content)
+	}
+	baseFile := filepath.Join(dir, "base.yaml")
+	os.WriteFile(baseFile, []byte(manifest.String()), 0o644)
+
+	t.Setenv("GITHUB_ACTIONS", "true")
+	for _, args := range [][]string{{"-o", "text"}, {"-o", "json"}, {"-o", "markdown"}, {"-o", "text", "--debug"}} {
+		out, errOut, code := execute(t, "helm-safe-upgrade", append([]string{"corpus", chart, "-n", "corpus", "--offline", "--from-manifest", baseFile}, args...)...)
+		if code == ExitError {
+			t.Fatalf("%v: exit 1\n%s", args, errOut)
+		}
+		for _, name := range []string{"in-list", "in-typed-list", "lower", "unknown"} {
+			if !strings.Contains(out, name) {
+				t.Errorf("%v: %s is not in the plan", args, name)
+			}
+		}
+		for _, c := range append(headCanaries, baseCanaries...) {
+			if strings.Contains(out, c) || strings.Contains(errOut, c) {
+				t.Errorf("%v: the output holds %q", args, c)
+			}
+		}
+	}
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
@@ -51,10 +52,17 @@ Exit codes:
      (and 0 means no changes at all)
 `
 
-// NewRootCommand builds the command for the given invocation name.
+// NewRootCommand builds the command for the given invocation name; Secret
+// values are masked with a fresh key (redact.NewMasker).
 func NewRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo) *cobra.Command {
+	masker := redact.NewMasker()
+	return newRootCommand(argv0, streams, build, masker, redact.NewSanitizer(masker))
+}
+
+func newRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker, san *redact.Sanitizer) *cobra.Command {
 	name := commandName(argv0)
 	o := NewUpgradeOptions(streams)
+	o.Masker, o.Sanitizer = masker, san
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use: "safe-upgrade RELEASE CHART [flags]",
@@ -82,7 +90,9 @@ func NewRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo) *c
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run(cmd.Context())
+			// What the API server or Helm said reaches stderr without the
+			// release's Secret values.
+			return o.Sanitizer.Error(o.Run(cmd.Context()))
 		},
 	}
 	cmd.SetIn(streams.In)
@@ -98,19 +108,38 @@ func versionLine(argv0 string, build BuildInfo) string {
 }
 
 // Execute runs the command with args and returns the process exit code.
+// Secret values are masked with a key made for this run, which lives only
+// in the process (redact.NewMasker).
 func Execute(argv0 string, args []string, streams iostreams.Streams, build BuildInfo) int {
+	return ExecuteWithMasker(argv0, args, streams, build, redact.NewMasker())
+}
+
+// ExecuteWithMasker is Execute masking Secret values with masker: tests use
+// it to tell which value a marker stands for.
+//
+// Any panic ends in exit 1 with a one-line error (the stack only with
+// --debug or HELM_DEBUG): exit 2 means "blocked by the gate" and nothing
+// else.
+func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker) (code int) {
+	debug := debugRequested(args)
+	san := redact.NewSanitizer(masker)
+	defer func() {
+		if r := recover(); r != nil {
+			code = recovered(r, streams.ErrOut, debug, san)
+		}
+	}()
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
 	// alone, it asks for the tool's version.
 	if len(args) == 1 && args[0] == "--version" {
 		fmt.Fprint(streams.Out, versionLine(argv0, build))
 		return ExitOK
 	}
-	cmd := NewRootCommand(argv0, streams, build)
+	cmd := newRootCommand(argv0, streams, build, masker, san)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	// Ctrl-C cancels the run; before the apply starts nothing is written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut)
+	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut, debug)
 }

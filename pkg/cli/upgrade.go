@@ -12,6 +12,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
@@ -43,6 +44,11 @@ type UpgradeOptions struct {
 	Request  upgrade.PlanRequest
 	AckSet   *gate.Acks
 	Prompter gate.Prompter
+	// Masker masks Secret values in the plan (one random key per run, or
+	// the saved plan's); Sanitizer removes the release's Secret values from
+	// what the server and Helm say.
+	Masker    *redact.Masker
+	Sanitizer *redact.Sanitizer
 	// UserAgent marks every request of this tool (audit logs show it).
 	UserAgent string
 	// GitHubActions adds workflow-command annotations for destructive
@@ -53,7 +59,9 @@ type UpgradeOptions struct {
 // NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
 // HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
 func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
-	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true"}
+	masker := redact.NewMasker()
+	return &UpgradeOptions{Streams: streams, Settings: helmcli.New(), GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true",
+		Masker: masker, Sanitizer: redact.NewSanitizer(masker)}
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -80,7 +88,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if o.Offline {
 		o.DryRun = true // offline plans are never applied
 	}
-	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent)
+	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker, o.Sanitizer)
 	o.Render.Namespace = o.Config.Namespace
 	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render,
 		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
@@ -93,6 +101,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 			return err
 		}
 		acks.Add(o.Request.Saved.Acks())
+		o.Masker.Key = o.Request.Saved.MaskKey // masked values compare with the reviewed plan's
 	}
 	o.AckSet = acks
 	if o.Prompter == nil {

@@ -54,18 +54,21 @@ func Split(name, manifest, defaultNamespace string, scoper Scoper) (*Set, error)
 		if len(d.content) == 0 {
 			continue
 		}
-		docs = append(docs, d)
-		if gk, namespaced, ok := crdScope(d.content); ok {
-			crdScopes[gk] = namespaced
+		items, err := flatten(d)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, item := range items {
+			docs = append(docs, item)
+			if gk, namespaced, ok := crdScope(item.content); ok {
+				crdScopes[gk] = namespaced
+			}
 		}
 	}
 	for _, d := range docs {
 		obj := &unstructured.Unstructured{Object: d.content}
 		gvk := obj.GroupVersionKind()
-		where := d.source
-		if where == "" {
-			where = fmt.Sprintf("document %d", d.index)
-		}
+		where := d.where()
 		if gvk.Kind == "" || gvk.Version == "" {
 			return nil, fmt.Errorf("%s: %s: object has no apiVersion or kind", name, where)
 		}
@@ -107,6 +110,73 @@ type doc struct {
 	index   int
 	source  string
 	content map[string]interface{}
+	// item is the 1-based position of an object in the List it came from
+	// (0: a document of its own).
+	item int
+}
+
+// where names the document in errors: its source template, else its
+// position, and the item of a List.
+func (d doc) where() string {
+	w := d.source
+	if w == "" {
+		w = fmt.Sprintf("document %d", d.index)
+	}
+	if d.item > 0 {
+		w += fmt.Sprintf(" (List item %d)", d.item)
+	}
+	return w
+}
+
+// flatten returns the objects of d: d itself, or the items of a List as
+// Helm's kube client builds them (the resource builder with Flatten(),
+// k8s.io/cli-runtime FlattenListVisitor, decoding with
+// unstructured.UnstructuredJSONScheme):
+//
+//   - any document with a top-level "items" field is a list, whatever its
+//     kind (v1 List, ConfigMapList, ...); "items: null" is an empty list;
+//   - an item without both apiVersion and kind takes the List's apiVersion
+//     and its kind without the "List" suffix;
+//   - an item that is itself a list is refused, as Helm refuses it;
+//   - items keep the List's "# Source:" template.
+//
+// The List itself is not an object: Helm never creates or deletes it, only
+// its items.
+func flatten(d doc) ([]doc, error) {
+	raw, isList := d.content["items"]
+	if !isList {
+		return []doc{d}, nil
+	}
+	list := &unstructured.Unstructured{Object: d.content}
+	if list.GetKind() == "" || list.GetAPIVersion() == "" {
+		return nil, fmt.Errorf("%s: list has no apiVersion or kind", d.where())
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	items, ok := raw.([]interface{})
+	if !ok {
+		return nil, fmt.Errorf("%s: %s: items is not a list", d.where(), list.GetKind())
+	}
+	out := make([]doc, 0, len(items))
+	for i, it := range items {
+		item := doc{index: d.index, source: d.source, item: i + 1}
+		content, ok := it.(map[string]interface{})
+		if !ok {
+			return nil, fmt.Errorf("%s: %s item is not an object", item.where(), list.GetKind())
+		}
+		if _, nested := content["items"].([]interface{}); nested {
+			return nil, fmt.Errorf("%s: a list inside a %s is not supported (Helm refuses it too)", item.where(), list.GetKind())
+		}
+		u := &unstructured.Unstructured{Object: content}
+		if u.GetKind() == "" && u.GetAPIVersion() == "" {
+			u.SetKind(strings.TrimSuffix(list.GetKind(), "List"))
+			u.SetAPIVersion(list.GetAPIVersion())
+		}
+		item.content = content
+		out = append(out, item)
+	}
+	return out, nil
 }
 
 func sourceOf(raw []byte) string {

@@ -69,6 +69,12 @@ func TestSplitErrorsNameTheCulprit(t *testing.T) {
 		{"no name", "# Source: c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", []string{"c.yaml", "metadata.name"}},
 		{"no kind", "# Source: d.yaml\napiVersion: v1\nmetadata: {name: x}\n", []string{"d.yaml", "kind"}},
 		{"bad yaml", "# Source: e.yaml\napiVersion: v1\nkind: [\n", []string{"e.yaml"}},
+		{"items not a list", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems: {a: 1}\n", []string{"l.yaml", "items is not a list"}},
+		{"item not an object", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems: [null]\n", []string{"l.yaml", "List item 1", "not an object"}},
+		{"nested list", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: []\n", []string{"List item 1", "not supported"}},
+		{"item without name", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {}\n", []string{"l.yaml (List item 1)", "metadata.name"}},
+		{"duplicate across List and document", "# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n# Source: l.yaml\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n",
+			[]string{"ConfigMap/ns/x", "defined twice"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +85,66 @@ func TestSplitErrorsNameTheCulprit(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitFlattensLists: a List (or any *List kind, or any document with
+// items) stands for its items, as Helm's kube client builds it.
+func TestSplitFlattensLists(t *testing.T) {
+	tests := []struct {
+		name, manifest string
+		want           map[string]string // ID → source
+	}{
+		{"v1 List", `# Source: app/templates/list.yaml
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Secret
+  metadata: {name: creds}
+  stringData: {pw: x}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web, namespace: other}
+`, map[string]string{"Secret/prod/creds": "app/templates/list.yaml", "Deployment.apps/other/web": "app/templates/list.yaml"}},
+		{"typed list, items without kind", `# Source: app/templates/cms.yaml
+apiVersion: v1
+kind: ConfigMapList
+items:
+- metadata: {name: a}
+- metadata: {name: b}
+`, map[string]string{"ConfigMap/prod/a": "app/templates/cms.yaml", "ConfigMap/prod/b": "app/templates/cms.yaml"}},
+		{"empty and null lists", "apiVersion: v1\nkind: List\nitems: []\n---\napiVersion: v1\nkind: List\nitems:\n", map[string]string{}},
+		{"CRD in a List scopes its kind", `apiVersion: v1
+kind: List
+items:
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: clusterwidgets.example.com}
+  spec: {group: example.com, scope: Cluster, names: {kind: ClusterWidget, plural: clusterwidgets}}
+- apiVersion: example.com/v1
+  kind: ClusterWidget
+  metadata: {name: w, namespace: ignored}
+`, map[string]string{"CustomResourceDefinition.apiextensions.k8s.io/clusterwidgets.example.com": "", "ClusterWidget.example.com/w": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := Split("test", tt.manifest, "prod", StaticScoper{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if set.Len() != len(tt.want) {
+				t.Fatalf("got %d objects, want %d: %v", set.Len(), len(tt.want), set.Objects())
+			}
+			for _, o := range set.Objects() {
+				if src, ok := tt.want[o.ID.String()]; !ok || src != o.Source {
+					t.Errorf("unexpected object %s from %q", o.ID, o.Source)
+				}
+				if _, ok := o.Obj.Object["items"]; ok {
+					t.Errorf("%s: the List itself was planned", o.ID)
 				}
 			}
 		})

@@ -5,16 +5,21 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // Fingerprint hashes the exact destructive change: object identity, action,
 // class, and each reason's path with its live and predicted value. An
 // acknowledgement carrying it stops counting as soon as any of these differ.
+// Secret values count only as "(sensitive)" (redact.Unkeyed): their markers
+// are keyed per plan, and a fingerprint must stay the same from the
+// reviewed plan to the apply without telling anything about the value.
 func Fingerprint(c Change) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", c.APIVersion, c.ID, c.Action, c.Class)
 	for _, r := range c.Reasons {
-		_, _ = io.WriteString(h, r.Path+"\x00"+r.Before+"\x00"+r.After+"\n")
+		_, _ = io.WriteString(h, r.Path+"\x00"+redact.Unkeyed(r.Before)+"\x00"+redact.Unkeyed(r.After)+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

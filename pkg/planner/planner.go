@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -48,12 +49,20 @@ type Planner struct {
 	ServerVersion string
 	// Concurrency bounds the objects evaluated at once (GET + dry-run).
 	Concurrency int
+	// Masker masks Secret values in every object the plan holds (keyed per
+	// plan; a saved plan applies with the key it was made with).
+	Masker *redact.Masker
+	// Sanitizer receives the Secret values of the last release, the new
+	// render and the live objects, and removes them from the plan's texts;
+	// the caller reuses it for what the apply prints. nil: one is made for
+	// each plan.
+	Sanitizer *redact.Sanitizer
 }
 
 // New returns a Planner for cluster.
 func New(cluster Cluster, serverVersion string) *Planner {
 	return &Planner{Cluster: cluster, Patcher: predict.NewPatcher(), Classifier: classify.New(),
-		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency}
+		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency, Masker: redact.NewMasker()}
 }
 
 // Plan predicts and classifies every object of both releases.
@@ -74,6 +83,12 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
+	// Server and Helm messages are sanitised of every Secret value.
+	san := p.Sanitizer
+	if san == nil {
+		san = redact.NewSanitizer(p.Masker)
+	}
+	addSecrets(san, prev, next)
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	objs := make([]*manifest.Object, 0, len(ids))
@@ -91,13 +106,15 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	g.SetLimit(max(p.Concurrency, 1))
 	for i, id := range ids {
 		g.Go(func() (err error) {
-			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
+			defer panics.Recover(&err) // a panic here would exit 2, the gate's code
+			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched, san)
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, san.Error(err)
 	}
+	sanitizeChanges(changes, san) // before fingerprints
 	markRenames(changes)
 	for i := range changes {
 		if changes[i].Destructive {
@@ -120,7 +137,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State, san *redact.Sanitizer) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -134,6 +151,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 		return c, state.Err
 	}
 	liveObj := state.Obj
+	san.Add(liveObj) // values only the cluster holds
 	if liveObj != nil {
 		c.LiveResourceVersion = liveObj.GetResourceVersion()
 	}
@@ -175,7 +193,7 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
 		return
 	}
-	c.Before = shown(liveObj)
+	c.Before = p.shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
@@ -200,14 +218,14 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 	var notServed *live.KindNotServedError
 	switch {
 	case errors.Is(err, ErrNoServer):
-		c.After = shown(next.Obj)
+		c.After = p.shown(next.Obj)
 		// What the catalogue knows the server's validation rejects.
 		if reasons := classify.Rejected(next.GVK.GroupKind(), next.Obj); len(reasons) > 0 {
 			c.Class, c.Destructive, c.Blocking, c.Reasons = plan.ClassInvalid, true, true, reasons
 		}
 		return
 	case errors.As(err, &notServed):
-		c.After = shown(next.Obj)
+		c.After = p.shown(next.Obj)
 		if meta.IsNoMatchError(err) && crdKinds[next.GVK.GroupKind()] {
 			c.Notes = append(c.Notes, "not validated by the server: its CustomResourceDefinition is created by this release")
 			return
@@ -228,12 +246,12 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 		}
 		created = next.Obj
 	}
-	c.After = shown(created)
+	c.After = p.shown(created)
 }
 
 func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
-	secret := redact.IsSecret(liveObj)
+	secret := redact.Sensitive(liveObj) // fail closed
 	if prev == nil {
 		if owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]; owner != rel.Name ||
 			liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] != rel.Namespace {
@@ -241,7 +259,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,
 				Message: fmt.Sprintf("exists in the cluster but is not owned by release %s/%s (owner %q): Helm refuses to adopt it", rel.Namespace, rel.Name, owner)}}
-			c.Before = shown(liveObj)
+			c.Before = p.shown(liveObj)
 			return nil
 		}
 	}
@@ -253,7 +271,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if err != nil {
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
-	c.Before = shown(liveObj)
+	c.Before = p.shown(liveObj)
 	if predict.Empty(patch) {
 		// Helm sends nothing for an empty patch.
 		c.Action = plan.ActionNoop
@@ -266,8 +284,8 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 		return fmt.Errorf("%s: %w", c.ID, err)
 	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret,
-		Original: redact.Object(original), Target: redact.Object(next.Obj)}
+		Live: p.Masker.Object(liveObj), Local: p.Masker.Object(local), Secret: secret,
+		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
 	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
 	if err != nil {
 		return err
@@ -292,7 +310,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	if after == nil {
 		after = u.Backfill()
 	}
-	c.After = shown(after)
+	c.After = p.shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
 	return nil
 }
@@ -309,7 +327,7 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 	case errors.As(dryErr, &notServed):
 		return nil, fmt.Errorf("%s: %w", c.ID, dryErr)
 	case dryErr == nil:
-		u.Predicted = redact.Object(predicted)
+		u.Predicted = p.Masker.Object(predicted)
 		return predicted, nil
 	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
 		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())
@@ -331,7 +349,7 @@ func rejectsObject(err error) bool {
 
 // sanitize renders a server error about obj, without values for Secrets.
 func sanitize(err error, obj *unstructured.Unstructured) string {
-	return classify.Sanitize(err.Error(), redact.IsSecret(obj))
+	return classify.Sanitize(err.Error(), redact.Sensitive(obj)) // fail closed
 }
 
 // addHelmMetadata mirrors what Helm adds to every object it applies, so the
@@ -342,6 +360,6 @@ func addHelmMetadata(obj *unstructured.Unstructured, release, namespace string) 
 
 // shown is an object as a plan shows it: Secret values masked, server-managed
 // fields dropped.
-func shown(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	return classify.Normalize(redact.Object(obj))
+func (p *Planner) shown(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return classify.Normalize(p.Masker.Object(obj))
 }

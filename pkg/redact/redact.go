@@ -1,81 +1,130 @@
 // Package redact hides secret values before an object reaches any later
 // stage, so no output format, log or error can carry them. Values are
-// replaced by their size and a short hash: a change is still visible (and can
-// be matched against the cluster after apply) without revealing the value.
+// replaced by a marker keyed per plan (see Masker): a change is still
+// visible, and equal values compare equal within one plan, without
+// revealing the value or anything that helps guess it.
 package redact
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // LastAppliedAnnotation is kubectl's copy of the whole object, Secrets' data
 // included.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// maskedPrefix starts every masked value; masking is idempotent.
-const maskedPrefix = "(sensitive: "
-
-// Value returns the masked form of a secret value.
-func Value(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return fmt.Sprintf("(sensitive: %d bytes, sha256:%s)", len(raw), hex.EncodeToString(sum[:4]))
+// plainData are the kinds whose top-level data is known not to be secret.
+// Every other object that carries data or stringData is masked: a kind the
+// tool cannot resolve for sure (`kind: configmap`, a ConfigMap of another
+// group or version, a custom resource) may be a Secret in disguise, and
+// showing too little is safe where showing too much is not.
+var plainData = map[schema.GroupVersionKind]bool{
+	{Version: "v1", Kind: "ConfigMap"}: true,
 }
 
-// IsSecret reports whether obj is a core/v1 Secret.
+// secretFields are the fields masked in sensitive objects.
+var secretFields = []string{"data", "stringData"}
+
+// IsSecret reports whether obj is a Secret: its kind is "Secret" in any
+// case, whatever its apiVersion. The API server's discovery maps the
+// lower-case kind too, and Helm sends such objects as they are.
 func IsSecret(obj *unstructured.Unstructured) bool {
-	gvk := obj.GroupVersionKind()
-	return gvk.Group == "" && gvk.Kind == "Secret"
+	return obj != nil && strings.EqualFold(obj.GetKind(), "Secret")
 }
 
-// Object returns obj with Secret data and stringData values and any
-// last-applied-configuration annotation masked: a masked copy when there is
-// something to hide, else obj itself (callers must not modify it). data
-// values are hashed after base64 decoding, so the same value given as data or
-// stringData masks alike. nil stays nil.
-func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
+// Sensitive reports whether obj's data and stringData are masked: a Secret
+// (IsSecret), or any object carrying data or stringData other than a core
+// v1 ConfigMap's data. It fails closed: what cannot be told apart from a
+// Secret is treated as one.
+func Sensitive(obj *unstructured.Unstructured) bool {
+	if obj == nil {
+		return false
+	}
+	if IsSecret(obj) {
+		return true
+	}
+	if _, ok := obj.Object["stringData"]; ok {
+		return true
+	}
+	_, ok := obj.Object["data"]
+	return ok && !plainData[obj.GroupVersionKind()]
+}
+
+// Object returns obj with the values of a Sensitive object's data and
+// stringData and any last-applied-configuration annotation masked by m: a
+// masked copy when there is something to hide, else obj itself (callers
+// must not modify it). data values of a Secret are masked after base64
+// decoding, so the same value given as data or stringData masks alike.
+// Values already masked stay as they are. nil stays nil.
+func (m *Masker) Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
-	if !IsSecret(obj) {
+	sensitive := Sensitive(obj)
+	if !sensitive {
 		if _, ok := obj.GetAnnotations()[LastAppliedAnnotation]; !ok {
 			return obj // nothing to hide: no copy
 		}
 	}
 	out := obj.DeepCopy()
 	if ann := out.GetAnnotations(); ann != nil {
-		if v, ok := ann[LastAppliedAnnotation]; ok && !strings.HasPrefix(v, maskedPrefix) {
-			ann[LastAppliedAnnotation] = Value([]byte(v))
+		if v, ok := ann[LastAppliedAnnotation]; ok && !IsMasked(v) {
+			ann[LastAppliedAnnotation] = m.Value([]byte(v))
 			out.SetAnnotations(ann)
 		}
 	}
-	if !IsSecret(out) {
+	if !sensitive {
 		return out
 	}
-	if data, ok := out.Object["data"].(map[string]interface{}); ok {
-		for k, v := range data {
-			s := fmt.Sprint(v)
-			if strings.HasPrefix(s, maskedPrefix) {
-				continue
-			}
-			raw, err := base64.StdEncoding.DecodeString(s)
-			if err != nil {
-				raw = []byte(s)
-			}
-			data[k] = Value(raw)
-		}
-	}
-	if data, ok := out.Object["stringData"].(map[string]interface{}); ok {
-		for k, v := range data {
-			if s := fmt.Sprint(v); !strings.HasPrefix(s, maskedPrefix) {
-				data[k] = Value([]byte(s))
-			}
+	for _, field := range secretFields {
+		if v, ok := out.Object[field]; ok {
+			out.Object[field] = m.maskField(v, field == "data")
 		}
 	}
 	return out
+}
+
+// maskField masks the value of a data or stringData field: each value of a map,
+// or the whole field when it is not a map (a malformed manifest is masked,
+// not printed).
+func (m *Masker) maskField(v interface{}, base64Data bool) interface{} {
+	values, ok := v.(map[string]interface{})
+	if !ok {
+		if v == nil {
+			return nil
+		}
+		return m.value(v, false)
+	}
+	for k, x := range values {
+		values[k] = m.value(x, base64Data)
+	}
+	return values
+}
+
+// value masks one value unless it is masked already; base64Data values are
+// decoded first when they are valid base64.
+func (m *Masker) value(v interface{}, base64Data bool) interface{} {
+	s, isString := v.(string)
+	switch {
+	case isString && IsMasked(s):
+		return s
+	case isString && base64Data:
+		if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
+			return m.Value(raw)
+		}
+		return m.Value([]byte(s))
+	case isString:
+		return m.Value([]byte(s))
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		data = []byte(fmt.Sprint(v))
+	}
+	return m.Value(data)
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -44,12 +44,19 @@ func diffAll(changes []*plan.Change, context int, s sides) ([]string, error) {
 	for range min(runtime.GOMAXPROCS(0), len(changes)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(changes); i = int(next.Add(1)) - 1 {
-				diffs[i], errs[i] = unifiedDiff(changes[i], context, s)
+				diffs[i], errs[i] = recoveredDiff(changes[i], context, s)
 			}
 		})
 	}
 	wg.Wait()
 	return diffs, errors.Join(errs...)
+}
+
+// recoveredDiff is unifiedDiff in a goroutine of diffAll: a panic becomes
+// its error, as Go would otherwise exit 2 (the gate's "blocked").
+func recoveredDiff(c *plan.Change, context int, s sides) (d string, err error) {
+	defer panics.Recover(&err)
+	return unifiedDiff(c, context, s)
 }
 
 // unifiedDiff returns the unified diff of the YAML of c's live object
@@ -111,24 +118,22 @@ func yamlLines(c *plan.Change, obj *unstructured.Unstructured) ([]string, error)
 	return lines, nil
 }
 
-// maskedPrefix starts every value pkg/redact has replaced, e.g.
-// "(sensitive: 12 bytes, sha256:1a2b3c4d)".
-const maskedPrefix = "(sensitive:"
-
 // masked reports whether v is already a redact marker.
 func masked(v interface{}) bool {
 	s, ok := v.(string)
-	return ok && strings.HasPrefix(s, maskedPrefix)
+	return ok && redact.IsMasked(s)
 }
 
 // guard is a second line of defence behind the redaction stage: it returns
 // content, or a copy of it in which every value that stage should have
-// masked but did not is masked with redact.Value — the
-// last-applied-configuration annotation of any object, and a Secret's data
-// and stringData values. Values already masked are kept as they are, and
-// content itself is never modified.
+// masked but did not is masked (see maskValue) — the
+// last-applied-configuration annotation of any object, and the data and
+// stringData values of every object redact.Sensitive names (any Secret,
+// whatever the case of its kind or its group, and any object whose data
+// cannot be told apart from a Secret's). Values already masked are kept as
+// they are, and content itself is never modified.
 func guard(c *plan.Change, content map[string]interface{}) map[string]interface{} {
-	secret := c.ID.Kind == "Secret" && c.ID.Group == ""
+	secret := redact.Sensitive(&unstructured.Unstructured{Object: content}) || strings.EqualFold(c.ID.Kind, "Secret")
 	meta, _ := content["metadata"].(map[string]interface{})
 	annotations, _ := meta["annotations"].(map[string]interface{})
 	lastApplied, hasLastApplied := annotations[redact.LastAppliedAnnotation]
@@ -139,7 +144,7 @@ func guard(c *plan.Change, content map[string]interface{}) map[string]interface{
 	out := shallowCopy(content)
 	if leakyAnnotation {
 		newMeta, newAnnotations := shallowCopy(meta), shallowCopy(annotations)
-		newAnnotations[redact.LastAppliedAnnotation] = maskValue(lastApplied, false)
+		newAnnotations[redact.LastAppliedAnnotation] = maskValue(lastApplied)
 		newMeta["annotations"] = newAnnotations
 		out["metadata"] = newMeta
 	}
@@ -147,13 +152,18 @@ func guard(c *plan.Change, content map[string]interface{}) map[string]interface{
 		return out
 	}
 	for _, field := range []string{"data", "stringData"} {
-		values, ok := content[field].(map[string]interface{})
+		v, ok := content[field]
+		if !ok || v == nil {
+			continue
+		}
+		values, ok := v.(map[string]interface{})
 		if !ok {
+			out[field] = maskValue(v) // malformed: masked whole
 			continue
 		}
 		newValues := make(map[string]interface{}, len(values))
 		for k, v := range values {
-			newValues[k] = maskValue(v, field == "data")
+			newValues[k] = maskValue(v)
 		}
 		out[field] = newValues
 	}
@@ -168,17 +178,13 @@ func shallowCopy(m map[string]interface{}) map[string]interface{} {
 	return out
 }
 
-// maskValue masks v unless it is masked already; base64Data values are
-// measured decoded, as pkg/redact does.
-func maskValue(v interface{}, base64Data bool) interface{} {
+// maskValue masks v unless it is masked already. The guard has no key (the
+// plan's markers are made by the planner): a value it has to mask is shown
+// as the unkeyed "(sensitive)", hidden but not comparable.
+func maskValue(v interface{}) interface{} {
 	if masked(v) {
 		return v
 	}
-	s := fmt.Sprint(v)
-	if base64Data {
-		if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
-			return redact.Value(raw)
-		}
-	}
-	return redact.Value([]byte(s))
+	var unkeyed *redact.Masker
+	return unkeyed.Value(nil)
 }

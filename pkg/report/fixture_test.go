@@ -96,7 +96,7 @@ func secret(password string) *unstructured.Unstructured {
 		"metadata":   meta("db-credentials", "shop"),
 		"type":       "Opaque",
 		"data": map[string]interface{}{
-			"username": "(sensitive: 8 bytes, sha256:77c0ffee)",
+			"username": "(sensitive: hmac-sha256:77c0ffee77c0ffee)",
 			"password": password,
 		},
 	})
@@ -173,8 +173,8 @@ func fixturePlan() *plan.Plan {
 				Action: plan.ActionUpdate, Class: plan.ClassInPlace,
 				Reasons: []plan.Reason{{Path: "data.password", Message: "value changed", Source: plan.SourceServer,
 					Before: secretValue, After: secretValue + "-new"}},
-				Before: secret("(sensitive: 12 bytes, sha256:1a2b3c4d)"),
-				After:  secret("(sensitive: 16 bytes, sha256:9e8f7a6b)"),
+				Before: secret("(sensitive: hmac-sha256:1a2b3c4d1a2b3c4d)"),
+				After:  secret("(sensitive: hmac-sha256:9e8f7a6b9e8f7a6b)"),
 			},
 			{
 				ID: id("", "Service", "web-public"), APIVersion: "v1", Action: plan.ActionCreate,

@@ -44,6 +44,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Recreate:    recreate,
 		Force:       req.Force,
 		Description: report.AuditLine(planned.Plan, planned.Render.Description),
+		Sanitizer:   c.Sanitizer,
 		Log:         c.Logf,
 	}, c.Out)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -78,6 +79,11 @@ type Config struct {
 	Logf func(format string, args ...interface{})
 	// Now is the clock (saved plans' age).
 	Now func() time.Time
+	// Masker masks Secret values in plans; Sanitizer removes the release's
+	// Secret values from everything the API server and Helm say (errors,
+	// warnings, logs, release descriptions). The planner feeds it.
+	Masker    *redact.Masker
+	Sanitizer *redact.Sanitizer
 
 	// Set by Connect.
 	//
@@ -94,21 +100,27 @@ type Config struct {
 
 // NewConfig returns the configuration of one run. userAgent marks every
 // request (audit logs show it); with settings.Debug (--debug, HELM_DEBUG)
-// debug lines go to out.
-func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string) *Config {
+// debug lines go to out. The API server's warnings and the debug lines pass
+// through san.
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *redact.Masker, san *redact.Sanitizer) *Config {
 	logf := func(string, ...interface{}) {}
 	if settings.Debug {
-		logf = func(format string, args ...interface{}) {
+		logf = san.Logf(func(format string, args ...interface{}) {
 			fmt.Fprintf(out, "debug: "+format+"\n", args...)
-		}
+		})
 	}
-	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && userAgent != "" {
+	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok {
+		warnings := sanitizedWarnings(out, san)
 		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
-			c.UserAgent = userAgent
+			if userAgent != "" {
+				c.UserAgent = userAgent
+			}
+			c.WarningHandler = warnings
 			return c
 		}
 	}
-	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now}
+	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now,
+		Masker: masker, Sanitizer: san}
 }
 
 // Connect builds the cluster connection — the only place in the tool that

@@ -71,7 +71,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	in := plannerInput(head)
 	in.PreviousName = prevName
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
-	p, err := planner.New(offline, "").Plan(ctx, in)
+	p, err := c.planner(offline, "").Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,8 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	start = time.Now()
 	in := plannerInput(res)
-	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
+	addHookSecrets(c.Sanitizer, res)
+	p, err := c.planner(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +94,13 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
+}
+
+// planner is a planner over cluster with the run's masker and sanitiser.
+func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner.Planner {
+	p := planner.New(cluster, serverVersion)
+	p.Masker, p.Sanitizer = c.Masker, c.Sanitizer
+	return p
 }
 
 // plannerInput hands the render to the planner, with Helm's rules for the

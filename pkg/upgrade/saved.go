@@ -73,6 +73,11 @@ type SavedPlan struct {
 	// Acknowledged are the destructive changes acknowledged when planning,
 	// each bound to its fingerprint.
 	Acknowledged []gate.Ack `json:"acknowledged,omitempty"`
+	// MaskKey is the key Secret values were masked with in the reviewed
+	// plan: the apply masks with it too, so live Secrets' state digests
+	// and the markers shown compare equal. The file holds the values in
+	// clear anyway.
+	MaskKey []byte `json:"maskKey"`
 }
 
 // ClusterIdentity names one cluster: its API server URL, the UID of its
@@ -123,6 +128,7 @@ func (c *Config) writePlan(ctx context.Context, path string, planned *Planned) e
 		Hooks:        res.Next.Hooks,
 		Notes:        res.Next.Info.Notes,
 		Acknowledged: gate.Given(planned.Plan),
+		MaskKey:      c.Masker.Key,
 	}
 	saved.Release.Name, saved.Release.Namespace = res.Next.Name, res.Next.Namespace
 	if res.Last != nil {

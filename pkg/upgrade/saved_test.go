@@ -17,6 +17,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -29,7 +30,7 @@ var (
 // and a plan that creates one ConfigMap and changes another.
 func savedFixture(t *testing.T) (*Config, *Planned) {
 	t.Helper()
-	c := &Config{Out: io.Discard, Logf: t.Logf, Now: func() time.Time { return planned },
+	c := &Config{Out: io.Discard, Logf: t.Logf, Now: func() time.Time { return planned }, Masker: redact.NewMasker(),
 		Helm: &action.Configuration{}, Identity: here}
 	ch := &chart.Chart{Metadata: &chart.Metadata{Name: "app", Version: "1.0.0"}}
 	next := &release.Release{Name: "app", Namespace: "prod", Version: 2, Chart: ch,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -238,7 +239,8 @@ func TestApplyWritesWhatWasShown(t *testing.T) {
 	}
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", secret("1")), "-n", ns)
 	before := len(c.AuditEvents(t, nil))
-	r := run(t, c, "app", writeChart(t, "app", "2.0.0", secret("2")), "-n", ns, "-o", "json")
+	masker := redact.NewMasker()
+	r := runMasked(t, c, masker, "app", writeChart(t, "app", "2.0.0", secret("2")), "-n", ns, "-o", "json")
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -250,7 +252,7 @@ func TestApplyWritesWhatWasShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := redact.Value(s.Data["password"]); got != shown[1] {
+	if got := masker.Value(s.Data["password"]); got != shown[1] {
 		t.Fatalf("cluster holds %s, the plan showed %s", got, shown[1])
 	}
 	if strings.Contains(r.Stdout, string(s.Data["password"])) || strings.Contains(r.Stdout, base64.StdEncoding.EncodeToString(s.Data["password"])) {
@@ -306,7 +308,15 @@ func TestSavedPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := redact.Value(s.Data["password"]); got != shown[1] {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var saved struct{ MaskKey []byte }
+		if err := json.Unmarshal(data, &saved); err != nil || len(saved.MaskKey) == 0 {
+			t.Fatalf("the saved plan carries no masking key: %v", err)
+		}
+		if got := (&redact.Masker{Key: saved.MaskKey}).Value(s.Data["password"]); got != shown[1] {
 			t.Fatalf("applied %s, the saved plan showed %s", got, shown[1])
 		}
 	})

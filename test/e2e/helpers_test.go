@@ -15,6 +15,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
@@ -56,19 +57,31 @@ type result struct {
 	Code           int
 }
 
-// run executes the tool in-process against the test cluster.
+// run executes the tool in-process against the test cluster. Each run masks
+// Secret values with a key of its own, as a separate process would.
 func run(t *testing.T, c *testcluster.Cluster, args ...string) result {
 	t.Helper()
+	return runMasked(t, c, redact.NewMasker(), args...)
+}
+
+// runMasked is run masking with m, so that the test can tell which value a
+// marker in the report stands for.
+func runMasked(t *testing.T, c *testcluster.Cluster, m *redact.Masker, args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runTo(c, &out, &errOut, args...)
+	code := runToMasked(c, m, &out, &errOut, args...)
 	return result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }
 
 // runTo executes the tool in-process with the given output streams.
 func runTo(c *testcluster.Cluster, out, errOut io.Writer, args ...string) int {
+	return runToMasked(c, redact.NewMasker(), out, errOut, args...)
+}
+
+func runToMasked(c *testcluster.Cluster, m *redact.Masker, out, errOut io.Writer, args ...string) int {
 	streams := iostreams.Streams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	args = append(args, "--kubeconfig", c.Kubeconfig)
-	return cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
+	return cli.ExecuteWithMasker("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"}, m)
 }
 
 // jsonPlan mirrors the documented JSON contract (README, GUIDE §3).

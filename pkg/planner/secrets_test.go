@@ -1,0 +1,84 @@
+package planner
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+)
+
+// immutableSecret is a Secret whose data cannot change: a new value makes
+// it recreate-required, a destructive change with a fingerprint.
+const immutableSecret = `---
+# Source: app/templates/secret.yaml
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+immutable: true
+data: {password: %s}
+`
+
+func offlinePlan(t *testing.T, m *redact.Masker, base, head string) *plan.Plan {
+	t.Helper()
+	p := New(Offline{Release: "app", Namespace: "prod"}, "")
+	p.Masker = m
+	out, err := p.Plan(context.Background(), Input{
+		Release:          plan.Release{Name: "app", Namespace: "prod", Chart: "app-2"},
+		PreviousManifest: base, NextManifest: head, PreviousName: "base",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSecretsKeyedPerPlan (issue 10): the markers of one value differ from
+// one plan's key to another's, but the fingerprint of a destructive Secret
+// change stays the same (acknowledgements survive from the reviewed plan to
+// the apply) and no value reaches the plan.
+func TestSecretsKeyedPerPlan(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString
+	base := strings.Replace(immutableSecret, "%s", b64([]byte("old-canary-value")), 1)
+	head := strings.Replace(immutableSecret, "%s", b64([]byte("new-canary-value")), 1)
+	a := offlinePlan(t, redact.NewMasker(), base, head)
+	b := offlinePlan(t, redact.NewMasker(), base, head)
+	ca, cb := a.Changes[0], b.Changes[0]
+	if !ca.Destructive || ca.Fingerprint == "" {
+		t.Fatalf("want a destructive change with a fingerprint, got %+v", ca)
+	}
+	if ca.Fingerprint != cb.Fingerprint {
+		t.Errorf("fingerprints differ across keys: %s, %s", ca.Fingerprint, cb.Fingerprint)
+	}
+	ja, _ := json.Marshal(ca.After.Object)
+	jb, _ := json.Marshal(cb.After.Object)
+	if string(ja) == string(jb) {
+		t.Error("the markers are the same under two keys")
+	}
+	for _, c := range []plan.Change{ca, cb} {
+		all, _ := json.Marshal([]interface{}{c.Before.Object, c.After.Object, c.Reasons, c.Notes})
+		if strings.Contains(string(all), "canary-value") || strings.Contains(string(all), b64([]byte("new-canary-value"))) {
+			t.Errorf("a value reached the plan: %s", all)
+		}
+	}
+}
+
+// TestPreviousManifestWithList (issue 10): a release whose last manifest
+// holds a List plans its items one by one.
+func TestPreviousManifestWithList(t *testing.T) {
+	list := "---\n# Source: app/templates/list.yaml\napiVersion: v1\nkind: List\nitems:\n" +
+		"- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: v1}}\n" +
+		"- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: v1}}\n"
+	head := "---\n# Source: app/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v2}\n"
+	p := offlinePlan(t, redact.NewMasker(), list, head)
+	got := map[string]plan.Action{}
+	for _, c := range p.Changes {
+		got[c.ID.String()] = c.Action
+	}
+	if len(got) != 2 || got["ConfigMap/prod/a"] != plan.ActionUpdate || got["ConfigMap/prod/b"] != plan.ActionDelete {
+		t.Errorf("changes %v: want ConfigMap a updated and b deleted", got)
+	}
+}

@@ -1,0 +1,110 @@
+package redact
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestSanitizer(t *testing.T) {
+	const pw = `s3cr3t-"pass"\word`
+	const pem = "-----BEGIN KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\nKUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQ==\n-----END KEY-----"
+	secret := object("v1", "Secret", map[string]interface{}{
+		"data":       map[string]interface{}{"pw": base64.StdEncoding.EncodeToString([]byte(pw)), "key": base64.StdEncoding.EncodeToString([]byte(pem)), "tiny": base64.StdEncoding.EncodeToString([]byte("abc"))},
+		"stringData": map[string]interface{}{"token": "tok-plain-value"},
+	})
+	lastApplied, _ := json.Marshal(map[string]interface{}{"apiVersion": "v1", "kind": "Secret", "stringData": map[string]interface{}{"old": "older-value-in-annotation"}})
+	annotated := object("v1", "ConfigMap", map[string]interface{}{"data": map[string]interface{}{"shown": "not-a-secret"}})
+	annotated.SetAnnotations(map[string]string{LastAppliedAnnotation: string(lastApplied)})
+	odd := object("example.com/v1", "secret", map[string]interface{}{"data": "whole-field-value"})
+
+	m := NewMasker()
+	s := NewSanitizer(m)
+	s.Add(secret, annotated, odd, nil)
+	jsonQ := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	tests := []struct {
+		name, msg string
+		gone      []string
+	}{
+		{"plain", "bad password: " + pw, []string{pw}},
+		{"base64", "bad password: " + base64.StdEncoding.EncodeToString([]byte(pw)), []string{base64.StdEncoding.EncodeToString([]byte(pw))}},
+		{"base64 raw", "x=" + base64.RawStdEncoding.EncodeToString([]byte(pw)), []string{base64.RawStdEncoding.EncodeToString([]byte(pw))}},
+		{"base64 url", "x=" + base64.URLEncoding.EncodeToString([]byte(pw)) + " " + base64.RawURLEncoding.EncodeToString([]byte(pw)), []string{base64.RawURLEncoding.EncodeToString([]byte(pw))}},
+		{"JSON quoted", `{"message":` + jsonQ(pw) + `}`, []string{strings.Trim(jsonQ(pw), `"`)}},
+		{"JSON quoted twice", jsonQ(`{"message":` + jsonQ(pw) + `}`), []string{"pass"}},
+		{"Go quoted", fmt.Sprintf("Invalid value: %q", pw), []string{strings.Trim(strconv.Quote(pw), `"`)}},
+		{"stringData", "token tok-plain-value refused", []string{"tok-plain-value"}},
+		{"multi-line value, one line of it", "key: MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu is bad", []string{"MIIBOgIB"}},
+		{"multi-line value, JSON quoted", "key " + jsonQ(pem), []string{"MIIBOgIB", "KUpRKfFL"}},
+		{"last-applied annotation", "old=older-value-in-annotation", []string{"older-value-in-annotation"}},
+		{"malformed data of an odd Secret", "got whole-field-value", []string{"whole-field-value"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.String(tt.msg)
+			for _, g := range tt.gone {
+				if strings.Contains(got, g) {
+					t.Errorf("%q still holds %q", got, g)
+				}
+			}
+			if !strings.Contains(got, "(sensitive: hmac-sha256:") {
+				t.Errorf("%q: no marker where the value was", got)
+			}
+		})
+	}
+	for _, keep := range []string{"abc is short", "not-a-secret stays", "no secret here"} {
+		if got := s.String(keep); got != keep {
+			t.Errorf("%q became %q", keep, got)
+		}
+	}
+	if got, want := s.String("bad "+pw), "bad "+m.Value([]byte(pw)); got != want {
+		t.Errorf("the marker is not the value's: %q, want %q", got, want)
+	}
+}
+
+func TestSanitizerErrorsAndLogs(t *testing.T) {
+	s := NewSanitizer(nil)
+	s.AddValue([]byte("hunter22"))
+	base := errors.New("denied: hunter22")
+	err := s.Error(fmt.Errorf("apply: %w", base))
+	if strings.Contains(err.Error(), "hunter22") || !errors.Is(err, base) {
+		t.Errorf("Error: %q (unwraps to base: %v)", err, errors.Is(err, base))
+	}
+	if s.Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
+	}
+	clean := errors.New("nothing to hide")
+	if s.Error(clean) != clean {
+		t.Error("a clean error was wrapped")
+	}
+	var logged string
+	s.Logf(func(f string, a ...interface{}) { logged = fmt.Sprintf(f, a...) })("webhook said %s", "hunter22")
+	if logged != "webhook said (sensitive)" {
+		t.Errorf("logged %q", logged)
+	}
+	var nilSanitizer *Sanitizer
+	if nilSanitizer.String("x") != "x" || nilSanitizer.Error(clean) != clean {
+		t.Error("a nil Sanitizer changed its input")
+	}
+	// Values added later are removed from later messages.
+	s.Add(&unstructured.Unstructured{Object: map[string]interface{}{"kind": "Secret", "stringData": map[string]interface{}{"k": "added-late"}}})
+	if got := s.String("added-late hunter22"); got != "(sensitive) (sensitive)" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestSanitizerAddManifest(t *testing.T) {
+	s := NewSanitizer(nil)
+	s.AddManifest("# Source: hooks/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: hook-value-1}\n" +
+		"---\nnot: [valid\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: secret, metadata: {name: x}, data: {pw: " + base64.StdEncoding.EncodeToString([]byte("listed-value-2")) + "}}\n")
+	got := s.String("denied hook-value-1 and listed-value-2")
+	if strings.Contains(got, "hook-value-1") || strings.Contains(got, "listed-value-2") {
+		t.Errorf("got %q", got)
+	}
+}
