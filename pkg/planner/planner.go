@@ -37,6 +37,10 @@ type Input struct {
 	PreviousName string
 	Hooks        []plan.Hook
 	Notes        []string
+	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
+	// the cluster without this release's ownership metadata instead of
+	// refusing the upgrade.
+	TakeOwnership bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -91,7 +95,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	g.SetLimit(max(p.Concurrency, 1))
 	for i, id := range ids {
 		g.Go(func() (err error) {
-			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched)
+			changes[i], err = p.change(gctx, in, prev.Get(id), next.Get(id), crdKinds, prefetched)
 			return err
 		})
 	}
@@ -120,7 +124,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -143,7 +147,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	case liveObj == nil:
 		p.creation(ctx, &c, next, crdKinds)
 	default:
-		if err := p.update(ctx, &c, rel, prev, next, liveObj); err != nil {
+		if err := p.update(ctx, &c, in, prev, next, liveObj); err != nil {
 			return c, err
 		}
 	}
@@ -216,12 +220,16 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 	c.After = shown(created)
 }
 
-func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
 	secret := redact.IsSecret(liveObj)
+	rel := in.Release
 	if prev == nil {
-		if owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]; owner != rel.Name ||
-			liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] != rel.Namespace {
+		owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]
+		owned := owner == rel.Name && liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] == rel.Namespace
+		if !owned && in.TakeOwnership {
+			c.Notes = append(c.Notes, fmt.Sprintf("exists in the cluster without this release's ownership (owner %q): --take-ownership adopts it into release %s/%s", owner, rel.Namespace, rel.Name))
+		} else if !owned {
 			c.Class = plan.ClassInvalid
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -100,5 +102,42 @@ func TestOfflinePlanMasksSecrets(t *testing.T) {
 		if strings.Contains(s, "hunter2") {
 			t.Fatalf("a Secret value reached the plan: %s", s)
 		}
+	}
+}
+
+// foreignCluster is an offline cluster where every object of the new render
+// already exists, owned by another release.
+type offlineCluster = Offline
+
+type foreignCluster struct{ offlineCluster }
+
+func (f foreignCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
+	o := obj.Obj.DeepCopy()
+	o.SetAnnotations(map[string]string{manifest.ReleaseNameAnnotation: "other", manifest.ReleaseNamespaceAnnotation: "prod"})
+	return live.State{Obj: o}
+}
+
+func TestTakeOwnership(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("take-ownership=%v", adopt), func(t *testing.T) {
+			p, err := New(foreignCluster{Offline{Release: "app", Namespace: "prod"}}, "").Plan(context.Background(), Input{
+				Release:       plan.Release{Name: "app", Namespace: "prod"},
+				NextManifest:  pvc("data", ""),
+				TakeOwnership: adopt,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			if adopt {
+				if c.Blocking || c.Class == plan.ClassInvalid || !strings.Contains(strings.Join(c.Notes, "\n"), "--take-ownership adopts it") {
+					t.Fatalf("adopted object: %+v", c)
+				}
+				return
+			}
+			if !c.Blocking || c.Class != plan.ClassInvalid || !strings.Contains(c.Reasons[0].Message, "Helm refuses to adopt it") {
+				t.Fatalf("foreign object without --take-ownership: %+v", c)
+			}
+		})
 	}
 }

@@ -50,7 +50,9 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	start = time.Now()
-	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, plannerInput(res))
+	in := plannerInput(res)
+	in.TakeOwnership = req.Render.TakeOwnership
+	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
