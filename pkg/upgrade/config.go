@@ -77,7 +77,13 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, l
 		logf = func(string, ...interface{}) {}
 	}
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok && userAgent != "" {
+		// Helm's own wrapper sets --qps and --burst-limit (HELM_QPS,
+		// HELM_BURST_LIMIT): keep it, or they are silently dropped.
+		helmWrap := flags.WrapConfigFn
 		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			if helmWrap != nil {
+				c = helmWrap(c)
+			}
 			c.UserAgent = userAgent
 			return c
 		}
@@ -94,19 +100,9 @@ func (c *Config) Connect(ctx context.Context) error {
 		return nil
 	}
 	getter := c.Settings.RESTClientGetter()
-	restConfig, err := getter.ToRESTConfig()
+	restConfig, err := c.restConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	if c.Settings.QPS == 0 {
-		// In-flight requests are bounded by the planner's concurrency; the
-		// client-side default (5/s) would make a 1000-object plan take
-		// minutes. API Priority and Fairness still protects the server.
-		restConfig.QPS = -1
-	}
-	restConfig.Timeout = 30 * time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		restConfig.Timeout = time.Until(deadline)
+		return err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
@@ -132,4 +128,28 @@ func (c *Config) Connect(ctx context.Context) error {
 	c.Cluster = &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
 	c.ServerVersion = version.GitVersion
 	return nil
+}
+
+// restConfig is the client configuration of the planner and the apply:
+// --qps and --burst-limit (HELM_QPS, HELM_BURST_LIMIT) when given, else no
+// client-side rate limit; requests bounded by ctx's deadline.
+func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
+	restConfig, err := c.Settings.RESTClientGetter().ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Helm's wrapper already set QPS and Burst from the settings; say it
+	// again for getters that are not Helm's ConfigFlags.
+	restConfig.QPS, restConfig.Burst = c.Settings.QPS, c.Settings.BurstLimit
+	if c.Settings.QPS == 0 {
+		// In-flight requests are bounded by the planner's concurrency; the
+		// client-side default (5/s) would make a 1000-object plan take
+		// minutes. API Priority and Fairness still protects the server.
+		restConfig.QPS = -1
+	}
+	restConfig.Timeout = 30 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		restConfig.Timeout = time.Until(deadline)
+	}
+	return restConfig, nil
 }
