@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )
@@ -133,5 +135,59 @@ func TestGitHubActionsAnnotations(t *testing.T) {
 	}
 	if strings.Contains(out, "::error") {
 		t.Fatal("annotations leaked into the JSON on stdout")
+	}
+}
+
+// TestDryRunSpellings: --dry-run takes helm upgrade's values.
+func TestDryRunSpellings(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+		err  string
+	}{
+		{nil, false, ""},
+		{[]string{"--dry-run"}, true, ""},
+		{[]string{"--dry-run=client"}, true, ""},
+		{[]string{"--dry-run=server"}, true, ""},
+		{[]string{"--dry-run=true"}, true, ""},
+		{[]string{"--dry-run=false"}, false, ""},
+		{[]string{"--dry-run=none"}, false, ""},
+		{[]string{"--dry-run=maybe"}, false, "want one of false, true, none, client, server"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := NewUpgradeOptions(iostreams.Streams{})
+			cmd := &cobra.Command{}
+			o.AddFlags(cmd)
+			err := cmd.ParseFlags(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.DryRun != tt.want {
+				t.Errorf("DryRun = %v, want %v", o.DryRun, tt.want)
+			}
+		})
+	}
+}
+
+func TestHideSecret(t *testing.T) {
+	_, errOut, code := execute(t, "helm-safe-upgrade", "demo", demo, "--hide-secret", "--kube-apiserver", "https://127.0.0.1:1")
+	if code != ExitError || !strings.Contains(errOut, "--hide-secret") || !strings.Contains(errOut, "needs --dry-run") {
+		t.Fatalf("--hide-secret without --dry-run: exit %d\n%s", code, errOut)
+	}
+	values := filepath.Join(t.TempDir(), "v.yaml")
+	os.WriteFile(values, []byte("db:\n  password: changed\n"), 0o644)
+	out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demo, "-n", "demo", "--offline", "--from-chart", demo, "-f", values, "--hide-secret")
+	if code == ExitError {
+		t.Fatalf("exit 1\n%s", errOut)
+	}
+	if !strings.Contains(out, "contents hidden (--hide-secret)") || strings.Contains(out, "(sensitive:") {
+		t.Errorf("Secret contents shown with --hide-secret:\n%s", out)
 	}
 }

@@ -62,7 +62,8 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	o.Settings.AddFlags(fs)
 	o.Render.AddFlags(fs)
-	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
+	fs.Var(&dryRunFlag{on: &o.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "report format: "+report.FormatList())
 	fs.IntVar(&o.DiffContext, "diff-context", o.DiffContext, "lines of context in diffs")
@@ -122,6 +123,9 @@ func (o *UpgradeOptions) Validate() error {
 	}
 	if o.PlanIn != "" && o.DryRun {
 		return errors.New("--plan applies a saved plan; it cannot be used with --dry-run")
+	}
+	if o.Render.HideSecret && !o.DryRun {
+		return errors.New("--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run")
 	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
@@ -215,7 +219,7 @@ func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
 	if ctxLines == 0 {
 		ctxLines = report.NoContext // report treats 0 as "default"
 	}
-	opts := report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines}
+	opts := report.Options{Format: o.Output, Color: o.Streams.Color(), Context: ctxLines, HideSecrets: o.Render.HideSecret}
 	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
 		return err
 	}

@@ -59,12 +59,18 @@ type Options struct {
 	// MaxMarkdownBytes bounds the Markdown output; 0 means
 	// DefaultMaxMarkdownBytes. Diffs are truncated first to stay under it.
 	MaxMarkdownBytes int
+	// HideSecrets shows Secrets' verdicts but not their contents, not even
+	// masked: no diff, no values (--hide-secret).
+	HideSecrets bool
 }
 
 // Write writes p to w in the format opts.Format names.
 func Write(w io.Writer, p *plan.Plan, opts Options) error {
 	if p == nil {
 		return errors.New("report: no plan to write")
+	}
+	if opts.HideSecrets {
+		p = hideSecrets(p)
 	}
 	pw := &planWriter{plan: p, opts: opts.withDefaults()}
 	switch opts.Format {
@@ -78,6 +84,28 @@ func Write(w io.Writer, p *plan.Plan, opts Options) error {
 		return fmt.Errorf("report: unknown output format %q (want %s, %s or %s)",
 			opts.Format, FormatText, FormatJSON, FormatMarkdown)
 	}
+}
+
+// hiddenSecretNote marks a Secret whose contents --hide-secret hides.
+const hiddenSecretNote = "contents hidden (--hide-secret)"
+
+// hideSecrets returns a copy of p whose Secrets carry no contents.
+func hideSecrets(p *plan.Plan) *plan.Plan {
+	out := *p
+	out.Changes = slices.Clone(p.Changes)
+	for i := range out.Changes {
+		c := &out.Changes[i]
+		if c.ID.Group != "" || c.ID.Kind != "Secret" {
+			continue
+		}
+		c.Before, c.After = nil, nil
+		c.Reasons = slices.Clone(c.Reasons)
+		for j := range c.Reasons {
+			c.Reasons[j].Before, c.Reasons[j].After = "", ""
+		}
+		c.Notes = append(slices.Clone(c.Notes), hiddenSecretNote)
+	}
+	return &out
 }
 
 func (o Options) withDefaults() Options {

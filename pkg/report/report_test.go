@@ -227,3 +227,27 @@ func TestWriteErrors(t *testing.T) {
 		t.Error("nil plan: no error")
 	}
 }
+
+// TestHideSecrets: with --hide-secret a Secret keeps its verdict but shows
+// no content, not even masked; other objects keep their diffs.
+func TestHideSecrets(t *testing.T) {
+	for _, f := range []string{FormatText, FormatJSON, FormatMarkdown} {
+		t.Run(f, func(t *testing.T) {
+			p := fixturePlan()
+			shown := write(t, p, Options{Format: f})
+			hidden := write(t, p, Options{Format: f, HideSecrets: true})
+			if !strings.Contains(shown, "(sensitive:") {
+				t.Fatalf("the fixture has no masked Secret value:\n%s", shown)
+			}
+			if strings.Contains(hidden, "(sensitive:") || !strings.Contains(hidden, hiddenSecretNote) {
+				t.Errorf("Secret contents shown with HideSecrets:\n%s", hidden)
+			}
+			if !strings.Contains(hidden, "db-credentials") || !strings.Contains(hidden, "LOG_LEVEL") {
+				t.Errorf("HideSecrets hid more than the Secrets' contents:\n%s", hidden)
+			}
+			if write(t, p, Options{Format: f}) != shown {
+				t.Error("HideSecrets changed the plan it was given")
+			}
+		})
+	}
+}
