@@ -8,12 +8,16 @@ import (
 )
 
 // Fingerprint hashes the exact destructive change: object identity, action,
-// class, and each reason's path with its live and predicted value. An
+// class, and each reason's path with its live and predicted value, except
+// the reasons of regenerated fields. An
 // acknowledgement carrying it stops counting as soon as any of these differ.
 func Fingerprint(c Change) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", c.APIVersion, c.ID, c.Action, c.Class)
 	for _, r := range c.Reasons {
+		if r.Regenerated {
+			continue // a new value on every render: an ack must survive it
+		}
 		_, _ = io.WriteString(h, r.Path+"\x00"+r.Before+"\x00"+r.After+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]

@@ -55,6 +55,11 @@ type Reason struct {
 	// masked for Secrets. They feed fingerprints; they are not printed raw.
 	Before string
 	After  string
+	// Regenerated is true when the field's value differs between two
+	// renders of the same chart and values (randAlphaNum, genCA, now, a
+	// checksum of such a value): shown, but never counted as a pending
+	// change, never blocking on its own, and left out of fingerprints.
+	Regenerated bool
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -92,6 +97,11 @@ type Change struct {
 	Rollout  *Rollout
 	Drift    []Drift
 	Notes    []string
+	// Regenerated is true for an update whose every reason is a field
+	// regenerated on every render: --detailed-exitcode does not count it and
+	// it is not destructive. An update the server refuses is never
+	// Regenerated: a random value in an immutable field fails the upgrade.
+	Regenerated bool
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string
@@ -144,6 +154,9 @@ type Summary struct {
 	Invalid     int
 	Destructive int
 	Blocked     int
+	// Regenerated counts updates that change only regenerated fields; they
+	// are not counted by class.
+	Regenerated int
 }
 
 // Summary counts the plan's changes. Blocked counts destructive changes that
@@ -159,6 +172,10 @@ func (p *Plan) Summary() Summary {
 		case ActionNoop:
 			s.Noop++
 		case ActionUpdate:
+			if c.Regenerated {
+				s.Regenerated++
+				break
+			}
 			switch c.Class {
 			case ClassInPlace:
 				s.InPlace++
@@ -199,10 +216,11 @@ func (c *Change) AckFlag() string {
 	return s
 }
 
-// HasChanges reports whether anything would change.
+// HasChanges reports whether anything would change, regenerated fields
+// aside (they change on every render, whatever the chart and values).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != ActionNoop {
+		if c.Action != ActionNoop && !c.Regenerated {
 			return true
 		}
 	}

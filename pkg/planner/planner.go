@@ -37,6 +37,11 @@ type Input struct {
 	PreviousName string
 	Hooks        []plan.Hook
 	Notes        []string
+	// SecondRender is the new render made again from the same chart and
+	// values; fields whose values differ between it and NextManifest are
+	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
+	// second render, nothing is marked.
+	SecondRender string
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
@@ -78,6 +83,10 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	objs := make([]*manifest.Object, 0, len(ids))
@@ -96,6 +105,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for i, id := range ids {
 		g.Go(func() (err error) {
 			changes[i], err = p.change(gctx, in, prev.Get(id), next.Get(id), crdKinds, prefetched)
+			markRegenerated(&changes[i], regen[id])
 			return err
 		})
 	}
