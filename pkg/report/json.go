@@ -43,6 +43,7 @@ type jsonSummary struct {
 	Destructive int `json:"destructive"`
 	Blocked     int `json:"blocked"`
 	Invalid     int `json:"invalid"`
+	Regenerated int `json:"regenerated"`
 }
 
 type jsonChange struct {
@@ -56,6 +57,7 @@ type jsonChange struct {
 	Acknowledged bool         `json:"acknowledged"`
 	AckedBy      string       `json:"ackedBy,omitempty"`
 	Blocking     bool         `json:"blocking,omitempty"`
+	Regenerated  bool         `json:"regenerated,omitempty"`
 	Fingerprint  string       `json:"fingerprint"`
 	Reasons      []jsonReason `json:"reasons"`
 	Diff         string       `json:"diff"`
@@ -68,6 +70,8 @@ type jsonReason struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 	Source  string `json:"source"`
+	// Regenerated: the value differs on every render (never counted).
+	Regenerated bool `json:"regenerated,omitempty"`
 }
 
 type jsonRollout struct {
@@ -124,6 +128,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Destructive: s.Destructive,
 			Blocked:     s.Blocked,
 			Invalid:     s.Invalid,
+			Regenerated: s.Regenerated,
 		},
 		Changes:       make([]jsonChange, 0, len(p.Changes)),
 		ServerVersion: p.ServerVersion,
@@ -164,6 +169,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Acknowledged: c.Acknowledged,
 		AckedBy:      c.AckedBy,
 		Blocking:     c.Blocking,
+		Regenerated:  c.Regenerated,
 		Fingerprint:  c.Fingerprint,
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
@@ -173,7 +179,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source)})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

@@ -181,6 +181,9 @@ func mdReason(r plan.Reason, inTable bool) string {
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + mdText(string(r.Source)) + ")"
 	}
+	if r.Regenerated {
+		s += regeneratedLabel
+	}
 	return s
 }
 

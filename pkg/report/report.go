@@ -136,10 +136,21 @@ var summaryBuckets = []struct{ key, label string }{
 	{string(plan.ClassRecreateRequired), "recreate-required"},
 	{string(plan.ClassInvalid), "invalid"},
 	{string(plan.ActionDelete), "to delete"},
+	{regeneratedBucket, "regenerated"},
 }
+
+// regeneratedBucket holds the updates that change only fields regenerated
+// on every render; like invalid, it is listed only when not empty.
+const regeneratedBucket = "regenerated"
+
+// regeneratedLabel follows every reason at a regenerated field.
+const regeneratedLabel = " (regenerated on every render)"
 
 // bucketKey is an update's class, or another change's action.
 func bucketKey(c *plan.Change) string {
+	if c.Regenerated {
+		return regeneratedBucket
+	}
 	if c.Action == plan.ActionUpdate {
 		return string(c.Class)
 	}
@@ -148,7 +159,7 @@ func bucketKey(c *plan.Change) string {
 
 // SummaryLine returns the plan's one-line summary, e.g.
 // "Plan: 1 to create, 2 in-place, 1 rolling, 1 recreate-required (destructive), 0 to delete".
-// The invalid bucket appears only when it is not empty; "(destructive)"
+// The invalid and regenerated buckets appear only when not empty; "(destructive)"
 // marks a bucket holding at least one destructive change.
 func SummaryLine(p *plan.Plan) string {
 	count := map[string]int{}
@@ -160,7 +171,7 @@ func SummaryLine(p *plan.Plan) string {
 	}
 	parts := make([]string, 0, len(summaryBuckets))
 	for _, b := range summaryBuckets {
-		if b.key == string(plan.ClassInvalid) && count[b.key] == 0 {
+		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket) && count[b.key] == 0 {
 			continue
 		}
 		part := fmt.Sprintf("%d %s", count[b.key], b.label)
@@ -226,6 +237,9 @@ func reasonText(r plan.Reason) string {
 	}
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + string(r.Source) + ")"
+	}
+	if r.Regenerated {
+		s += regeneratedLabel
 	}
 	return s
 }

@@ -251,3 +251,28 @@ func TestHideSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestRegenerated: a change of regenerated fields only is shown, labelled,
+// and counted apart from the classes.
+func TestRegenerated(t *testing.T) {
+	p := offlineInstallPlan()
+	p.Changes = append(p.Changes, plan.Change{
+		ID: id("", "Secret", "db-password"), APIVersion: "v1", Action: plan.ActionUpdate, Class: plan.ClassInPlace, Regenerated: true,
+		Reasons: []plan.Reason{{Path: "data.password", Message: "changed", Source: plan.SourceServer, Regenerated: true}},
+	})
+	for f, want := range map[string][]string{
+		FormatText:     {"0 in-place", "1 regenerated", "data.password: changed (regenerated on every render)"},
+		FormatMarkdown: {"1 regenerated", "(regenerated on every render)"},
+		FormatJSON:     {`"regenerated": 1`, `"regenerated": true`},
+	} {
+		out := write(t, p, Options{Format: f})
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q:\n%s", f, w, out)
+			}
+		}
+	}
+	if strings.Contains(SummaryLine(offlineInstallPlan()), "regenerated") {
+		t.Error("an empty regenerated bucket is listed")
+	}
+}
