@@ -191,3 +191,16 @@ func TestHideSecret(t *testing.T) {
 		t.Errorf("Secret contents shown with --hide-secret:\n%s", out)
 	}
 }
+
+// TestOfflineNoise: offline, the head is rendered twice too, so a chart
+// with a generated password compared with itself has no pending change.
+func TestOfflineNoise(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "noisy")
+	os.MkdirAll(filepath.Join(chart, "templates"), 0o755)
+	os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: noisy\nversion: 1.0.0\n"), 0o644)
+	os.WriteFile(filepath.Join(chart, "templates", "s.yaml"), []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {password: {{ randAlphaNum 8 | b64enc | quote }}}\n"), 0o644)
+	out, errOut, code := execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--detailed-exitcode")
+	if code != ExitOK || !strings.Contains(out, "(regenerated on every render)") || !strings.Contains(out, "1 regenerated") {
+		t.Fatalf("exit %d, want 0 with the password labelled\n%s\n%s", code, out, errOut)
+	}
+}

@@ -46,6 +46,11 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	}
 	in := plannerInput(head)
 	in.Release.Install = false
+	headReq := req.PlanRequest
+	headReq.Render = headOpts
+	if in.SecondRender, err = c.renderAgain(ctx, headReq, render.NewOfflineConfiguration()); err != nil {
+		return nil, err
+	}
 	if req.FromManifest != "" {
 		data, err := os.ReadFile(req.FromManifest)
 		if err != nil {

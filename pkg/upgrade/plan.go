@@ -3,8 +3,11 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
@@ -44,6 +47,10 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
+	again, err := c.renderAgain(ctx, req, c.Helm)
+	if err != nil {
+		return nil, err
+	}
 	if req.Saved != nil {
 		if err := req.Saved.useIn(res, req.Render); err != nil {
 			return nil, err
@@ -52,6 +59,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	start = time.Now()
 	in := plannerInput(res)
 	in.TakeOwnership = req.Render.TakeOwnership
+	in.SecondRender = again
 	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
 		return nil, err
@@ -63,6 +71,26 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render}, nil
+}
+
+// renderAgain renders the release a second time from the same inputs, so
+// the planner can tell the fields regenerated on every render (randAlphaNum,
+// genCA, now) from real changes. It returns "" when values come from stdin,
+// which cannot be read twice.
+func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.Configuration) (string, error) {
+	if slices.Contains(req.Render.Values.ValueFiles, "-") {
+		c.Logf("values from stdin: no second render, regenerated fields are not marked")
+		return "", nil
+	}
+	opts := req.Render
+	opts.DependencyUpdate = false // the first render updated charts/ already
+	start := time.Now()
+	res, err := render.Render(ctx, cfg, c.Settings, req.ReleaseName, req.ChartRef, opts)
+	if err != nil {
+		return "", fmt.Errorf("second render (to find regenerated fields): %w", err)
+	}
+	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
+	return res.Next.Manifest, nil
 }
 
 // plannerInput hands the render to the planner, with Helm's rules for the
