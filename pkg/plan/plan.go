@@ -123,12 +123,30 @@ type Release struct {
 	Install         bool
 }
 
-// Hook is a Helm hook of the new release; hooks run around the upgrade and are
-// not diffed like release objects.
+// Hook is a Helm hook of the new release (or, with Action delete, of the
+// last one only). Hooks are not patched like release objects: Helm creates
+// them afresh when their event runs, so a changed hook is what runs at
+// apply, compared here with the last release's.
 type Hook struct {
 	Kind   string
 	Name   string
 	Events []string
+	// DeletePolicies are helm.sh/hook-delete-policy values; Helm's default
+	// is before-hook-creation.
+	DeletePolicies []string
+	Weight         int
+	// ID identifies the hook object; Action is create (new hook), update
+	// (changed since the last release), noop or delete (no longer in the
+	// chart: it no longer runs; Helm does not delete it).
+	ID     manifest.ObjectID
+	Action Action
+	// RunsAtApply is true when one of Events runs in this operation
+	// (pre/post-upgrade, or pre/post-install for an install) and hooks are
+	// not disabled (--no-hooks).
+	RunsAtApply bool
+	// Before and After are the last release's hook and the new one, Secret
+	// values masked.
+	Before, After *unstructured.Unstructured
 }
 
 // Plan is the full prediction for one upgrade.

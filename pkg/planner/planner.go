@@ -35,8 +35,11 @@ type Input struct {
 	// PreviousName labels the previous manifest in errors (offline: the base
 	// chart or manifest file); empty means the release revision.
 	PreviousName string
-	Hooks        []plan.Hook
-	Notes        []string
+	// Hooks are the new release's hooks in Helm's run order, PreviousHooks
+	// the last release's (none for an install); HooksDisabled is --no-hooks.
+	Hooks, PreviousHooks []HookManifest
+	HooksDisabled        bool
+	Notes                []string
 	// SecondRender is the new render made again from the same chart and
 	// values; fields whose values differ between it and NextManifest are
 	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
@@ -87,6 +90,10 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	hooks, err := p.hooks(in)
+	if err != nil {
+		return nil, err
+	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	objs := make([]*manifest.Object, 0, len(ids))
@@ -123,8 +130,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		ServerVersion: p.ServerVersion,
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
-		Hooks:         in.Hooks,
+		Hooks:         hooks,
 		Notes:         in.Notes,
+	}
+	if in.HooksDisabled && len(hooks) > 0 {
+		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")
 	}
 	if out.Offline {
 		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")

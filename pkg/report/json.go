@@ -86,9 +86,14 @@ type jsonDrift struct {
 }
 
 type jsonHook struct {
-	Kind   string   `json:"kind"`
-	Name   string   `json:"name"`
-	Events []string `json:"events"`
+	Kind           string   `json:"kind"`
+	Name           string   `json:"name"`
+	Events         []string `json:"events"`
+	DeletePolicies []string `json:"deletePolicies,omitempty"`
+	Weight         int      `json:"weight,omitempty"`
+	Action         string   `json:"action,omitempty"`
+	RunsAtApply    bool     `json:"runsAtApply"`
+	Diff           string   `json:"diff,omitempty"`
 }
 
 // writeJSON writes the plan as the safe-upgrade/v1 document: 2-space
@@ -135,12 +140,17 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Offline:       p.Offline,
 		Notes:         p.Notes,
 	}
-	for _, h := range p.Hooks {
+	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range p.Hooks {
 		events := h.Events
 		if events == nil {
 			events = []string{}
 		}
-		doc.Hooks = append(doc.Hooks, jsonHook{Kind: h.Kind, Name: h.Name, Events: events})
+		doc.Hooks = append(doc.Hooks, jsonHook{Kind: h.Kind, Name: h.Name, Events: events, DeletePolicies: h.DeletePolicies,
+			Weight: h.Weight, Action: string(h.Action), RunsAtApply: h.RunsAtApply, Diff: hdiffs[i]})
 	}
 
 	changes := make([]*plan.Change, len(p.Changes))

@@ -322,11 +322,59 @@ func driftText(d plan.Drift) string {
 	return d.Path + " differs from the release; this upgrade keeps the live value"
 }
 
-// hookText describes one hook: "Job/db-migrate (pre-upgrade, post-install)".
+// hookText describes one hook: "Job/db-migrate (pre-upgrade; delete
+// policy before-hook-creation): changed since the last release, runs at apply".
 func hookText(h plan.Hook) string {
-	s := h.Kind + "/" + h.Name
+	return h.Kind + "/" + h.Name + " " + hookDetail(h)
+}
+
+// hookDetail is hookText without the name.
+func hookDetail(h plan.Hook) string {
+	var attrs []string
 	if len(h.Events) > 0 {
-		s += " (" + strings.Join(h.Events, ", ") + ")"
+		attrs = append(attrs, strings.Join(h.Events, ", "))
 	}
-	return s
+	if h.Weight != 0 {
+		attrs = append(attrs, fmt.Sprintf("weight %d", h.Weight))
+	}
+	if len(h.DeletePolicies) > 0 {
+		attrs = append(attrs, "delete policy "+strings.Join(h.DeletePolicies, ", "))
+	}
+	s := ""
+	if len(attrs) > 0 {
+		s = "(" + strings.Join(attrs, "; ") + "): "
+	}
+	switch h.Action {
+	case plan.ActionCreate:
+		s += "new"
+	case plan.ActionUpdate:
+		s += "changed since the last release"
+	case plan.ActionNoop:
+		s += "unchanged"
+	case plan.ActionDelete:
+		return s + "no longer in the chart: does not run (Helm leaves the last run's object as its delete policy left it)"
+	default:
+		s = strings.TrimSuffix(s, ": ")
+		if h.RunsAtApply {
+			return s + ": runs at apply"
+		}
+		return s
+	}
+	if h.RunsAtApply {
+		return s + ", runs at apply"
+	}
+	return s + ", does not run in this operation"
+}
+
+// hookSides name the sides of a hook's diff.
+var hookSides = sides{"last-release", "new"}
+
+// hookDiffs returns the unified diff of each hook against the last
+// release's, in order; "" for unchanged hooks.
+func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
+	changes := make([]*plan.Change, len(hooks))
+	for i, h := range hooks {
+		changes[i] = &plan.Change{ID: h.ID, Action: h.Action, Before: h.Before, After: h.After}
+	}
+	return diffAll(changes, context, hookSides)
 }

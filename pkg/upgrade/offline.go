@@ -46,6 +46,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	}
 	in := plannerInput(head)
 	in.Release.Install = false
+	in.HooksDisabled = req.Render.DisableHooks
 	headReq := req.PlanRequest
 	headReq.Render = headOpts
 	if in.SecondRender, err = c.renderAgain(ctx, headReq, render.NewOfflineConfiguration()); err != nil {
@@ -65,6 +66,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 			return nil, fmt.Errorf("base chart %s: %w", req.FromChart, err)
 		}
 		in.PreviousManifest, in.PreviousName = base.Next.Manifest, "base chart "+req.FromChart
+		in.PreviousHooks = hookManifests(base.Next.Hooks)
 	}
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
 	p, err := planner.New(offline, "").Plan(ctx, in)

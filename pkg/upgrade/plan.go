@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
@@ -59,6 +60,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	start = time.Now()
 	in := plannerInput(res)
 	in.TakeOwnership = req.Render.TakeOwnership
+	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
 	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
@@ -93,6 +95,25 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.C
 	return res.Next.Manifest, nil
 }
 
+// hookManifests hands Helm's hooks to the planner.
+func hookManifests(hooks []*release.Hook) []planner.HookManifest {
+	out := make([]planner.HookManifest, 0, len(hooks))
+	for _, h := range hooks {
+		hm := planner.HookManifest{Kind: h.Kind, Name: h.Name, Manifest: h.Manifest, Weight: h.Weight}
+		for _, e := range h.Events {
+			hm.Events = append(hm.Events, string(e))
+		}
+		for _, d := range h.DeletePolicies {
+			hm.DeletePolicies = append(hm.DeletePolicies, string(d))
+		}
+		if len(hm.DeletePolicies) == 0 {
+			hm.DeletePolicies = []string{string(release.HookBeforeHookCreation)} // Helm's default
+		}
+		out = append(out, hm)
+	}
+	return out
+}
+
 // plannerInput hands the render to the planner, with Helm's rules for the
 // chart's crds/ directory as a note.
 func plannerInput(res *render.Result) planner.Input {
@@ -111,12 +132,9 @@ func plannerInput(res *render.Result) planner.Input {
 		in.PreviousManifest = res.Previous.Manifest
 		in.Release.CurrentRevision = res.Previous.Version
 	}
-	for _, h := range next.Hooks {
-		events := make([]string, 0, len(h.Events))
-		for _, e := range h.Events {
-			events = append(events, string(e))
-		}
-		in.Hooks = append(in.Hooks, plan.Hook{Kind: h.Kind, Name: h.Name, Events: events})
+	in.Hooks = hookManifests(next.Hooks)
+	if res.Previous != nil {
+		in.PreviousHooks = hookManifests(res.Previous.Hooks)
 	}
 	if crds := res.Chart.CRDObjects(); len(crds) > 0 {
 		names := make([]string, 0, len(crds))
