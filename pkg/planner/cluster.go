@@ -3,8 +3,11 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -31,6 +34,51 @@ type Cluster interface {
 	// *live.KindNotServedError when the cluster does not serve the kind.
 	DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error)
 	DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error)
+	// Claims returns the PersistentVolumeClaims of namespace whose names
+	// match, with the reclaim policy of the volume each is bound to;
+	// ErrNoServer offline.
+	Claims(ctx context.Context, namespace string, match func(name string) bool) ([]Claim, error)
+}
+
+// Claim is a PersistentVolumeClaim and the volume bound to it.
+type Claim struct {
+	Name string
+	// Volume is the bound PersistentVolume ("" when unbound) and
+	// ReclaimPolicy its persistentVolumeReclaimPolicy ("" when unknown).
+	Volume, ReclaimPolicy string
+}
+
+var (
+	claimsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	volumesGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+)
+
+// Claims implements Cluster.
+func (l Live) Claims(ctx context.Context, namespace string, match func(string) bool) ([]Claim, error) {
+	list, err := l.Dynamic.Resource(claimsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumeClaims in %s: %w", namespace, err)
+	}
+	var out []Claim
+	for _, item := range list.Items {
+		if !match(item.GetName()) {
+			continue
+		}
+		c := Claim{Name: item.GetName()}
+		c.Volume, _, _ = unstructured.NestedString(item.Object, "spec", "volumeName")
+		if c.Volume != "" {
+			if pv, err := l.Dynamic.Resource(volumesGVR).Get(ctx, c.Volume, metav1.GetOptions{}); err == nil {
+				c.ReclaimPolicy, _, _ = unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Claims implements Cluster.
+func (Offline) Claims(context.Context, string, func(string) bool) ([]Claim, error) {
+	return nil, ErrNoServer
 }
 
 // ErrNoServer is what an offline Cluster answers to a dry-run.

@@ -163,7 +163,9 @@ func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Obj
 	}
 	switch {
 	case next == nil:
-		p.deletion(&c, liveObj)
+		if err := p.deletion(ctx, &c, liveObj); err != nil {
+			return c, err
+		}
 	case liveObj == nil:
 		p.creation(ctx, &c, next, crdKinds)
 	default:
@@ -184,18 +186,18 @@ var destructiveDeletes = map[schema.GroupKind]string{
 	{Group: "apps", Kind: "StatefulSet"}:                              "deleting a StatefulSet stops all its pods at once",
 }
 
-func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
+func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
 		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
-		return
+		return nil
 	}
 	c.Before = shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
 			Message: "removed from the chart but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
-		return
+		return nil
 	}
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
@@ -205,6 +207,9 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	}
 	c.Destructive = destructive
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
+	more, err := p.retention(ctx, c.ID, liveObj)
+	c.Reasons = append(c.Reasons, more...)
+	return err
 }
 
 func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
