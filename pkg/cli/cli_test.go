@@ -204,3 +204,21 @@ func TestOfflineNoise(t *testing.T) {
 		t.Fatalf("exit %d, want 0 with the password labelled\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestIgnoreRules: --ignore shows a change but does not count it; a field
+// the server refuses to change is never ignored.
+func TestIgnoreRules(t *testing.T) {
+	image := "Deployment/demo-web:spec.template.spec.containers[0].image"
+	out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo,
+		"--detailed-exitcode", "--ack", "StatefulSet/demo/demo-db", "--ignore", image, "--ignore", "spec.volumeClaimTemplates")
+	if code != ExitPending {
+		t.Fatalf("exit %d, want 3: the acknowledged StatefulSet still counts\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "(ignored by rule --ignore "+image+")") || !strings.Contains(out, "1 ignored") || !strings.Contains(out, "recreate-required") {
+		t.Errorf("report:\n%s", out)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "demo", demo, "-n", "demo", "--offline", "--from-chart", demo, "--ignore", "Deployment:")
+	if code != ExitError || !strings.Contains(errOut, `--ignore "Deployment:"`) {
+		t.Errorf("bad rule: exit %d\n%s", code, errOut)
+	}
+}

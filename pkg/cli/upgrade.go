@@ -31,6 +31,7 @@ type UpgradeOptions struct {
 	AckAllDestructive bool
 	Force             bool
 	PlanOut           string
+	Ignore            []string
 	PlanIn            string
 	// Offline pre-merge mode: compare a base render with the head render
 	// without any cluster access.
@@ -71,6 +72,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.AckFile, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
 	fs.BoolVar(&o.AckAllDestructive, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	fs.StringArrayVar(&o.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if the release, the chart, the values or a changed object moved since")
 	fs.BoolVar(&o.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
@@ -92,7 +94,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	}
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, logf)
 	o.Render.Namespace = o.Config.Namespace
-	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render}
+	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore}
 	acks, err := gate.FromFlags(o.Acks, o.AckFile)
 	if err != nil {
 		return err

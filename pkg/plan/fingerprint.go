@@ -15,7 +15,7 @@ func Fingerprint(c Change) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", c.APIVersion, c.ID, c.Action, c.Class)
 	for _, r := range c.Reasons {
-		if r.Regenerated {
+		if r.Regenerated || r.IgnoredBy != "" {
 			continue // a new value on every render: an ack must survive it
 		}
 		_, _ = io.WriteString(h, r.Path+"\x00"+r.Before+"\x00"+r.After+"\n")

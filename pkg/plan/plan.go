@@ -60,6 +60,9 @@ type Reason struct {
 	// checksum of such a value): shown, but never counted as a pending
 	// change, never blocking on its own, and left out of fingerprints.
 	Regenerated bool
+	// IgnoredBy is the user's rule (--ignore) that covers this field, with
+	// the same effect as Regenerated; "" when none.
+	IgnoredBy string
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -102,6 +105,9 @@ type Change struct {
 	// it is not destructive. An update the server refuses is never
 	// Regenerated: a random value in an immutable field fails the upgrade.
 	Regenerated bool
+	// Ignored is true for an update whose every reason is ignored by a
+	// user's rule or regenerated, at least one ignored: as Regenerated.
+	Ignored bool
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string
@@ -175,6 +181,8 @@ type Summary struct {
 	// Regenerated counts updates that change only regenerated fields; they
 	// are not counted by class.
 	Regenerated int
+	// Ignored counts updates that change only fields ignored by rules.
+	Ignored int
 }
 
 // Summary counts the plan's changes. Blocked counts destructive changes that
@@ -192,6 +200,10 @@ func (p *Plan) Summary() Summary {
 		case ActionUpdate:
 			if c.Regenerated {
 				s.Regenerated++
+				break
+			}
+			if c.Ignored {
+				s.Ignored++
 				break
 			}
 			switch c.Class {
@@ -238,7 +250,7 @@ func (c *Change) AckFlag() string {
 // aside (they change on every render, whatever the chart and values).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != ActionNoop && !c.Regenerated {
+		if c.Action != ActionNoop && !c.Regenerated && !c.Ignored {
 			return true
 		}
 	}

@@ -45,6 +45,8 @@ type Input struct {
 	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
 	// second render, nothing is marked.
 	SecondRender string
+	// Ignore are the user's --ignore rules.
+	Ignore []IgnoreRule
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
@@ -113,6 +115,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		g.Go(func() (err error) {
 			changes[i], err = p.change(gctx, in, prev.Get(id), next.Get(id), crdKinds, prefetched)
 			markRegenerated(&changes[i], regen[id])
+			markIgnored(&changes[i], in.Ignore)
 			return err
 		})
 	}

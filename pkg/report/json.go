@@ -44,6 +44,7 @@ type jsonSummary struct {
 	Blocked     int `json:"blocked"`
 	Invalid     int `json:"invalid"`
 	Regenerated int `json:"regenerated"`
+	Ignored     int `json:"ignored"`
 }
 
 type jsonChange struct {
@@ -58,6 +59,7 @@ type jsonChange struct {
 	AckedBy      string       `json:"ackedBy,omitempty"`
 	Blocking     bool         `json:"blocking,omitempty"`
 	Regenerated  bool         `json:"regenerated,omitempty"`
+	Ignored      bool         `json:"ignored,omitempty"`
 	Fingerprint  string       `json:"fingerprint"`
 	Reasons      []jsonReason `json:"reasons"`
 	Diff         string       `json:"diff"`
@@ -72,6 +74,8 @@ type jsonReason struct {
 	Source  string `json:"source"`
 	// Regenerated: the value differs on every render (never counted).
 	Regenerated bool `json:"regenerated,omitempty"`
+	// IgnoredBy: the user's --ignore rule that covers the field.
+	IgnoredBy string `json:"ignoredBy,omitempty"`
 }
 
 type jsonRollout struct {
@@ -134,6 +138,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Blocked:     s.Blocked,
 			Invalid:     s.Invalid,
 			Regenerated: s.Regenerated,
+			Ignored:     s.Ignored,
 		},
 		Changes:       make([]jsonChange, 0, len(p.Changes)),
 		ServerVersion: p.ServerVersion,
@@ -180,6 +185,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		AckedBy:      c.AckedBy,
 		Blocking:     c.Blocking,
 		Regenerated:  c.Regenerated,
+		Ignored:      c.Ignored,
 		Fingerprint:  c.Fingerprint,
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
@@ -189,7 +195,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

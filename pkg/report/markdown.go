@@ -191,10 +191,7 @@ func mdReason(r plan.Reason, inTable bool) string {
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + mdText(string(r.Source)) + ")"
 	}
-	if r.Regenerated {
-		s += regeneratedLabel
-	}
-	return s
+	return s + mdText(noiseLabel(r))
 }
 
 // mdEscaper backslash-escapes the punctuation Markdown (and a table cell's

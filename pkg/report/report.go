@@ -137,7 +137,12 @@ var summaryBuckets = []struct{ key, label string }{
 	{string(plan.ClassInvalid), "invalid"},
 	{string(plan.ActionDelete), "to delete"},
 	{regeneratedBucket, "regenerated"},
+	{ignoredBucket, "ignored"},
 }
+
+// ignoredBucket holds the updates that change only fields ignored by the
+// user's rules; listed only when not empty.
+const ignoredBucket = "ignored"
 
 // regeneratedBucket holds the updates that change only fields regenerated
 // on every render; like invalid, it is listed only when not empty.
@@ -146,10 +151,25 @@ const regeneratedBucket = "regenerated"
 // regeneratedLabel follows every reason at a regenerated field.
 const regeneratedLabel = " (regenerated on every render)"
 
+// noiseLabel says why a reason does not count: regenerated, or ignored by
+// a rule; "" when it counts.
+func noiseLabel(r plan.Reason) string {
+	switch {
+	case r.Regenerated:
+		return regeneratedLabel
+	case r.IgnoredBy != "":
+		return " (ignored by rule --ignore " + r.IgnoredBy + ")"
+	}
+	return ""
+}
+
 // bucketKey is an update's class, or another change's action.
 func bucketKey(c *plan.Change) string {
 	if c.Regenerated {
 		return regeneratedBucket
+	}
+	if c.Ignored {
+		return ignoredBucket
 	}
 	if c.Action == plan.ActionUpdate {
 		return string(c.Class)
@@ -171,7 +191,7 @@ func SummaryLine(p *plan.Plan) string {
 	}
 	parts := make([]string, 0, len(summaryBuckets))
 	for _, b := range summaryBuckets {
-		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket) && count[b.key] == 0 {
+		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket) && count[b.key] == 0 {
 			continue
 		}
 		part := fmt.Sprintf("%d %s", count[b.key], b.label)
@@ -238,10 +258,7 @@ func reasonText(r plan.Reason) string {
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + string(r.Source) + ")"
 	}
-	if r.Regenerated {
-		s += regeneratedLabel
-	}
-	return s
+	return s + noiseLabel(r)
 }
 
 // ackStatus says what a destructive change needs before apply; "" for

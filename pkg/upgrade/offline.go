@@ -38,6 +38,10 @@ func (r OfflineRequest) Validate(offline bool) error {
 // head render, for the pre-merge gate; nothing reaches a cluster, and the
 // result cannot be applied.
 func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
+	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	if err != nil {
+		return nil, err
+	}
 	headOpts := req.Render
 	headOpts.Install = true
 	head, err := render.Render(ctx, render.NewOfflineConfiguration(), c.Settings, req.ReleaseName, req.ChartRef, headOpts)
@@ -47,6 +51,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	in := plannerInput(head)
 	in.Release.Install = false
 	in.HooksDisabled = req.Render.DisableHooks
+	in.Ignore = rules
 	headReq := req.PlanRequest
 	headReq.Render = headOpts
 	if in.SecondRender, err = c.renderAgain(ctx, headReq, render.NewOfflineConfiguration()); err != nil {

@@ -19,6 +19,10 @@ import (
 type PlanRequest struct {
 	ReleaseName, ChartRef string
 	Render                RenderOptions
+	// Ignore are --ignore rules: field paths, optionally for a kind or an
+	// object, whose changes are shown but not counted (see
+	// planner.ParseIgnoreRules).
+	Ignore []string
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
 	// replaces the new one, and the plan is refused if anything moved since.
 	Saved *SavedPlan
@@ -37,6 +41,10 @@ type Planned struct {
 // cluster. It sends no write but dry-run requests.
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err := c.Connect(ctx); err != nil {
+		return nil, err
+	}
+	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -62,6 +70,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	in.TakeOwnership = req.Render.TakeOwnership
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
+	in.Ignore = rules
 	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
 		return nil, err
