@@ -222,3 +222,16 @@ func TestIgnoreRules(t *testing.T) {
 		t.Errorf("bad rule: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestProgressOnTerminal: stage lines on stderr only when it is a terminal.
+func TestProgressOnTerminal(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		streams := iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrTTY: tty}
+		Execute("helm-safe-upgrade", []string{"demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo}, streams, BuildInfo{Version: "test"})
+		got := strings.Contains(errOut.String(), "Rendering "+demoV2+" (head)…") && strings.Contains(errOut.String(), "Rendering again to find the fields regenerated on every render…")
+		if got != tty {
+			t.Errorf("stderr a terminal: %v; progress lines shown: %v\n%s", tty, got, errOut.String())
+		}
+	}
+}

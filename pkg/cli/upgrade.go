@@ -93,6 +93,11 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		}
 	}
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, logf)
+	if o.Streams.ErrTTY {
+		o.Config.Progress = func(format string, args ...interface{}) {
+			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)
+		}
+	}
 	o.Render.Namespace = o.Config.Namespace
 	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore}
 	acks, err := gate.FromFlags(o.Acks, o.AckFile)

@@ -31,6 +31,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned, req ApplyRequest) 
 			recreate = append(recreate, ch)
 		}
 	}
+	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force {
 		fmt.Fprintln(c.Out, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
 	}

@@ -58,6 +58,9 @@ type Config struct {
 	Out io.Writer
 	// Logf receives debug lines (--debug); never nil.
 	Logf func(format string, args ...interface{})
+	// Progress, when set, receives a line as each stage of a plan or an
+	// apply starts (the CLI sets it when stderr is a terminal).
+	Progress func(format string, args ...interface{})
 
 	// Set by Connect.
 	//
@@ -89,6 +92,13 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, l
 		}
 	}
 	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf}
+}
+
+// progress says which stage starts, when Progress is set.
+func (c *Config) progress(format string, args ...interface{}) {
+	if c.Progress != nil {
+		c.Progress(format, args...)
+	}
 }
 
 // Connect builds the cluster connection — the only place in the tool that

@@ -44,6 +44,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	}
 	headOpts := req.Render
 	headOpts.Install = true
+	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.Render(ctx, render.NewOfflineConfiguration(), c.Settings, req.ReleaseName, req.ChartRef, headOpts)
 	if err != nil {
 		return nil, fmt.Errorf("head chart %s: %w", req.ChartRef, err)
@@ -64,6 +65,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		}
 		in.PreviousManifest, in.PreviousName = string(data), "--from-manifest "+req.FromManifest
 	} else {
+		c.progress("Rendering %s (base)", req.FromChart)
 		baseOpts := RenderOptions{Namespace: req.Render.Namespace, Install: true}
 		baseOpts.Values.ValueFiles = req.FromValues
 		base, err := render.Render(ctx, render.NewOfflineConfiguration(), c.Settings, req.ReleaseName, req.FromChart, baseOpts)

@@ -47,7 +47,9 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	begin := time.Now()
+	start := begin
+	c.progress("Rendering %s", req.ChartRef)
 	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
 		return nil, err
@@ -66,6 +68,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	start = time.Now()
+	c.progress("Planning against the cluster: reading objects and sending dry-runs")
 	in := plannerInput(res)
 	in.TakeOwnership = req.Render.TakeOwnership
 	in.HooksDisabled = req.Render.DisableHooks
@@ -81,6 +84,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render}, nil
 }
 
@@ -95,6 +99,7 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.C
 	}
 	opts := req.Render
 	opts.DependencyUpdate = false // the first render updated charts/ already
+	c.progress("Rendering again to find the fields regenerated on every render")
 	start := time.Now()
 	res, err := render.Render(ctx, cfg, c.Settings, req.ReleaseName, req.ChartRef, opts)
 	if err != nil {
