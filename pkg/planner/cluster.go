@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -38,6 +40,48 @@ type Cluster interface {
 	// match, with the reclaim policy of the volume each is bound to;
 	// ErrNoServer offline.
 	Claims(ctx context.Context, namespace string, match func(name string) bool) ([]Claim, error)
+	// Budgets returns the PodDisruptionBudgets of namespace; ErrNoServer
+	// offline.
+	Budgets(ctx context.Context, namespace string) ([]Budget, error)
+}
+
+// Budget is a PodDisruptionBudget as the rollout notes need it.
+type Budget struct {
+	Name     string
+	Selector labels.Selector
+	// DisruptionsAllowed is status.disruptionsAllowed now.
+	DisruptionsAllowed int64
+}
+
+var budgetsGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+
+// Budgets implements Cluster.
+func (l Live) Budgets(ctx context.Context, namespace string) ([]Budget, error) {
+	list, err := l.Dynamic.Resource(budgetsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", namespace, err)
+	}
+	var out []Budget
+	for _, item := range list.Items {
+		var ls metav1.LabelSelector
+		if m, ok, _ := unstructured.NestedMap(item.Object, "spec", "selector"); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
+				continue
+			}
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			continue
+		}
+		allowed, _, _ := unstructured.NestedInt64(item.Object, "status", "disruptionsAllowed")
+		out = append(out, Budget{Name: item.GetName(), Selector: sel, DisruptionsAllowed: allowed})
+	}
+	return out, nil
+}
+
+// Budgets implements Cluster.
+func (Offline) Budgets(context.Context, string) ([]Budget, error) {
+	return nil, ErrNoServer
 }
 
 // Claim is a PersistentVolumeClaim and the volume bound to it.

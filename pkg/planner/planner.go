@@ -123,6 +123,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		return nil, err
 	}
 	markRenames(changes)
+	p.noteBudgets(ctx, changes)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])

@@ -34,3 +34,18 @@ func TestStatefulSetClaimsDeletedWithIt(t *testing.T) {
 		t.Errorf("no reason naming the claim data-db-0: %+v", ch.Reasons)
 	}
 }
+
+// TestRolloutUnderExhaustedBudget: a Deployment whose pods a
+// PodDisruptionBudget covers with 0 disruptions allowed (no kubelet: no pod
+// is ever healthy) says so in its rollout notes.
+func TestRolloutUnderExhaustedBudget(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	pdb := "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: web}}\n"
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
+	p, _ := planJSON(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
+	ch := p.change(t, "Deployment", "web")
+	if ch.Class != "rolling" || !strings.Contains(strings.Join(ch.Notes, "\n"), "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now") {
+		t.Errorf("Deployment web: class %s notes %q", ch.Class, ch.Notes)
+	}
+}
