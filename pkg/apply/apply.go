@@ -35,8 +35,8 @@ type Request struct {
 	// Cluster is the connection the recreate step reads and deletes with
 	// (upgrade.Config.Connect builds it, once per run).
 	Cluster *live.Cluster
-	// Settings is Helm's environment; its MaxHistory (HELM_MAX_HISTORY) is
-	// the --history-max default of `helm upgrade`. May be nil (no limit).
+	// Settings is Helm's environment. May be nil. The revisions kept are
+	// Render.MaxHistory (--history-max, whose default is HELM_MAX_HISTORY).
 	Settings *cli.EnvSettings
 	// ReleaseName and ChartRef are what the user named; ReleaseName, when
 	// set, must be the planned release's name. ChartRef is informational:
@@ -315,9 +315,6 @@ func (req *Request) upgrade(ctx context.Context, cfg *action.Configuration, stor
 	up := req.Render.NewUpgrade(cfg, store.next.Namespace)
 	up.Description = req.description()
 	up.Force = req.Force
-	if req.Settings != nil {
-		up.MaxHistory = req.Settings.MaxHistory
-	}
 	up.PostRenderer = plannedManifest{manifest: store.next.Manifest}
 	return up.RunWithContext(ctx, store.next.Name, req.Rendered.Chart, copyValues(req.Rendered.Values))
 }

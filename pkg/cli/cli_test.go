@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,3 +262,101 @@ func TestSecretCorpusNeverLeaks(t *testing.T) {
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
+
+// TestDryRunSpellings: --dry-run takes helm upgrade's values.
+func TestDryRunSpellings(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+		err  string
+	}{
+		{nil, false, ""},
+		{[]string{"--dry-run"}, true, ""},
+		{[]string{"--dry-run=client"}, true, ""},
+		{[]string{"--dry-run=server"}, true, ""},
+		{[]string{"--dry-run=true"}, true, ""},
+		{[]string{"--dry-run=false"}, false, ""},
+		{[]string{"--dry-run=none"}, false, ""},
+		{[]string{"--dry-run=maybe"}, false, "want one of false, true, none, client, server"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := NewUpgradeOptions(iostreams.Streams{})
+			cmd := &cobra.Command{}
+			o.AddFlags(cmd)
+			err := cmd.ParseFlags(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.DryRun != tt.want {
+				t.Errorf("DryRun = %v, want %v", o.DryRun, tt.want)
+			}
+		})
+	}
+}
+
+func TestHideSecret(t *testing.T) {
+	_, errOut, code := execute(t, "helm-safe-upgrade", "demo", demo, "--hide-secret", "--kube-apiserver", "https://127.0.0.1:1")
+	if code != ExitError || !strings.Contains(errOut, "--hide-secret") || !strings.Contains(errOut, "needs --dry-run") {
+		t.Fatalf("--hide-secret without --dry-run: exit %d\n%s", code, errOut)
+	}
+	values := filepath.Join(t.TempDir(), "v.yaml")
+	os.WriteFile(values, []byte("db:\n  password: changed\n"), 0o644)
+	out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demo, "-n", "demo", "--offline", "--from-chart", demo, "-f", values, "--hide-secret")
+	if code == ExitError {
+		t.Fatalf("exit 1\n%s", errOut)
+	}
+	if !strings.Contains(out, "contents hidden (--hide-secret)") || strings.Contains(out, "(sensitive:") {
+		t.Errorf("Secret contents shown with --hide-secret:\n%s", out)
+	}
+}
+
+// TestOfflineNoise: offline, the head is rendered twice too, so a chart
+// with a generated password compared with itself has no pending change.
+func TestOfflineNoise(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "noisy")
+	os.MkdirAll(filepath.Join(chart, "templates"), 0o755)
+	os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: noisy\nversion: 1.0.0\n"), 0o644)
+	os.WriteFile(filepath.Join(chart, "templates", "s.yaml"), []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {password: {{ randAlphaNum 8 | b64enc | quote }}}\n"), 0o644)
+	out, errOut, code := execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--detailed-exitcode")
+	if code != ExitOK || !strings.Contains(out, "(regenerated on every render)") || !strings.Contains(out, "1 regenerated") {
+		t.Fatalf("exit %d, want 0 with the password labelled\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestIgnoreRules: --ignore shows a change but does not count it; a field
+// the server refuses to change is never ignored.
+func TestIgnoreRules(t *testing.T) {
+	image := "Deployment/demo-web:spec.template.spec.containers[0].image"
+	out, errOut, code := execute(t, "helm-safe-upgrade", "demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo,
+		"--detailed-exitcode", "--ack", "StatefulSet/demo/demo-db", "--ignore", image, "--ignore", "spec.volumeClaimTemplates")
+	if code != ExitPending {
+		t.Fatalf("exit %d, want 3: the acknowledged StatefulSet still counts\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "(ignored by rule --ignore "+image+")") || !strings.Contains(out, "1 ignored") || !strings.Contains(out, "recreate-required") {
+		t.Errorf("report:\n%s", out)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "demo", demo, "-n", "demo", "--offline", "--from-chart", demo, "--ignore", "Deployment:")
+	if code != ExitError || !strings.Contains(errOut, `--ignore "Deployment:"`) {
+		t.Errorf("bad rule: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestProgressOnTerminal: stage lines on stderr only when it is a terminal.
+func TestProgressOnTerminal(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		streams := iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, ErrTTY: tty}
+		Execute("helm-safe-upgrade", []string{"demo", demoV2, "-n", "demo", "--offline", "--from-chart", demo}, streams, BuildInfo{Version: "test"})
+		got := strings.Contains(errOut.String(), "Rendering "+demoV2+" (head)…") && strings.Contains(errOut.String(), "Rendering again to find the fields regenerated on every render…")
+		if got != tty {
+			t.Errorf("stderr a terminal: %v; progress lines shown: %v\n%s", tty, got, errOut.String())
+		}
+	}
+}

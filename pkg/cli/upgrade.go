@@ -30,6 +30,7 @@ type UpgradeOptions struct {
 	DetailedExitcode bool
 	Force            bool
 	PlanOut          string
+	Ignore           []string
 	PlanIn           string
 	PlanMaxAge       time.Duration
 	// Recover settles the journal an interrupted apply left.
@@ -73,9 +74,11 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	o.Report.AddFlags(fs)
 	o.Gate.AddFlags(fs)
 	o.From.AddFlags(fs)
-	fs.BoolVar(&o.DryRun, "dry-run", false, "plan and report only; never write to the cluster")
+	fs.Var(&dryRunFlag{on: &o.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	fs.StringArrayVar(&o.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&o.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
@@ -89,8 +92,13 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		o.DryRun = true // offline plans are never applied
 	}
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker, o.Sanitizer)
+	if o.Streams.ErrTTY {
+		o.Config.Progress = func(format string, args ...interface{}) {
+			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)
+		}
+	}
 	o.Render.Namespace = o.Config.Namespace
-	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render,
+	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore,
 		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
 	acks, err := o.Gate.Collect()
 	if err != nil {
@@ -132,6 +140,9 @@ func (o *UpgradeOptions) Validate() error {
 	}
 	if o.Recover && (o.DryRun || o.PlanIn != "" || o.PlanOut != "") {
 		return errors.New("--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out")
+	}
+	if o.Render.HideSecret && !o.DryRun {
+		return errors.New("--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run")
 	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
@@ -219,6 +230,7 @@ func (o *UpgradeOptions) plan(ctx context.Context) (*upgrade.Planned, error) {
 func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
 	opts := o.Report.Options(o.Streams.Color())
 	opts.ChartDir = report.ChartDir(o.Request.ChartRef) // SARIF locations
+	opts.HideSecrets = o.Render.HideSecret
 	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
 		return err
 	}

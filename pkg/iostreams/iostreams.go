@@ -20,6 +20,8 @@ type Streams struct {
 	// first, colour the second.
 	InTTY  bool
 	OutTTY bool
+	// ErrTTY says whether ErrOut is a terminal: progress lines need it.
+	ErrTTY bool
 	// NoColor is set from the NO_COLOR convention.
 	NoColor bool
 }
@@ -33,6 +35,7 @@ func System() Streams {
 		ErrOut:  os.Stderr,
 		InTTY:   term.IsTerminal(int(os.Stdin.Fd())),
 		OutTTY:  term.IsTerminal(int(os.Stdout.Fd())),
+		ErrTTY:  term.IsTerminal(int(os.Stderr.Fd())),
 		NoColor: noColor,
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Fingerprint hashes the exact destructive change: object identity, action,
-// class, and each reason's path with its live and predicted value. An
+// class, and each reason's path with its live and predicted value, except
+// the reasons of regenerated fields. An
 // acknowledgement carrying it stops counting as soon as any of these differ.
 // Secret values count only as "(sensitive)" (redact.Unkeyed): their markers
 // are keyed per plan, and a fingerprint must stay the same from the
@@ -19,6 +20,9 @@ func Fingerprint(c Change) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", c.APIVersion, c.ID, c.Action, c.Class)
 	for _, r := range c.Reasons {
+		if r.Regenerated || r.IgnoredBy != "" {
+			continue // a new value on every render: an ack must survive it
+		}
 		_, _ = io.WriteString(h, r.Path+"\x00"+redact.Unkeyed(r.Before)+"\x00"+redact.Unkeyed(r.After)+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]

@@ -55,6 +55,14 @@ type Reason struct {
 	// masked for Secrets. They feed fingerprints; they are not printed raw.
 	Before string
 	After  string
+	// Regenerated is true when the field's value differs between two
+	// renders of the same chart and values (randAlphaNum, genCA, now, a
+	// checksum of such a value): shown, but never counted as a pending
+	// change, never blocking on its own, and left out of fingerprints.
+	Regenerated bool
+	// IgnoredBy is the user's rule (--ignore) that covers this field, with
+	// the same effect as Regenerated; "" when none.
+	IgnoredBy string
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -96,6 +104,14 @@ type Change struct {
 	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
 	// unknown.
 	Source string
+	// Regenerated is true for an update whose every reason is a field
+	// regenerated on every render: --detailed-exitcode does not count it and
+	// it is not destructive. An update the server refuses is never
+	// Regenerated: a random value in an immutable field fails the upgrade.
+	Regenerated bool
+	// Ignored is true for an update whose every reason is ignored by a
+	// user's rule or regenerated, at least one ignored: as Regenerated.
+	Ignored bool
 	// LiveResourceVersion pins the live object the change was planned
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string
@@ -117,12 +133,30 @@ type Release struct {
 	Install         bool
 }
 
-// Hook is a Helm hook of the new release; hooks run around the upgrade and are
-// not diffed like release objects.
+// Hook is a Helm hook of the new release (or, with Action delete, of the
+// last one only). Hooks are not patched like release objects: Helm creates
+// them afresh when their event runs, so a changed hook is what runs at
+// apply, compared here with the last release's.
 type Hook struct {
 	Kind   string
 	Name   string
 	Events []string
+	// DeletePolicies are helm.sh/hook-delete-policy values; Helm's default
+	// is before-hook-creation.
+	DeletePolicies []string
+	Weight         int
+	// ID identifies the hook object; Action is create (new hook), update
+	// (changed since the last release), noop or delete (no longer in the
+	// chart: it no longer runs; Helm does not delete it).
+	ID     manifest.ObjectID
+	Action Action
+	// RunsAtApply is true when one of Events runs in this operation
+	// (pre/post-upgrade, or pre/post-install for an install) and hooks are
+	// not disabled (--no-hooks).
+	RunsAtApply bool
+	// Before and After are the last release's hook and the new one, Secret
+	// values masked.
+	Before, After *unstructured.Unstructured
 }
 
 // Plan is the full prediction for one upgrade.
@@ -151,6 +185,11 @@ type Summary struct {
 	Invalid     int
 	Destructive int
 	Blocked     int
+	// Regenerated counts updates that change only regenerated fields; they
+	// are not counted by class.
+	Regenerated int
+	// Ignored counts updates that change only fields ignored by rules.
+	Ignored int
 }
 
 // Summary counts the plan's changes. Blocked counts destructive changes that
@@ -166,6 +205,14 @@ func (p *Plan) Summary() Summary {
 		case ActionNoop:
 			s.Noop++
 		case ActionUpdate:
+			if c.Regenerated {
+				s.Regenerated++
+				break
+			}
+			if c.Ignored {
+				s.Ignored++
+				break
+			}
 			switch c.Class {
 			case ClassInPlace:
 				s.InPlace++
@@ -206,10 +253,11 @@ func (c *Change) AckFlag() string {
 	return s
 }
 
-// HasChanges reports whether anything would change.
+// HasChanges reports whether anything would change, regenerated fields
+// aside (they change on every render, whatever the chart and values).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != ActionNoop {
+		if c.Action != ActionNoop && !c.Regenerated && !c.Ignored {
 			return true
 		}
 	}

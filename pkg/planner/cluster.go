@@ -3,8 +3,13 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -31,6 +36,93 @@ type Cluster interface {
 	// *live.KindNotServedError when the cluster does not serve the kind.
 	DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error)
 	DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error)
+	// Claims returns the PersistentVolumeClaims of namespace whose names
+	// match, with the reclaim policy of the volume each is bound to;
+	// ErrNoServer offline.
+	Claims(ctx context.Context, namespace string, match func(name string) bool) ([]Claim, error)
+	// Budgets returns the PodDisruptionBudgets of namespace; ErrNoServer
+	// offline.
+	Budgets(ctx context.Context, namespace string) ([]Budget, error)
+}
+
+// Budget is a PodDisruptionBudget as the rollout notes need it.
+type Budget struct {
+	Name     string
+	Selector labels.Selector
+	// DisruptionsAllowed is status.disruptionsAllowed now.
+	DisruptionsAllowed int64
+}
+
+var budgetsGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+
+// Budgets implements Cluster.
+func (l Live) Budgets(ctx context.Context, namespace string) ([]Budget, error) {
+	list, err := l.Dynamic.Resource(budgetsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", namespace, err)
+	}
+	var out []Budget
+	for _, item := range list.Items {
+		var ls metav1.LabelSelector
+		if m, ok, _ := unstructured.NestedMap(item.Object, "spec", "selector"); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
+				continue
+			}
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			continue
+		}
+		allowed, _, _ := unstructured.NestedInt64(item.Object, "status", "disruptionsAllowed")
+		out = append(out, Budget{Name: item.GetName(), Selector: sel, DisruptionsAllowed: allowed})
+	}
+	return out, nil
+}
+
+// Budgets implements Cluster.
+func (Offline) Budgets(context.Context, string) ([]Budget, error) {
+	return nil, ErrNoServer
+}
+
+// Claim is a PersistentVolumeClaim and the volume bound to it.
+type Claim struct {
+	Name string
+	// Volume is the bound PersistentVolume ("" when unbound) and
+	// ReclaimPolicy its persistentVolumeReclaimPolicy ("" when unknown).
+	Volume, ReclaimPolicy string
+}
+
+var (
+	claimsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	volumesGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+)
+
+// Claims implements Cluster.
+func (l Live) Claims(ctx context.Context, namespace string, match func(string) bool) ([]Claim, error) {
+	list, err := l.Dynamic.Resource(claimsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumeClaims in %s: %w", namespace, err)
+	}
+	var out []Claim
+	for _, item := range list.Items {
+		if !match(item.GetName()) {
+			continue
+		}
+		c := Claim{Name: item.GetName()}
+		c.Volume, _, _ = unstructured.NestedString(item.Object, "spec", "volumeName")
+		if c.Volume != "" {
+			if pv, err := l.Dynamic.Resource(volumesGVR).Get(ctx, c.Volume, metav1.GetOptions{}); err == nil {
+				c.ReclaimPolicy, _, _ = unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Claims implements Cluster.
+func (Offline) Claims(context.Context, string, func(string) bool) ([]Claim, error) {
+	return nil, ErrNoServer
 }
 
 // ErrNoServer is what an offline Cluster answers to a dry-run.

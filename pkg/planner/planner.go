@@ -36,8 +36,22 @@ type Input struct {
 	// PreviousName labels the previous manifest in errors (offline: the base
 	// chart or manifest file); empty means the release revision.
 	PreviousName string
-	Hooks        []plan.Hook
-	Notes        []string
+	// Hooks are the new release's hooks in Helm's run order, PreviousHooks
+	// the last release's (none for an install); HooksDisabled is --no-hooks.
+	Hooks, PreviousHooks []HookManifest
+	HooksDisabled        bool
+	Notes                []string
+	// SecondRender is the new render made again from the same chart and
+	// values; fields whose values differ between it and NextManifest are
+	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
+	// second render, nothing is marked.
+	SecondRender string
+	// Ignore are the user's --ignore rules.
+	Ignore []IgnoreRule
+	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
+	// the cluster without this release's ownership metadata instead of
+	// refusing the upgrade.
+	TakeOwnership bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -89,6 +103,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		san = redact.NewSanitizer(p.Masker)
 	}
 	addSecrets(san, prev, next)
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := p.hooks(in)
+	if err != nil {
+		return nil, err
+	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	objs := make([]*manifest.Object, 0, len(ids))
@@ -107,7 +129,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for i, id := range ids {
 		g.Go(func() (err error) {
 			defer panics.Recover(&err) // a panic here would exit 2, the gate's code
-			changes[i], err = p.change(gctx, in.Release, prev.Get(id), next.Get(id), crdKinds, prefetched, san)
+			changes[i], err = p.change(gctx, in, prev.Get(id), next.Get(id), crdKinds, prefetched, san)
+			markRegenerated(&changes[i], regen[id])
+			markIgnored(&changes[i], in.Ignore)
 			return err
 		})
 	}
@@ -116,6 +140,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	sanitizeChanges(changes, san) // before fingerprints
 	markRenames(changes)
+	p.noteBudgets(ctx, changes)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])
@@ -126,8 +151,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		ServerVersion: p.ServerVersion,
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
-		Hooks:         in.Hooks,
+		Hooks:         hooks,
 		Notes:         in.Notes,
+	}
+	if in.HooksDisabled && len(hooks) > 0 {
+		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")
 	}
 	if out.Offline {
 		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
@@ -137,7 +165,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // change evaluates one object: prev and next are its last-release and new
 // forms (either may be nil).
-func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State, san *redact.Sanitizer) (plan.Change, error) {
+func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State, san *redact.Sanitizer) (plan.Change, error) {
 	obj := next
 	if obj == nil {
 		obj = prev
@@ -157,11 +185,13 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	}
 	switch {
 	case next == nil:
-		p.deletion(&c, liveObj)
+		if err := p.deletion(ctx, &c, liveObj); err != nil {
+			return c, err
+		}
 	case liveObj == nil:
 		p.creation(ctx, &c, next, crdKinds)
 	default:
-		if err := p.update(ctx, &c, rel, prev, next, liveObj); err != nil {
+		if err := p.update(ctx, &c, in, prev, next, liveObj); err != nil {
 			return c, err
 		}
 	}
@@ -187,18 +217,18 @@ var volumeRecreate = map[string]string{
 		"to migrate, set reclaimPolicy Retain, create a PersistentVolume under a new name with the new spec pointing at the same storage, rebind the claim to it, then remove the old one",
 }
 
-func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
+func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
 		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
-		return
+		return nil
 	}
 	c.Before = p.shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
 			Message: "removed from the chart but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
-		return
+		return nil
 	}
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
@@ -210,6 +240,9 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	}
 	c.Destructive = destructive
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
+	more, err := p.retention(ctx, c.ID, liveObj)
+	c.Reasons = append(c.Reasons, more...)
+	return err
 }
 
 func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
@@ -249,12 +282,16 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.O
 	c.After = p.shown(created)
 }
 
-func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
 	secret := redact.Sensitive(liveObj) // fail closed
+	rel := in.Release
 	if prev == nil {
-		if owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]; owner != rel.Name ||
-			liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] != rel.Namespace {
+		owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]
+		owned := owner == rel.Name && liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] == rel.Namespace
+		if !owned && in.TakeOwnership {
+			c.Notes = append(c.Notes, fmt.Sprintf("exists in the cluster without this release's ownership (owner %q): --take-ownership adopts it into release %s/%s", owner, rel.Namespace, rel.Name))
+		} else if !owned {
 			c.Class = plan.ClassInvalid
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Path: "metadata.annotations[meta.helm.sh/release-name]", Source: plan.SourceHelm,

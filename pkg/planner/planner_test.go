@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"strings"
 	"testing"
 
@@ -131,5 +133,104 @@ func TestOfflineCreateRejected(t *testing.T) {
 		if invalid && (len(c.Reasons) == 0 || c.Reasons[0].Path != "spec.template.metadata.labels" || c.Source != "app/templates/d.yaml") {
 			t.Errorf("reasons %+v, source %q", c.Reasons, c.Source)
 		}
+	}
+}
+
+// foreignCluster is an offline cluster where every object of the new render
+// already exists, owned by another release.
+type offlineCluster = Offline
+
+type foreignCluster struct{ offlineCluster }
+
+func (f foreignCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
+	o := obj.Obj.DeepCopy()
+	o.SetAnnotations(map[string]string{manifest.ReleaseNameAnnotation: "other", manifest.ReleaseNamespaceAnnotation: "prod"})
+	return live.State{Obj: o}
+}
+
+func TestTakeOwnership(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("take-ownership=%v", adopt), func(t *testing.T) {
+			p, err := New(foreignCluster{Offline{Release: "app", Namespace: "prod"}}, "").Plan(context.Background(), Input{
+				Release:       plan.Release{Name: "app", Namespace: "prod"},
+				NextManifest:  pvc("data", ""),
+				TakeOwnership: adopt,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			if adopt {
+				if c.Blocking || c.Class == plan.ClassInvalid || !strings.Contains(strings.Join(c.Notes, "\n"), "--take-ownership adopts it") {
+					t.Fatalf("adopted object: %+v", c)
+				}
+				return
+			}
+			if !c.Blocking || c.Class != plan.ClassInvalid || !strings.Contains(c.Reasons[0].Message, "Helm refuses to adopt it") {
+				t.Fatalf("foreign object without --take-ownership: %+v", c)
+			}
+		})
+	}
+}
+
+const stsWithClaims = `---
+# Source: app/templates/sts.yaml
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  persistentVolumeClaimRetentionPolicy: {whenDeleted: %s}
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: postgres}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+`
+
+const pvYAML = `---
+# Source: app/templates/pv.yaml
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: disk}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: %s
+  hostPath: {path: /tmp/disk}
+`
+
+// TestRetentionInDeletions: what else a deletion takes with it.
+func TestRetentionInDeletions(t *testing.T) {
+	tests := []struct {
+		name, base, object string
+		want               string // in the last reason; "" means only the deletion's own reason
+	}{
+		{"StatefulSet whenDeleted: Delete names its claims", strings.Replace(stsWithClaims, "%s", "Delete", 1), "db",
+			"PersistentVolumeClaims are deleted with it (data-db-0, data-db-1)"},
+		{"StatefulSet whenDeleted: Retain keeps them", strings.Replace(stsWithClaims, "%s", "Retain", 1), "db", ""},
+		{"PV reclaimPolicy Delete", strings.Replace(pvYAML, "%s", "Delete", 1), "disk", "reclaimPolicy Delete: its storage and data are deleted"},
+		{"PV reclaimPolicy Retain", strings.Replace(pvYAML, "%s", "Retain", 1), "disk", "reclaimPolicy Retain: the storage is kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+				Release: plan.Release{Name: "app", Namespace: "prod"}, PreviousManifest: tt.base,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			if c.Action != plan.ActionDelete || !c.Destructive {
+				t.Fatalf("want a destructive delete, got %+v", c)
+			}
+			last := c.Reasons[len(c.Reasons)-1].Message
+			if tt.want == "" && len(c.Reasons) != 1 || tt.want != "" && !strings.Contains(last, tt.want) {
+				t.Errorf("reasons %+v, want the last to say %q", c.Reasons, tt.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strings"
 )
 
 // KeySize is the size in bytes of a Masker key.
@@ -65,3 +66,6 @@ var keyedMarkers = regexp.MustCompile(`\(sensitive: hmac-sha256:[0-9a-f]{16}\)`)
 // key, and anything derived from the value without a key would be a
 // guessing oracle.
 func Unkeyed(s string) string { return keyedMarkers.ReplaceAllLiteralString(s, unkeyedMarker) }
+
+// ContainsMasked reports whether s holds a masked value anywhere.
+func ContainsMasked(s string) bool { return strings.Contains(s, "(sensitive") }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 )
 
@@ -49,11 +50,41 @@ type Options struct {
 	SkipSchemaValidation bool // --skip-schema-validation
 	DisableHooks         bool // --no-hooks
 
+	// SubNotes renders the subcharts' NOTES.txt too (--render-subchart-notes).
+	SubNotes bool
+	// EnableDNS lets templates resolve names with getHostByName (--enable-dns).
+	EnableDNS bool
+	// Labels are added to the release record's labels, merged with the last
+	// release's; a value "null" removes one (-l/--labels).
+	Labels map[string]string
+	// DependencyUpdate runs `helm dependency update` on the chart when its
+	// charts/ directory does not satisfy Chart.yaml (--dependency-update).
+	DependencyUpdate bool
+	// TakeOwnership adopts objects that exist in the cluster without (or
+	// with another release's) Helm ownership metadata (--take-ownership).
+	TakeOwnership bool
+	// HideSecret hides Secrets in the report, as `helm upgrade --dry-run
+	// --hide-secret` hides them in its output (--hide-secret). It is not
+	// given to the render: Helm would drop the Secrets from the manifest
+	// and the plan would see them deleted. Helm accepts it only with a dry run.
+	HideSecret bool
+	// HideNotes does not print the chart's NOTES after an apply (--hide-notes).
+	HideNotes bool
+
 	// Timeout, Wait and Atomic do not change the render; they are carried to
 	// Helm's action so that the apply step runs with the same settings.
 	Timeout time.Duration // --timeout
 	Wait    bool          // --wait
 	Atomic  bool          // --atomic
+
+	// Apply-only flags, carried to Helm's action like Timeout.
+	WaitForJobs              bool // --wait-for-jobs: with --wait, also wait for Jobs to complete
+	CleanupOnFail            bool // --cleanup-on-fail: delete the objects this upgrade created if it fails
+	RecreatePods             bool // --recreate-pods (deprecated in Helm): restart the pods of changed workloads
+	DisableOpenAPIValidation bool // --disable-openapi-validation: Helm builds the manifest without schema validation
+	// MaxHistory limits the revisions kept per release; 0 means no limit
+	// (--history-max; default HELM_MAX_HISTORY, else 10).
+	MaxHistory int
 
 	// Description is the release description (--description).
 	Description string
@@ -115,6 +146,19 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Atomic, "atomic", false, "if set, upgrade process rolls back changes made in case of failed upgrade. The --wait flag will be set automatically if --atomic is used")
 	fs.BoolVar(&o.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
 	fs.StringVar(&o.Description, "description", "", "add a custom description")
+	fs.BoolVar(&o.HideSecret, "hide-secret", false, "hide Kubernetes Secrets when also using the --dry-run flag")
+	fs.BoolVar(&o.RecreatePods, "recreate-pods", false, "performs pods restart for the resource if applicable")
+	_ = fs.MarkDeprecated("recreate-pods", "functionality will no longer be updated. Consult the documentation for other methods to recreate pods")
+	fs.BoolVar(&o.DisableOpenAPIValidation, "disable-openapi-validation", false, "if set, the upgrade process will not validate rendered templates against the Kubernetes OpenAPI Schema")
+	fs.BoolVar(&o.WaitForJobs, "wait-for-jobs", false, "if set and --wait enabled, will wait until all Jobs have been completed before marking the release as successful. It will wait for as long as --timeout")
+	fs.IntVar(&o.MaxHistory, "history-max", defaultMaxHistory(), "limit the maximum number of revisions saved per release. Use 0 for no limit")
+	fs.BoolVar(&o.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails")
+	fs.BoolVar(&o.SubNotes, "render-subchart-notes", false, "if set, render subchart notes along with the parent")
+	fs.BoolVar(&o.HideNotes, "hide-notes", false, "if set, do not show notes in upgrade output. Does not affect presence in chart metadata")
+	fs.StringToStringVarP(&o.Labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
+	fs.BoolVar(&o.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
+	fs.BoolVar(&o.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
+	fs.BoolVar(&o.TakeOwnership, "take-ownership", false, "if set, upgrade will ignore the check for helm annotations and take ownership of the existing resources")
 
 	// target cluster, offline only (helm's `template` command)
 	fs.StringVar(&o.KubeVersion, "kube-version", "", "with --offline: Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+DefaultKubeVersion+")")
@@ -123,6 +167,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// post-renderer (helm's bindPostRenderFlag)
 	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")
 	fs.StringArrayVar(&o.PostRendererArgs, "post-renderer-args", []string{}, "an argument to the post-renderer (can specify multiple)")
+}
+
+// defaultMaxHistory is helm's default for --history-max: HELM_MAX_HISTORY,
+// else 10 (helm's cli.EnvSettings reads it the same way).
+func defaultMaxHistory() int {
+	return cli.New().MaxHistory
 }
 
 // defaultKeyring is helm's default for --keyring.
@@ -138,8 +188,10 @@ func defaultKeyring() string {
 }
 
 // NewInstall returns Helm's install action set up with these flags, as
-// `helm upgrade --install` sets it up. Planning and applying share it; each
-// then sets what differs (dry run, post-renderer, description, force).
+// `helm upgrade --install` sets it up (cmd/helm/upgrade.go: --history-max,
+// --cleanup-on-fail and --recreate-pods do not reach an install). Planning
+// and applying share it; each then sets what differs (dry run,
+// post-renderer, description, force). HideSecret is never set: see Options.
 func (o *Options) NewInstall(cfg *action.Configuration, name, namespace string) *action.Install {
 	inst := action.NewInstall(cfg)
 	inst.ReleaseName = name
@@ -153,6 +205,14 @@ func (o *Options) NewInstall(cfg *action.Configuration, name, namespace string) 
 	inst.Wait = o.Wait
 	inst.Atomic = o.Atomic
 	inst.Description = o.Description
+	inst.WaitForJobs = o.WaitForJobs
+	inst.DisableOpenAPIValidation = o.DisableOpenAPIValidation
+	inst.SubNotes = o.SubNotes
+	inst.HideNotes = o.HideNotes
+	inst.DependencyUpdate = o.DependencyUpdate
+	inst.Labels = o.Labels
+	inst.EnableDNS = o.EnableDNS
+	inst.TakeOwnership = o.TakeOwnership
 	return inst
 }
 
@@ -173,6 +233,17 @@ func (o *Options) NewUpgrade(cfg *action.Configuration, namespace string) *actio
 	up.Wait = o.Wait
 	up.Atomic = o.Atomic
 	up.Description = o.Description
+	up.WaitForJobs = o.WaitForJobs
+	up.DisableOpenAPIValidation = o.DisableOpenAPIValidation
+	up.SubNotes = o.SubNotes
+	up.HideNotes = o.HideNotes
+	up.DependencyUpdate = o.DependencyUpdate
+	up.Labels = o.Labels
+	up.EnableDNS = o.EnableDNS
+	up.TakeOwnership = o.TakeOwnership
+	up.MaxHistory = o.MaxHistory
+	up.CleanupOnFail = o.CleanupOnFail
+	up.Recreate = o.RecreatePods
 	return up
 }
 

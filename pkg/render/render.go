@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/downloader"
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/registry"
@@ -206,10 +207,8 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
 	}
-	if req := ch.Metadata.Dependencies; req != nil {
-		if err := action.CheckDependencies(ch, req); err != nil {
-			return nil, fmt.Errorf("chart %s: checking dependencies (you may need to run `helm dependency build`): %w", chartPath, err)
-		}
+	if ch, err = checkDependencies(ch, chartPath, settings, opts); err != nil {
+		return nil, err
 	}
 	res := &Result{Chart: ch, ChartPath: chartPath, Values: copyValues(vals)}
 	if ch.Metadata.Deprecated {
@@ -245,6 +244,39 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 			name, ns, res.Last.Version, res.Last.Info.Status, driver.ErrNoDeployedReleases)
 	}
 	return renderUpgrade(ctx, &run, res, name, ns, cpo, post, vals, opts)
+}
+
+// checkDependencies checks that the chart's charts/ directory satisfies
+// Chart.yaml and, with --dependency-update, updates it and loads the chart
+// again, as cmd/helm/upgrade.go does.
+func checkDependencies(ch *chart.Chart, chartPath string, settings *cli.EnvSettings, opts Options) (*chart.Chart, error) {
+	req := ch.Metadata.Dependencies
+	if req == nil {
+		return ch, nil
+	}
+	err := action.CheckDependencies(ch, req)
+	if err == nil {
+		return ch, nil
+	}
+	if !opts.DependencyUpdate {
+		return nil, fmt.Errorf("chart %s: checking dependencies (you may need to run `helm dependency build`, or pass --dependency-update): %w", chartPath, err)
+	}
+	man := &downloader.Manager{
+		Out:              os.Stderr, // helm prints the progress; our stdout is the report
+		ChartPath:        chartPath,
+		Keyring:          opts.Repo.Keyring,
+		Getters:          getter.All(settings),
+		RepositoryConfig: settings.RepositoryConfig,
+		RepositoryCache:  settings.RepositoryCache,
+		Debug:            settings.Debug,
+	}
+	if err := man.Update(); err != nil {
+		return nil, fmt.Errorf("chart %s: --dependency-update: %w", chartPath, err)
+	}
+	if ch, err = loader.Load(chartPath); err != nil {
+		return nil, fmt.Errorf("chart %s: reloading after the dependency update: %w", chartPath, err)
+	}
+	return ch, nil
 }
 
 // History returns the revisions of release name, newest first; none (and no

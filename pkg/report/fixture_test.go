@@ -117,6 +117,16 @@ func service() *unstructured.Unstructured {
 	})
 }
 
+func migrateJob(image string) *unstructured.Unstructured {
+	return obj(map[string]interface{}{
+		"apiVersion": "batch/v1", "kind": "Job", "metadata": meta("db-migrate", "shop"),
+		"spec": map[string]interface{}{"template": map[string]interface{}{"spec": map[string]interface{}{
+			"restartPolicy": "Never",
+			"containers":    []interface{}{map[string]interface{}{"name": "migrate", "image": image}},
+		}}},
+	})
+}
+
 func pvc() *unstructured.Unstructured {
 	return obj(map[string]interface{}{
 		"apiVersion": "v1",
@@ -210,7 +220,9 @@ func fixturePlan() *plan.Plan {
 				Before: deployment("worker", "ghcr.io/shop/worker:1.27.0", 1, map[string]interface{}{"app": "worker"}),
 			},
 		},
-		Hooks: []plan.Hook{{Kind: "Job", Name: "db-migrate", Events: []string{"pre-upgrade", "pre-install"}}},
+		Hooks: []plan.Hook{{Kind: "Job", Name: "db-migrate", Events: []string{"pre-upgrade", "pre-install"},
+			DeletePolicies: []string{"before-hook-creation"}, ID: id("batch", "Job", "db-migrate"),
+			Action: plan.ActionUpdate, RunsAtApply: true, Before: migrateJob("migrate:1.0"), After: migrateJob("migrate:1.1")}},
 		Notes: []string{"CustomResourceDefinition/widgets.shop.example.com is in crds/: Helm installs it once and never upgrades it"},
 	}
 }

@@ -44,6 +44,8 @@ type jsonSummary struct {
 	Destructive int `json:"destructive"`
 	Blocked     int `json:"blocked"`
 	Invalid     int `json:"invalid"`
+	Regenerated int `json:"regenerated"`
+	Ignored     int `json:"ignored"`
 }
 
 type jsonChange struct {
@@ -57,6 +59,8 @@ type jsonChange struct {
 	Acknowledged bool         `json:"acknowledged"`
 	AckedBy      string       `json:"ackedBy,omitempty"`
 	Blocking     bool         `json:"blocking,omitempty"`
+	Regenerated  bool         `json:"regenerated,omitempty"`
+	Ignored      bool         `json:"ignored,omitempty"`
 	Fingerprint  string       `json:"fingerprint"`
 	Reasons      []jsonReason `json:"reasons"`
 	Diff         string       `json:"diff"`
@@ -69,6 +73,10 @@ type jsonReason struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 	Source  string `json:"source"`
+	// Regenerated: the value differs on every render (never counted).
+	Regenerated bool `json:"regenerated,omitempty"`
+	// IgnoredBy: the user's --ignore rule that covers the field.
+	IgnoredBy string `json:"ignoredBy,omitempty"`
 }
 
 type jsonRollout struct {
@@ -83,9 +91,14 @@ type jsonDrift struct {
 }
 
 type jsonHook struct {
-	Kind   string   `json:"kind"`
-	Name   string   `json:"name"`
-	Events []string `json:"events"`
+	Kind           string   `json:"kind"`
+	Name           string   `json:"name"`
+	Events         []string `json:"events"`
+	DeletePolicies []string `json:"deletePolicies,omitempty"`
+	Weight         int      `json:"weight,omitempty"`
+	Action         string   `json:"action,omitempty"`
+	RunsAtApply    bool     `json:"runsAtApply"`
+	Diff           string   `json:"diff,omitempty"`
 }
 
 // writeJSON writes the plan as the safe-upgrade/v1 document: 2-space
@@ -125,6 +138,8 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Destructive: s.Destructive,
 			Blocked:     s.Blocked,
 			Invalid:     s.Invalid,
+			Regenerated: s.Regenerated,
+			Ignored:     s.Ignored,
 		},
 		Changes:       make([]jsonChange, 0, len(p.Changes)),
 		ServerVersion: p.ServerVersion,
@@ -132,12 +147,17 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Notes:         p.Notes,
 		Blockers:      p.Blockers,
 	}
-	for _, h := range p.Hooks {
+	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range p.Hooks {
 		events := h.Events
 		if events == nil {
 			events = []string{}
 		}
-		doc.Hooks = append(doc.Hooks, jsonHook{Kind: h.Kind, Name: h.Name, Events: events})
+		doc.Hooks = append(doc.Hooks, jsonHook{Kind: h.Kind, Name: h.Name, Events: events, DeletePolicies: h.DeletePolicies,
+			Weight: h.Weight, Action: string(h.Action), RunsAtApply: h.RunsAtApply, Diff: hdiffs[i]})
 	}
 
 	changes := make([]*plan.Change, len(p.Changes))
@@ -166,6 +186,8 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Acknowledged: c.Acknowledged,
 		AckedBy:      c.AckedBy,
 		Blocking:     c.Blocking,
+		Regenerated:  c.Regenerated,
+		Ignored:      c.Ignored,
 		Fingerprint:  c.Fingerprint,
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
@@ -175,7 +197,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source)})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

@@ -78,13 +78,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 		fmt.Fprintf(&after, "\n_%s unchanged, not shown._\n", plural(n, "object", "objects"))
 	}
 	if len(p.Hooks) > 0 {
-		after.WriteString("\n### Hooks\n\nRun around the upgrade, not diffed.\n\n")
+		after.WriteString("\n### Hooks\n\nHelm creates each anew when its event runs.\n\n")
 		for _, h := range p.Hooks {
-			line := mdCode(h.Kind+"/"+h.Name, false)
-			if len(h.Events) > 0 {
-				line += " (" + mdText(strings.Join(h.Events, ", ")) + ")"
-			}
-			fmt.Fprintf(&after, "- %s\n", line)
+			fmt.Fprintf(&after, "- %s %s\n", mdCode(h.Kind+"/"+h.Name, false), mdText(hookDetail(h)))
 		}
 	}
 	if len(p.Blockers) > 0 {
@@ -116,6 +112,20 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 		block := fmt.Sprintf("\n<details><summary>%s (%s)</summary>\n\n%s\n\n</details>\n",
 			html.EscapeString(name), html.EscapeString(verdict(c)), fenced("diff", d))
 		doc.diffs = append(doc.diffs, mdDiff{name: name, block: block})
+	}
+	// Hook diffs follow, truncated like the others.
+	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range p.Hooks {
+		if hdiffs[i] == "" {
+			continue
+		}
+		name := h.Kind + "/" + h.Name
+		block := fmt.Sprintf("\n<details><summary>hook %s (%s → %s)</summary>\n\n%s\n\n</details>\n",
+			html.EscapeString(name), hookSides.from, hookSides.to, fenced("diff", hdiffs[i]))
+		doc.diffs = append(doc.diffs, mdDiff{name: "hook " + name, block: block})
 	}
 	return doc, nil
 }
@@ -187,7 +197,7 @@ func mdReason(r plan.Reason, inTable bool) string {
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + mdText(string(r.Source)) + ")"
 	}
-	return s
+	return s + mdText(noiseLabel(r))
 }
 
 // mdEscaper backslash-escapes the punctuation Markdown (and a table cell's

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -70,7 +71,7 @@ func TestMarkdownTruncation(t *testing.T) {
 	if got := strings.Count(out, "<details>"); got != diffs-1 {
 		t.Errorf("%d diffs kept, want %d", got, diffs-1)
 	}
-	if !strings.Contains(out, "1 of 6 diffs were truncated") || !strings.Contains(out, "`"+largest.name+"`") {
+	if !strings.Contains(out, fmt.Sprintf("1 of %d diffs were truncated", diffs)) || !strings.Contains(out, "`"+largest.name+"`") {
 		t.Errorf("no note naming the truncated diff:\n%s", out)
 	}
 	if !strings.Contains(out, "| StatefulSet |") {

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // formats are the output formats, in the order help text lists them.
@@ -68,12 +69,18 @@ type Options struct {
 	ChartDir string
 	// ToolVersion is the tool's version, shown in SARIF output when set.
 	ToolVersion string
+	// HideSecrets shows Secrets' verdicts but not their contents, not even
+	// masked: no diff, no values (--hide-secret).
+	HideSecrets bool
 }
 
 // Write writes p to w in the format opts.Format names.
 func Write(w io.Writer, p *plan.Plan, opts Options) error {
 	if p == nil {
 		return errors.New("report: no plan to write")
+	}
+	if opts.HideSecrets {
+		p = hideSecrets(p)
 	}
 	pw := &planWriter{plan: p, opts: opts.withDefaults()}
 	switch opts.Format {
@@ -89,6 +96,32 @@ func Write(w io.Writer, p *plan.Plan, opts Options) error {
 		return fmt.Errorf("report: unknown output format %q (want %s, %s, %s or %s)",
 			opts.Format, FormatText, FormatJSON, FormatMarkdown, FormatSARIF)
 	}
+}
+
+// hiddenSecretNote marks a Secret whose contents --hide-secret hides.
+const hiddenSecretNote = "contents hidden (--hide-secret)"
+
+// hideSecrets returns a copy of p whose Secrets carry no contents.
+func hideSecrets(p *plan.Plan) *plan.Plan {
+	out := *p
+	out.Changes = slices.Clone(p.Changes)
+	for i := range out.Changes {
+		c := &out.Changes[i]
+		if c.ID.Group != "" || !strings.EqualFold(c.ID.Kind, "Secret") {
+			continue
+		}
+		c.Before, c.After = nil, nil
+		c.Reasons = slices.Clone(c.Reasons)
+		for j := range c.Reasons {
+			r := &c.Reasons[j]
+			r.Before, r.After = "", ""
+			if redact.ContainsMasked(r.Message) {
+				r.Message = "changed" // not even the masked value
+			}
+		}
+		c.Notes = append(slices.Clone(c.Notes), hiddenSecretNote)
+	}
+	return &out
 }
 
 func (o Options) withDefaults() Options {
@@ -119,10 +152,41 @@ var summaryBuckets = []struct{ key, label string }{
 	{string(plan.ClassRecreateRequired), "recreate-required"},
 	{string(plan.ClassInvalid), "invalid"},
 	{string(plan.ActionDelete), "to delete"},
+	{regeneratedBucket, "regenerated"},
+	{ignoredBucket, "ignored"},
+}
+
+// ignoredBucket holds the updates that change only fields ignored by the
+// user's rules; listed only when not empty.
+const ignoredBucket = "ignored"
+
+// regeneratedBucket holds the updates that change only fields regenerated
+// on every render; like invalid, it is listed only when not empty.
+const regeneratedBucket = "regenerated"
+
+// regeneratedLabel follows every reason at a regenerated field.
+const regeneratedLabel = " (regenerated on every render)"
+
+// noiseLabel says why a reason does not count: regenerated, or ignored by
+// a rule; "" when it counts.
+func noiseLabel(r plan.Reason) string {
+	switch {
+	case r.Regenerated:
+		return regeneratedLabel
+	case r.IgnoredBy != "":
+		return " (ignored by rule --ignore " + r.IgnoredBy + ")"
+	}
+	return ""
 }
 
 // bucketKey is an update's class, or another change's action.
 func bucketKey(c *plan.Change) string {
+	if c.Regenerated {
+		return regeneratedBucket
+	}
+	if c.Ignored {
+		return ignoredBucket
+	}
 	if c.Action == plan.ActionUpdate {
 		return string(c.Class)
 	}
@@ -131,7 +195,7 @@ func bucketKey(c *plan.Change) string {
 
 // SummaryLine returns the plan's one-line summary, e.g.
 // "Plan: 1 to create, 2 in-place, 1 rolling, 1 recreate-required (destructive), 0 to delete".
-// The invalid bucket appears only when it is not empty; "(destructive)"
+// The invalid and regenerated buckets appear only when not empty; "(destructive)"
 // marks a bucket holding at least one destructive change.
 func SummaryLine(p *plan.Plan) string {
 	count := map[string]int{}
@@ -143,7 +207,7 @@ func SummaryLine(p *plan.Plan) string {
 	}
 	parts := make([]string, 0, len(summaryBuckets))
 	for _, b := range summaryBuckets {
-		if b.key == string(plan.ClassInvalid) && count[b.key] == 0 {
+		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket) && count[b.key] == 0 {
 			continue
 		}
 		part := fmt.Sprintf("%d %s", count[b.key], b.label)
@@ -210,7 +274,7 @@ func reasonText(r plan.Reason) string {
 	if r.Source != "" && r.Source != plan.SourceServer {
 		s += " (source: " + string(r.Source) + ")"
 	}
-	return s
+	return s + noiseLabel(r)
 }
 
 // ackStatus says what a destructive change needs before apply; "" for
@@ -291,13 +355,61 @@ func driftText(d plan.Drift) string {
 	return d.Path + " differs from the release; this upgrade keeps the live value"
 }
 
-// hookText describes one hook: "Job/db-migrate (pre-upgrade, post-install)".
+// hookText describes one hook: "Job/db-migrate (pre-upgrade; delete
+// policy before-hook-creation): changed since the last release, runs at apply".
 func hookText(h plan.Hook) string {
-	s := h.Kind + "/" + h.Name
+	return h.Kind + "/" + h.Name + " " + hookDetail(h)
+}
+
+// hookDetail is hookText without the name.
+func hookDetail(h plan.Hook) string {
+	var attrs []string
 	if len(h.Events) > 0 {
-		s += " (" + strings.Join(h.Events, ", ") + ")"
+		attrs = append(attrs, strings.Join(h.Events, ", "))
 	}
-	return s
+	if h.Weight != 0 {
+		attrs = append(attrs, fmt.Sprintf("weight %d", h.Weight))
+	}
+	if len(h.DeletePolicies) > 0 {
+		attrs = append(attrs, "delete policy "+strings.Join(h.DeletePolicies, ", "))
+	}
+	s := ""
+	if len(attrs) > 0 {
+		s = "(" + strings.Join(attrs, "; ") + "): "
+	}
+	switch h.Action {
+	case plan.ActionCreate:
+		s += "new"
+	case plan.ActionUpdate:
+		s += "changed since the last release"
+	case plan.ActionNoop:
+		s += "unchanged"
+	case plan.ActionDelete:
+		return s + "no longer in the chart: does not run (Helm leaves the last run's object as its delete policy left it)"
+	default:
+		s = strings.TrimSuffix(s, ": ")
+		if h.RunsAtApply {
+			return s + ": runs at apply"
+		}
+		return s
+	}
+	if h.RunsAtApply {
+		return s + ", runs at apply"
+	}
+	return s + ", does not run in this operation"
+}
+
+// hookSides name the sides of a hook's diff.
+var hookSides = sides{"last-release", "new"}
+
+// hookDiffs returns the unified diff of each hook against the last
+// release's, in order; "" for unchanged hooks.
+func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
+	changes := make([]*plan.Change, len(hooks))
+	for i, h := range hooks {
+		changes[i] = &plan.Change{ID: h.ID, Action: h.Action, Before: h.Before, After: h.After}
+	}
+	return diffAll(changes, context, hookSides)
 }
 
 // Flags are the report's command-line flags.

@@ -260,3 +260,52 @@ func TestNoSecretValuesWhateverTheShape(t *testing.T) {
 		}
 	}
 }
+
+// TestHideSecrets: with --hide-secret a Secret keeps its verdict but shows
+// no content, not even masked; other objects keep their diffs.
+func TestHideSecrets(t *testing.T) {
+	for _, f := range []string{FormatText, FormatJSON, FormatMarkdown} {
+		t.Run(f, func(t *testing.T) {
+			p := fixturePlan()
+			shown := write(t, p, Options{Format: f})
+			hidden := write(t, p, Options{Format: f, HideSecrets: true})
+			if !strings.Contains(shown, "(sensitive:") {
+				t.Fatalf("the fixture has no masked Secret value:\n%s", shown)
+			}
+			if strings.Contains(hidden, "(sensitive:") || !strings.Contains(hidden, hiddenSecretNote) {
+				t.Errorf("Secret contents shown with HideSecrets:\n%s", hidden)
+			}
+			if !strings.Contains(hidden, "db-credentials") || !strings.Contains(hidden, "LOG_LEVEL") {
+				t.Errorf("HideSecrets hid more than the Secrets' contents:\n%s", hidden)
+			}
+			if write(t, p, Options{Format: f}) != shown {
+				t.Error("HideSecrets changed the plan it was given")
+			}
+		})
+	}
+}
+
+// TestRegenerated: a change of regenerated fields only is shown, labelled,
+// and counted apart from the classes.
+func TestRegenerated(t *testing.T) {
+	p := offlineInstallPlan()
+	p.Changes = append(p.Changes, plan.Change{
+		ID: id("", "Secret", "db-password"), APIVersion: "v1", Action: plan.ActionUpdate, Class: plan.ClassInPlace, Regenerated: true,
+		Reasons: []plan.Reason{{Path: "data.password", Message: "changed", Source: plan.SourceServer, Regenerated: true}},
+	})
+	for f, want := range map[string][]string{
+		FormatText:     {"0 in-place", "1 regenerated", "data.password: changed (regenerated on every render)"},
+		FormatMarkdown: {"1 regenerated", "(regenerated on every render)"},
+		FormatJSON:     {`"regenerated": 1`, `"regenerated": true`},
+	} {
+		out := write(t, p, Options{Format: f})
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q:\n%s", f, w, out)
+			}
+		}
+	}
+	if strings.Contains(SummaryLine(offlineInstallPlan()), "regenerated") {
+		t.Error("an empty regenerated bucket is listed")
+	}
+}

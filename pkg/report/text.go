@@ -87,7 +87,7 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	}
 
 	if len(p.Hooks) > 0 {
-		fmt.Fprintln(bw, "\nHooks (run around the upgrade, not diffed):")
+		fmt.Fprintln(bw, "\nHooks (Helm creates each anew when its event runs):")
 		for _, h := range p.Hooks {
 			fmt.Fprintln(bw, "  "+hookText(h))
 		}
@@ -110,19 +110,30 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	writeTextDiffs(bw, pal, fmt.Sprintf("Diffs (%s -> %s):", s.from, s.to), diffs)
+	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
+	if err != nil {
+		return err
+	}
+	writeTextDiffs(bw, pal, fmt.Sprintf("Hook diffs (%s -> %s):", hookSides.from, hookSides.to), hdiffs)
+	return bw.Flush()
+}
+
+// writeTextDiffs writes the non-empty diffs under heading; nothing when all
+// are empty.
+func writeTextDiffs(w io.Writer, pal palette, heading string, diffs []string) {
 	first := true
 	for _, d := range diffs {
 		if d == "" {
 			continue
 		}
 		if first {
-			fmt.Fprintf(bw, "\nDiffs (%s -> %s):\n", s.from, s.to)
+			fmt.Fprintf(w, "\n%s\n", heading)
 			first = false
 		}
-		fmt.Fprintln(bw)
-		writeTextDiff(bw, pal, d)
+		fmt.Fprintln(w)
+		writeTextDiff(w, pal, d)
 	}
-	return bw.Flush()
 }
 
 // tableHeader names the padded columns; REASON, the last, is not padded.

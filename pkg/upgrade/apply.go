@@ -3,6 +3,8 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -30,6 +32,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			recreate = append(recreate, ch)
 		}
 	}
+	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force {
 		fmt.Fprintln(c.Out, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
 	}
@@ -55,5 +58,15 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		verb = "installed"
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
+	writeNotes(c.Out, rel.Info.Notes, planned.Render.HideNotes)
 	return nil
+}
+
+// writeNotes prints the chart's NOTES after an apply, as helm upgrade does,
+// unless --hide-notes.
+func writeNotes(w io.Writer, notes string, hide bool) {
+	if hide || strings.TrimSpace(notes) == "" {
+		return
+	}
+	fmt.Fprintf(w, "NOTES:\n%s\n", strings.TrimRight(notes, "\n"))
 }

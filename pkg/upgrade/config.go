@@ -84,6 +84,9 @@ type Config struct {
 	// warnings, logs, release descriptions). The planner feeds it.
 	Masker    *redact.Masker
 	Sanitizer *redact.Sanitizer
+	// Progress, when set, receives a line as each stage of a plan or an
+	// apply starts (the CLI sets it when stderr is a terminal).
+	Progress func(format string, args ...interface{})
 
 	// Set by Connect.
 	//
@@ -111,7 +114,13 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 	}
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok {
 		warnings := sanitizedWarnings(out, san)
+		// Helm's own wrapper sets --qps and --burst-limit (HELM_QPS,
+		// HELM_BURST_LIMIT): keep it, or they are silently dropped.
+		helmWrap := flags.WrapConfigFn
 		flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			if helmWrap != nil {
+				c = helmWrap(c)
+			}
 			if userAgent != "" {
 				c.UserAgent = userAgent
 			}
@@ -123,6 +132,13 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 		Masker: masker, Sanitizer: san}
 }
 
+// progress says which stage starts, when Progress is set.
+func (c *Config) progress(format string, args ...interface{}) {
+	if c.Progress != nil {
+		c.Progress(format, args...)
+	}
+}
+
 // Connect builds the cluster connection — the only place in the tool that
 // does: Helm's configuration (release storage, kube client) and the
 // discovery, dynamic and REST-mapper clients of the planner and the apply.
@@ -132,19 +148,9 @@ func (c *Config) Connect(ctx context.Context) error {
 		return nil
 	}
 	getter := c.Settings.RESTClientGetter()
-	restConfig, err := getter.ToRESTConfig()
+	restConfig, err := c.restConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	if c.Settings.QPS == 0 {
-		// In-flight requests are bounded by the planner's concurrency; the
-		// client-side default (5/s) would make a 1000-object plan take
-		// minutes. API Priority and Fairness still protects the server.
-		restConfig.QPS = -1
-	}
-	restConfig.Timeout = 30 * time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		restConfig.Timeout = time.Until(deadline)
+		return err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
@@ -193,4 +199,28 @@ func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, ku
 		return id, fmt.Errorf("reading namespace kube-system (the cluster's identity): %w", err)
 	}
 	return id, nil
+}
+
+// restConfig is the client configuration of the planner and the apply:
+// --qps and --burst-limit (HELM_QPS, HELM_BURST_LIMIT) when given, else no
+// client-side rate limit; requests bounded by ctx's deadline.
+func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
+	restConfig, err := c.Settings.RESTClientGetter().ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Helm's wrapper already set QPS and Burst from the settings; say it
+	// again for getters that are not Helm's ConfigFlags.
+	restConfig.QPS, restConfig.Burst = c.Settings.QPS, c.Settings.BurstLimit
+	if c.Settings.QPS == 0 {
+		// In-flight requests are bounded by the planner's concurrency; the
+		// client-side default (5/s) would make a 1000-object plan take
+		// minutes. API Priority and Fairness still protects the server.
+		restConfig.QPS = -1
+	}
+	restConfig.Timeout = 30 * time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		restConfig.Timeout = time.Until(deadline)
+	}
+	return restConfig, nil
 }

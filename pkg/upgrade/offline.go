@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -51,6 +52,10 @@ func (r OfflineRequest) Validate(offline bool) error {
 // target Kubernetes version (--kube-version, --api-versions), with removed
 // APIs marked; nothing reaches a cluster, and the result cannot be applied.
 func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
+	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	if err != nil {
+		return nil, err
+	}
 	target, err := req.Render.OfflineTarget()
 	if err != nil {
 		return nil, err
@@ -64,12 +69,23 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		}
 		base.Manifest, prevName = string(data), "--from-manifest "+req.FromManifest
 	}
+	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 	if err != nil {
 		return nil, err
 	}
 	in := plannerInput(head)
 	in.PreviousName = prevName
+	in.HooksDisabled = req.Render.DisableHooks
+	in.Ignore = rules
+	if !slices.Contains(req.Render.Values.ValueFiles, "-") { // stdin cannot be read twice
+		c.progress("Rendering again to find the fields regenerated on every render")
+		again, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
+		if err != nil {
+			return nil, fmt.Errorf("second render (to find regenerated fields): %w", err)
+		}
+		in.SecondRender = again.Next.Manifest
+	}
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
 	p, err := c.planner(offline, "").Plan(ctx, in)
 	if err != nil {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -20,6 +24,10 @@ type PlanRequest struct {
 	Render                RenderOptions
 	// Apply is how the plan will be applied (saved plans pin it).
 	Apply ApplyRequest
+	// Ignore are --ignore rules: field paths, optionally for a kind or an
+	// object, whose changes are shown but not counted (see
+	// planner.ParseIgnoreRules).
+	Ignore []string
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
 	// replaces the new one, and the plan is refused if anything moved since,
 	// or if it is older than SavedMaxAge (0: no limit).
@@ -54,7 +62,13 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 			return nil, err
 		}
 	}
-	start := time.Now()
+	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	start := begin
+	c.progress("Rendering %s", req.ChartRef)
 	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
 		return nil, err
@@ -63,13 +77,22 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
+	again, err := c.renderAgain(ctx, req, c.Helm)
+	if err != nil {
+		return nil, err
+	}
 	if req.Saved != nil {
 		if err := req.Saved.useIn(res, req.Render); err != nil {
 			return nil, err
 		}
 	}
 	start = time.Now()
+	c.progress("Planning against the cluster: reading objects and sending dry-runs")
 	in := plannerInput(res)
+	in.TakeOwnership = req.Render.TakeOwnership
+	in.HooksDisabled = req.Render.DisableHooks
+	in.SecondRender = again
+	in.Ignore = rules
 	addHookSecrets(c.Sanitizer, res)
 	p, err := c.planner(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
@@ -93,6 +116,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		p.Blockers = append(p.Blockers, blocker)
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
 }
 
@@ -101,6 +125,46 @@ func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner
 	p := planner.New(cluster, serverVersion)
 	p.Masker, p.Sanitizer = c.Masker, c.Sanitizer
 	return p
+}
+
+// renderAgain renders the release a second time from the same inputs, so
+// the planner can tell the fields regenerated on every render (randAlphaNum,
+// genCA, now) from real changes. It returns "" when values come from stdin,
+// which cannot be read twice.
+func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.Configuration) (string, error) {
+	if slices.Contains(req.Render.Values.ValueFiles, "-") {
+		c.Logf("values from stdin: no second render, regenerated fields are not marked")
+		return "", nil
+	}
+	opts := req.Render
+	opts.DependencyUpdate = false // the first render updated charts/ already
+	c.progress("Rendering again to find the fields regenerated on every render")
+	start := time.Now()
+	res, err := render.Render(ctx, cfg, c.Settings, req.ReleaseName, req.ChartRef, opts)
+	if err != nil {
+		return "", fmt.Errorf("second render (to find regenerated fields): %w", err)
+	}
+	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
+	return res.Next.Manifest, nil
+}
+
+// hookManifests hands Helm's hooks to the planner.
+func hookManifests(hooks []*release.Hook) []planner.HookManifest {
+	out := make([]planner.HookManifest, 0, len(hooks))
+	for _, h := range hooks {
+		hm := planner.HookManifest{Kind: h.Kind, Name: h.Name, Manifest: h.Manifest, Weight: h.Weight}
+		for _, e := range h.Events {
+			hm.Events = append(hm.Events, string(e))
+		}
+		for _, d := range h.DeletePolicies {
+			hm.DeletePolicies = append(hm.DeletePolicies, string(d))
+		}
+		if len(hm.DeletePolicies) == 0 {
+			hm.DeletePolicies = []string{string(release.HookBeforeHookCreation)} // Helm's default
+		}
+		out = append(out, hm)
+	}
+	return out
 }
 
 // plannerInput hands the render to the planner, with Helm's rules for the
@@ -121,12 +185,9 @@ func plannerInput(res *render.Result) planner.Input {
 		in.PreviousManifest = res.Previous.Manifest
 		in.Release.CurrentRevision = res.Previous.Version
 	}
-	for _, h := range next.Hooks {
-		events := make([]string, 0, len(h.Events))
-		for _, e := range h.Events {
-			events = append(events, string(e))
-		}
-		in.Hooks = append(in.Hooks, plan.Hook{Kind: h.Kind, Name: h.Name, Events: events})
+	in.Hooks = hookManifests(next.Hooks)
+	if res.Previous != nil {
+		in.PreviousHooks = hookManifests(res.Previous.Hooks)
 	}
 	if crds := res.Chart.CRDObjects(); len(crds) > 0 {
 		names := make([]string, 0, len(crds))

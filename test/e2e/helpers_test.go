@@ -107,8 +107,10 @@ type jsonChange struct {
 	Destructive  bool   `json:"destructive"`
 	Acknowledged bool   `json:"acknowledged"`
 	Fingerprint  string `json:"fingerprint"`
+	Regenerated  bool   `json:"regenerated"`
 	Reasons      []struct {
 		Path, Message, Source string
+		Regenerated           bool
 	} `json:"reasons"`
 	Diff    string `json:"diff"`
 	Rollout *struct {

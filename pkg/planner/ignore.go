@@ -1,0 +1,69 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// IgnoreRule is one --ignore: a field path, optionally for one kind or one
+// object: "metadata.annotations[checksum/config]",
+// "Deployment:spec.replicas", "Deployment/web:spec.replicas".
+type IgnoreRule struct {
+	Rule       string // as given
+	Kind, Name string // "" matches any
+	Path       string
+}
+
+// ParseIgnoreRules parses --ignore values.
+func ParseIgnoreRules(rules []string) ([]IgnoreRule, error) {
+	out := make([]IgnoreRule, 0, len(rules))
+	for _, s := range rules {
+		r := IgnoreRule{Rule: s, Path: s}
+		// A selector has no '.' or '[' before its ':' (field paths do).
+		if sel, path, ok := strings.Cut(s, ":"); ok && !strings.ContainsAny(sel, ".[") {
+			r.Kind, r.Path = sel, path
+			if kind, name, ok := strings.Cut(sel, "/"); ok {
+				r.Kind, r.Name = kind, name
+			}
+		}
+		if r.Path == "" || r.Kind == "" && r.Path != s {
+			return nil, fmt.Errorf("--ignore %q: want FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH", s)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (r IgnoreRule) matches(id manifest.ObjectID, path string) bool {
+	return path != "" && (r.Kind == "" || strings.EqualFold(r.Kind, id.Kind)) && (r.Name == "" || r.Name == id.Name) &&
+		classify.Under(path, r.Path)
+}
+
+// markIgnored labels an update's reasons that a rule covers, and marks the
+// update Ignored when every reason is ignored or regenerated (and at least
+// one is ignored): not destructive, not counted. As for regenerated fields,
+// an update the server refuses keeps its verdict.
+func markIgnored(c *plan.Change, rules []IgnoreRule) {
+	if len(rules) == 0 || c.Action != plan.ActionUpdate {
+		return
+	}
+	ignored, all := false, len(c.Reasons) > 0
+	for i := range c.Reasons {
+		r := &c.Reasons[i]
+		for _, rule := range rules {
+			if rule.matches(c.ID, r.Path) {
+				r.IgnoredBy, ignored = rule.Rule, true
+				break
+			}
+		}
+		all = all && (r.Regenerated || r.IgnoredBy != "")
+	}
+	if ignored && all && !c.Regenerated && c.Class != plan.ClassRecreateRequired && c.Class != plan.ClassInvalid {
+		c.Ignored = true
+		c.Destructive, c.Blocking, c.Fingerprint = false, false, ""
+	}
+}

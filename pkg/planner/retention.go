@@ -1,0 +1,140 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// retention says what else a deletion takes with it: the claims of a
+// StatefulSet whose persistentVolumeClaimRetentionPolicy.whenDeleted is
+// Delete, and the volume of a claim or the storage of a volume as their
+// reclaim policy decides.
+func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *unstructured.Unstructured) ([]plan.Reason, error) {
+	switch {
+	case id.Group == "apps" && id.Kind == "StatefulSet":
+		return p.statefulSetClaims(ctx, id, liveObj)
+	case id.Group == "" && id.Kind == "PersistentVolumeClaim":
+		claims, err := p.Cluster.Claims(ctx, id.Namespace, func(n string) bool { return n == id.Name })
+		if err != nil {
+			return nil, ignoreNoServer(err) // the deletion's own reason still says the data goes
+		}
+		for _, c := range claims {
+			if c.Volume != "" {
+				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.ReclaimPolicy)}}, nil
+			}
+		}
+	case id.Group == "" && id.Kind == "PersistentVolume":
+		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
+		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, policy)}}, nil
+	}
+	return nil, nil
+}
+
+// volumeFate says what becomes of a volume once its claim or itself goes.
+func volumeFate(volume, policy string) string {
+	switch policy {
+	case "Delete":
+		return fmt.Sprintf("PersistentVolume %s has reclaimPolicy Delete: its storage and data are deleted", volume)
+	case "Retain":
+		return fmt.Sprintf("PersistentVolume %s has reclaimPolicy Retain: the storage is kept but released; reattaching it needs manual steps", volume)
+	case "":
+		return fmt.Sprintf("PersistentVolume %s: reclaim policy unknown", volume)
+	}
+	return fmt.Sprintf("PersistentVolume %s has reclaimPolicy %s", volume, policy)
+}
+
+// statefulSetClaims: with whenDeleted: Delete the StatefulSet controller
+// deletes the claims of its volumeClaimTemplates with it.
+func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, sts *unstructured.Unstructured) ([]plan.Reason, error) {
+	policy, _, _ := unstructured.NestedString(sts.Object, "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
+	if policy != "Delete" {
+		return nil, nil
+	}
+	templates, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
+	var prefixes []string
+	for _, t := range templates {
+		if m, ok := t.(map[string]interface{}); ok {
+			name, _, _ := unstructured.NestedString(m, "metadata", "name")
+			prefixes = append(prefixes, regexp.QuoteMeta(name+"-"+id.Name+"-"))
+		}
+	}
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	pattern := regexp.MustCompile(`^(` + strings.Join(prefixes, "|") + `)[0-9]+$`)
+	reason := plan.Reason{Path: "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", Source: plan.SourceServer}
+	claims, err := p.Cluster.Claims(ctx, id.Namespace, pattern.MatchString)
+	if errors.Is(err, ErrNoServer) {
+		reason.Source = plan.SourceCatalogue
+		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims are deleted with it (" + strings.Join(expectedClaims(sts, id.Name, templates), ", ") + ")"
+		return []plan.Reason{reason}, nil
+	}
+	if err != nil {
+		// Not being allowed to list claims must not stop the plan.
+		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims are deleted with it (they could not be listed: " + err.Error() + ")"
+		return []plan.Reason{reason}, nil
+	}
+	if len(claims) == 0 {
+		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims would be deleted with it; none exists now"
+		return []plan.Reason{reason}, nil
+	}
+	names := make([]string, 0, len(claims))
+	for _, c := range claims {
+		n := c.Name
+		if c.Volume != "" {
+			n += " (volume " + c.Volume
+			if c.ReclaimPolicy != "" {
+				n += ", reclaimPolicy " + c.ReclaimPolicy
+			}
+			n += ")"
+		}
+		names = append(names, n)
+	}
+	reason.Message = fmt.Sprintf("whenDeleted: Delete: its %d PersistentVolumeClaim(s) are deleted with it, and their data where the volume's reclaimPolicy is Delete: %s", len(claims), strings.Join(names, ", "))
+	return []plan.Reason{reason}, nil
+}
+
+// expectedClaims names the claims a StatefulSet's spec implies, offline.
+func expectedClaims(sts *unstructured.Unstructured, name string, templates []interface{}) []string {
+	replicas := intField(sts, 1, "spec", "replicas")
+	start := intField(sts, 0, "spec", "ordinals", "start")
+	var out []string
+	for _, t := range templates {
+		m, _ := t.(map[string]interface{})
+		tpl, _, _ := unstructured.NestedString(m, "metadata", "name")
+		for i := start; i < start+replicas; i++ {
+			out = append(out, fmt.Sprintf("%s-%s-%d", tpl, name, i))
+		}
+	}
+	return out
+}
+
+// intField reads an integer however the manifest was decoded (int64 or
+// float64), def when absent.
+func intField(obj *unstructured.Unstructured, def int64, path ...string) int64 {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return def
+}
+
+func ignoreNoServer(err error) error {
+	if errors.Is(err, ErrNoServer) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,88 @@
+package upgrade
+
+import (
+	"context"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	helmcli "helm.sh/helm/v3/pkg/cli"
+	"k8s.io/client-go/kubernetes"
+)
+
+// TestClientRate checks the client configuration the planner and the apply
+// use: --qps/--burst-limit (or HELM_QPS/HELM_BURST_LIMIT) bound the request
+// rate when given, and there is no client-side limit otherwise.
+func TestClientRate(t *testing.T) {
+	const requests = 5
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		qps      float32
+		min, max time.Duration
+	}{
+		{name: "default: unlimited", qps: -1, max: time.Second},
+		// 5 requests at 2/s with a burst of 1: 4 waits of 0.5 s.
+		{name: "--qps 2", args: []string{"--qps", "2", "--burst-limit", "1"}, qps: 2, min: 1900 * time.Millisecond},
+		{name: "HELM_QPS=2", env: map[string]string{"HELM_QPS": "2", "HELM_BURST_LIMIT": "1"}, qps: 2, min: 1900 * time.Millisecond},
+	}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"major":"1","minor":"37","gitVersion":"v1.37.2"}`)
+	}))
+	defer server.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: `+server.URL+`}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"HELM_QPS", "HELM_BURST_LIMIT"} {
+				t.Setenv(k, tt.env[k])
+			}
+			settings := helmcli.New()
+			fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+			settings.AddFlags(fs)
+			if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			m := redact.NewMasker()
+			c := NewConfig(settings, io.Discard, "helm-safe-upgrade/test", m, redact.NewSanitizer(m))
+			rc, err := c.restConfig(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.QPS != tt.qps || rc.UserAgent != "helm-safe-upgrade/test" {
+				t.Fatalf("QPS %v user agent %q, want %v and ours", rc.QPS, rc.UserAgent, tt.qps)
+			}
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			for range requests {
+				if _, err := client.Discovery().ServerVersion(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			took := time.Since(start)
+			if took < tt.min || tt.max > 0 && took > tt.max {
+				t.Errorf("%d requests took %s, want between %s and %s", requests, took, tt.min, tt.max)
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// TestStatefulSetClaimsDeletedWithIt: a StatefulSet whose claims are
+// deleted with it (whenDeleted: Delete), removed from the chart, is
+// destructive and names the claims that exist.
+func TestStatefulSetClaimsDeletedWithIt(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	sts := strings.Replace(baseSTS.yaml(), "  replicas: 2\n", "  replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete}\n", 1)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": sts, "cm.yaml": configMap(false, "a")}), "-n", ns)
+	waitFor(t, "the claim of pod db-0", func() bool { return dataUIDs(t, c, ns)["PersistentVolumeClaim/data-db-0"] != "" })
+
+	p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", map[string]string{"cm.yaml": configMap(false, "a")}), "-n", ns)
+	if r.Code != 2 {
+		t.Errorf("exit %d, want 2 (blocked)\n%s", r.Code, r.Stderr)
+	}
+	ch := p.change(t, "StatefulSet", "db")
+	if ch.Action != "delete" || !ch.Destructive {
+		t.Fatalf("StatefulSet db: %+v, want a destructive delete", ch)
+	}
+	found := false
+	for _, reason := range ch.Reasons {
+		found = found || reason.Path == "spec.persistentVolumeClaimRetentionPolicy.whenDeleted" &&
+			strings.Contains(reason.Message, "are deleted with it") && strings.Contains(reason.Message, "data-db-0")
+	}
+	if !found {
+		t.Errorf("no reason naming the claim data-db-0: %+v", ch.Reasons)
+	}
+}
+
+// TestRolloutUnderExhaustedBudget: a Deployment whose pods a
+// PodDisruptionBudget covers with 0 disruptions allowed (no kubelet: no pod
+// is ever healthy) says so in its rollout notes.
+func TestRolloutUnderExhaustedBudget(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	pdb := "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: web}}\n"
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
+	p, _ := planJSON(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
+	ch := p.change(t, "Deployment", "web")
+	if ch.Class != "rolling" || !strings.Contains(strings.Join(ch.Notes, "\n"), "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now") {
+		t.Errorf("Deployment web: class %s notes %q", ch.Class, ch.Notes)
+	}
+}
