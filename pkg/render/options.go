@@ -55,6 +55,15 @@ type Options struct {
 	Wait    bool          // --wait
 	Atomic  bool          // --atomic
 
+	// ServerSide is Helm 4's --server-side: "auto" (ServerSideAuto, the
+	// default; "" means the same) keeps the apply method recorded in the
+	// release, "true" plans server-side apply, "false" Helm 3's client-side
+	// patch. See Result.ServerSideApply.
+	ServerSide string
+	// ForceConflicts is Helm 4's --force-conflicts: a server-side apply
+	// takes the fields other field managers own instead of failing.
+	ForceConflicts bool
+
 	// Description is the release description (--description).
 	Description string
 
@@ -109,6 +118,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Atomic, "atomic", false, "if set, upgrade process rolls back changes made in case of failed upgrade. The --wait flag will be set automatically if --atomic is used")
 	fs.BoolVar(&o.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
 	fs.StringVar(&o.Description, "description", "", "add a custom description")
+	fs.StringVar(&o.ServerSide, "server-side", ServerSideAuto, "must be \"true\", \"false\" or \"auto\". Object updates run in the server instead of the client (\"auto\" defaults the value from the previous chart release's method)")
+	fs.BoolVar(&o.ForceConflicts, "force-conflicts", false, "if set server-side apply will force changes against conflicts")
 
 	// post-renderer (helm's bindPostRenderFlag)
 	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")

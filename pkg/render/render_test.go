@@ -631,6 +631,7 @@ func TestAddFlags(t *testing.T) {
 		"--reuse-values", "--reset-values", "--reset-then-reuse-values",
 		"--post-renderer", "kustomize", "--post-renderer-args", "a,b", "--post-renderer-args", "c",
 		"--skip-crds", "--skip-schema-validation", "--no-hooks", "--timeout", "90s", "--wait", "--atomic", "--description", "why",
+		"--server-side", "true", "--force-conflicts",
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -645,6 +646,7 @@ func TestAddFlags(t *testing.T) {
 		PostRenderer: "kustomize", PostRendererArgs: []string{"a,b", "c"},
 		SkipCRDs: true, SkipSchemaValidation: true, DisableHooks: true,
 		Timeout: 90 * time.Second, Wait: true, Atomic: true, Description: "why",
+		ServerSide: "true", ForceConflicts: true,
 	}
 	want.Repo = o.Repo // keyring default depends on $HOME
 	if o.Repo.RepoURL != "https://charts.example" {
