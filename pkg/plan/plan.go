@@ -55,6 +55,10 @@ type Reason struct {
 	// masked for Secrets. They feed fingerprints; they are not printed raw.
 	Before string
 	After  string
+	// Manager, on a server-side apply conflict, is the field manager that
+	// owns Path (the apply takes the field from it only with
+	// --force-conflicts).
+	Manager string
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -71,6 +75,9 @@ type Drift struct {
 	Path string
 	// Reverted is true when this upgrade puts the release's value back.
 	Reverted bool
+	// Manager, for a server-side apply release, names the field managers
+	// other than Helm that own the live value ("" when none does).
+	Manager string
 }
 
 // Change is the verdict for one object.
@@ -111,7 +118,21 @@ type Release struct {
 	CurrentRevision int
 	Chart           string
 	Install         bool
+	// ApplyMethod is how the upgrade applies the objects: ApplyMethodCSA
+	// (Helm 3's three-way patch) or ApplyMethodSSA (Helm 4's server-side
+	// apply); ForceConflicts is --force-conflicts.
+	ApplyMethod    string
+	ForceConflicts bool
 }
+
+// Apply methods, as Helm 4 records them in a release.
+const (
+	ApplyMethodCSA = "csa"
+	ApplyMethodSSA = "ssa"
+)
+
+// ServerSide reports whether the upgrade is a server-side apply.
+func (r Release) ServerSide() bool { return r.ApplyMethod == ApplyMethodSSA }
 
 // Hook is a Helm hook of the new release; hooks run around the upgrade and are
 // not diffed like release objects.

@@ -239,8 +239,10 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
 	c.Before = shown(liveObj)
-	if predict.Empty(patch) {
-		// Helm sends nothing for an empty patch.
+	ssa := rel.ServerSide()
+	if predict.Empty(patch) && !ssa {
+		// Helm sends nothing for an empty patch. Helm 4's server-side apply
+		// sends every object, and may conflict even when nothing changes.
 		c.Action = plan.ActionNoop
 		c.After = c.Before
 		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
@@ -253,7 +255,13 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
 		Live: redact.Object(liveObj), Local: redact.Object(local), Secret: secret,
 		Original: redact.Object(original), Target: redact.Object(next.Obj)}
-	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
+	var predicted *unstructured.Unstructured
+	var conflicts []predict.Conflict
+	if ssa {
+		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next)
+	} else {
+		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+	}
 	if err != nil {
 		return err
 	}
@@ -270,7 +278,47 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	}
 	c.After = shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
+	if ssa {
+		owners := classify.Owners(liveObj, predict.FieldManager)
+		for i := range c.Drift {
+			c.Drift[i].Manager = owners.Owner(c.Drift[i].Path)
+		}
+		if len(conflicts) > 0 {
+			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
+		}
+	}
 	return nil
+}
+
+// conflicted turns an update whose server-side apply conflicts with other
+// field managers into its verdict. Helm 4's upgrade fails on a conflict, so
+// without --force-conflicts the change is invalid and blocks; with it, the
+// apply takes the fields from their owners: a destructive change to
+// acknowledge, of the class the forced apply has. live and target are
+// masked for Secrets.
+func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.Ownership, live, target *unstructured.Unstructured, force bool) {
+	forced := c.Verdict()
+	if c.Action == plan.ActionNoop {
+		forced = "in-place"
+	}
+	var reasons []plan.Reason
+	for _, cf := range conflicts {
+		path := owners.Path(cf.Path)
+		msg := fmt.Sprintf("conflict with field manager %q: Helm 4's server-side apply fails here; with --force-conflicts it takes the field from %q and the update is %s", cf.Manager, cf.Manager, forced)
+		if force {
+			msg = fmt.Sprintf("owned by field manager %q: --force-conflicts takes the field from it (the chart's value replaces %q's, and Helm becomes its owner)", cf.Manager, cf.Manager)
+		}
+		reasons = append(reasons, plan.Reason{Path: path, Message: msg, Source: plan.SourceServer, Manager: cf.Manager,
+			Before: classify.ValueAt(live, path), After: classify.ValueAt(target, path)})
+	}
+	c.Action = plan.ActionUpdate
+	c.Reasons = append(reasons, c.Reasons...)
+	c.Destructive = true
+	if !force {
+		c.Class, c.Blocking = plan.ClassInvalid, true
+	} else if c.Class == plan.ClassNone {
+		c.Class = plan.ClassInPlace
+	}
 }
 
 // dryRun asks the server for the predicted object and records its answer in
@@ -278,6 +326,26 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 // classifier falls back to the catalogue.
 func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
 	predicted, dryErr := p.Cluster.DryRunPatch(ctx, next, pt, patch)
+	return p.answer(ctx, c, u, next, predicted, dryErr)
+}
+
+// dryRunApply is dryRun for Helm 4's server-side apply. It always asks
+// without force first, to learn the apply's conflicts with other field
+// managers (--force-conflicts hides them); when there are some, the object
+// predicted is the one a forced apply would store, so the verdict can say
+// what forcing does.
+func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object) (*unstructured.Unstructured, []predict.Conflict, error) {
+	predicted, dryErr := p.Cluster.DryRunApply(ctx, next, false)
+	conflicts := predict.Conflicts(dryErr)
+	if len(conflicts) > 0 {
+		predicted, dryErr = p.Cluster.DryRunApply(ctx, next, true)
+	}
+	predicted, err := p.answer(ctx, c, u, next, predicted, dryErr)
+	return predicted, conflicts, err
+}
+
+// answer records the server's answer to a dry-run update in u.
+func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, predicted *unstructured.Unstructured, dryErr error) (*unstructured.Unstructured, error) {
 	var notServed *live.KindNotServedError
 	switch {
 	case errors.Is(dryErr, ErrNoServer):

@@ -13,13 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// The apply methods Helm 4 records in a release ("apply_method"). Helm 3
-// records none, which Helm 4 reads as client-side.
-const (
-	ApplyMethodCSA = "csa" // client-side: Helm 3's three-way merge patch
-	ApplyMethodSSA = "ssa" // server-side apply, field manager "helm"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // Values of Options.ServerSide, Helm 4's --server-side.
@@ -52,7 +47,7 @@ func (r *Result) ServerSideApply(serverSide string) bool {
 	case ServerSideFalse:
 		return false
 	}
-	return !r.Install && r.ApplyMethod == ApplyMethodSSA
+	return !r.Install && r.ApplyMethod == plan.ApplyMethodSSA
 }
 
 // recordedApplyMethod reads the apply method Helm 4 stored with rel. Helm

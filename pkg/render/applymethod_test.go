@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // encodeRecord encodes a release record as Helm's storage drivers do:
@@ -36,9 +38,9 @@ func TestDecodeApplyMethod(t *testing.T) {
 	for _, tc := range []struct {
 		name, data, want string
 	}{
-		{"helm4 gzip", encodeRecord(t, helm4, true), ApplyMethodSSA},
-		{"helm4 plain", encodeRecord(t, helm4, false), ApplyMethodSSA},
-		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), ApplyMethodCSA},
+		{"helm4 gzip", encodeRecord(t, helm4, true), plan.ApplyMethodSSA},
+		{"helm4 plain", encodeRecord(t, helm4, false), plan.ApplyMethodSSA},
+		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), plan.ApplyMethodCSA},
 		{"helm3", encodeRecord(t, helm3, true), ""},
 	} {
 		got, err := decodeApplyMethod(tc.data)

@@ -40,9 +40,10 @@ type Result struct {
 	// Hooks (sorted as Helm runs them), Config (the user values Helm stores,
 	// after --reuse-values and friends), Chart, Version, Info.Notes.
 	Next *release.Release
-	// ApplyMethod is the apply method Helm 4 recorded in Last: "ssa"
-	// (server-side apply) or "csa"; "" when Last was written by Helm 3 or
-	// there is no Last. See ServerSideApply.
+	// ApplyMethod is the apply method Helm 4 recorded in Last:
+	// plan.ApplyMethodSSA (server-side apply) or plan.ApplyMethodCSA; ""
+	// when Last was written by Helm 3 or there is no Last. See
+	// ServerSideApply.
 	ApplyMethod string
 	// Install is true when Next is an install (the release does not exist,
 	// or every revision was uninstalled and kept, and --install was given).
