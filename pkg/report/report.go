@@ -276,7 +276,12 @@ func rolloutText(r *plan.Rollout) string {
 
 // driftText describes one drifted field.
 func driftText(d plan.Drift) string {
-	if d.Reverted {
+	switch {
+	case d.Manager != "" && d.Reverted:
+		return d.Path + " differs from the release; owned by field manager " + d.Manager + ": this upgrade takes it back (--force-conflicts) and reverts it"
+	case d.Manager != "":
+		return d.Path + " differs from the release; owned by field manager " + d.Manager + ", which this server-side apply keeps"
+	case d.Reverted:
 		return d.Path + " differs from the release; this upgrade reverts it"
 	}
 	return d.Path + " differs from the release; this upgrade keeps the live value"

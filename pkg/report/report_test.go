@@ -227,3 +227,18 @@ func TestWriteErrors(t *testing.T) {
 		t.Error("nil plan: no error")
 	}
 }
+
+// TestDriftTextSSA: under server-side apply a drifted field another manager
+// owns is kept, or taken back only with --force-conflicts.
+func TestDriftTextSSA(t *testing.T) {
+	for d, want := range map[plan.Drift]string{
+		{Path: "data.key", Manager: "someone-else"}:                 "owned by field manager someone-else, which this server-side apply keeps",
+		{Path: "data.key", Manager: "someone-else", Reverted: true}: "takes it back (--force-conflicts) and reverts it",
+		{Path: "data.key", Reverted: true}:                          "this upgrade reverts it",
+		{Path: "data.key"}:                                          "this upgrade keeps the live value",
+	} {
+		if got := driftText(d); !strings.Contains(got, want) || !strings.HasPrefix(got, "data.key differs") {
+			t.Errorf("driftText(%+v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -20,6 +21,9 @@ type ApplyRequest struct {
 // first the acknowledged recreate-required objects, and says on Out what
 // became of the release.
 func (c *Config) Apply(ctx context.Context, planned *Planned, req ApplyRequest) error {
+	if err := applicable(planned.Plan.Release); err != nil {
+		return err
+	}
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
@@ -54,4 +58,22 @@ func (c *Config) Apply(ctx context.Context, planned *Planned, req ApplyRequest) 
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
 	return nil
+}
+
+// ErrServerSideApply is matched (errors.Is) by the error Apply returns for a
+// server-side apply upgrade.
+var ErrServerSideApply = errors.New("server-side apply is planned, not applied")
+
+// applicable refuses what the apply cannot do faithfully: it applies with
+// Helm 3's client, whose three-way patch would take the fields other field
+// managers own and mix two apply methods in one release (see
+// docs/limitations.md).
+func applicable(rel plan.Release) error {
+	if !rel.ServerSide() {
+		return nil
+	}
+	return fmt.Errorf("%w: release %q in namespace %s is applied with server-side apply (Helm 4 recorded apply_method ssa, or --server-side=true); "+
+		"this tool applies with Helm 3's client-side patch and refuses to mix the two. Nothing was written. "+
+		"Review the plan with --dry-run, then upgrade with Helm 4 (helm upgrade, same flags), or pass --server-side=false to move the release to client-side apply",
+		ErrServerSideApply, rel.Name, rel.Namespace)
 }

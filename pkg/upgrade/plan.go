@@ -50,7 +50,13 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		}
 	}
 	start = time.Now()
-	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, plannerInput(res))
+	in := plannerInput(res)
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if res.ServerSideApply(req.Render.ServerSide) {
+		in.Release.ApplyMethod = plan.ApplyMethodSSA
+	}
+	in.Release.ForceConflicts = req.Render.ForceConflicts
+	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
