@@ -26,7 +26,7 @@ func Owners(obj *unstructured.Unstructured, self string) *Ownership {
 		return o
 	}
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager == self || e.FieldsV1 == nil || e.Subresource != "" {
+		if e.Manager == self || e.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}
