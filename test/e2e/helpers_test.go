@@ -79,6 +79,8 @@ type jsonPlan struct {
 		Namespace string `json:"namespace"`
 		Revision  int    `json:"revision"`
 		Chart     string `json:"chart"`
+		// ApplyMethod is csa or ssa (Helm 4's server-side apply).
+		ApplyMethod string `json:"applyMethod"`
 	} `json:"release"`
 	Summary map[string]int `json:"summary"`
 	Changes []jsonChange   `json:"changes"`
@@ -94,8 +96,11 @@ type jsonChange struct {
 	Destructive  bool   `json:"destructive"`
 	Acknowledged bool   `json:"acknowledged"`
 	Fingerprint  string `json:"fingerprint"`
+	Blocking     bool   `json:"blocking"`
 	Reasons      []struct {
 		Path, Message, Source string
+		// Manager owns Path, on a server-side apply conflict.
+		Manager string
 	} `json:"reasons"`
 	Diff    string `json:"diff"`
 	Rollout *struct {
@@ -106,6 +111,7 @@ type jsonChange struct {
 	Drift []struct {
 		Path     string `json:"path"`
 		Reverted bool   `json:"reverted"`
+		Manager  string `json:"manager"`
 	} `json:"drift"`
 	Notes []string `json:"notes"`
 }
