@@ -123,6 +123,11 @@ type Release struct {
 	// apply); ForceConflicts is --force-conflicts.
 	ApplyMethod    string
 	ForceConflicts bool
+	// ToServerSide is true when a client-side release moves to server-side
+	// apply (--server-side=true): Helm 4 then first hands the fields Helm's
+	// client-side patches own (manager helm, operation Update) to its apply,
+	// so the apply does not conflict with them.
+	ToServerSide bool
 }
 
 // Apply methods, as Helm 4 records them in a release.

@@ -258,7 +258,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, rel plan.Release, 
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
 	if ssa {
-		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next)
+		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
 	} else {
 		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
 	}
@@ -333,12 +333,20 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 // without force first, to learn the apply's conflicts with other field
 // managers (--force-conflicts hides them); when there are some, the object
 // predicted is the one a forced apply would store, so the verdict can say
-// what forcing does.
-func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object) (*unstructured.Unstructured, []predict.Conflict, error) {
+// what forcing does. When the release moves to server-side apply, Helm 4
+// first hands Helm's own client-side fields to its apply (csaupgrade): a
+// conflict with manager helm then does not happen, and is not returned.
+func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, toServerSide bool) (*unstructured.Unstructured, []predict.Conflict, error) {
 	predicted, dryErr := p.Cluster.DryRunApply(ctx, next, false)
-	conflicts := predict.Conflicts(dryErr)
-	if len(conflicts) > 0 {
+	all := predict.Conflicts(dryErr)
+	if len(all) > 0 {
 		predicted, dryErr = p.Cluster.DryRunApply(ctx, next, true)
+	}
+	var conflicts []predict.Conflict
+	for _, cf := range all {
+		if !(toServerSide && cf.Manager == predict.FieldManager) {
+			conflicts = append(conflicts, cf)
+		}
 	}
 	predicted, err := p.answer(ctx, c, u, next, predicted, dryErr)
 	return predicted, conflicts, err

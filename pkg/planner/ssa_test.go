@@ -23,6 +23,7 @@ import (
 type ssaCluster struct {
 	manifest.StaticScoper
 	live    *unstructured.Unstructured
+	owner   string // the manager owning data.key; someone-else when ""
 	applies []bool // force of each DryRunApply
 	patches int
 }
@@ -53,9 +54,13 @@ func (c *ssaCluster) DryRunApply(_ context.Context, obj *manifest.Object, force 
 	want, sets, _ := unstructured.NestedString(obj.Obj.Object, "data", "key")
 	have, _, _ := unstructured.NestedString(c.live.Object, "data", "key")
 	if sets && want != have && !force {
+		msg := `conflict with "someone-else"`
+		if c.owner != "" {
+			msg = `conflict with "` + c.owner + `" using v1`
+		}
 		return nil, apierrors.NewApplyConflict([]metav1.StatusCause{{
-			Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "someone-else"`, Field: ".data.key"}},
-			`Apply failed with 1 conflict: conflict with "someone-else": .data.key`)
+			Type: metav1.CauseTypeFieldManagerConflict, Message: msg, Field: ".data.key"}},
+			"Apply failed with 1 conflict: "+msg+": .data.key")
 	}
 	out := c.live.DeepCopy()
 	for k, v := range obj.Obj.Object["data"].(map[string]interface{}) {
@@ -92,13 +97,21 @@ func cmManifest(data string) string {
 
 func planSSA(t *testing.T, next string, method string, force bool) (plan.Change, *ssaCluster) {
 	t.Helper()
+	return planRelease(t, next, plan.Release{ApplyMethod: method, ForceConflicts: force}, "")
+}
+
+// planRelease plans next against the live ConfigMap whose data.key owner
+// owns ("" for someone-else) for rel (name and namespace set here).
+func planRelease(t *testing.T, next string, rel plan.Release, owner string) (plan.Change, *ssaCluster) {
+	t.Helper()
+	rel.Name, rel.Namespace = "r", "h4"
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(ssaLive), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
-	cl := &ssaCluster{live: obj}
+	cl := &ssaCluster{live: obj, owner: owner}
 	p, err := New(cl, "v1.37.2").Plan(context.Background(), Input{
-		Release:          plan.Release{Name: "r", Namespace: "h4", ApplyMethod: method, ForceConflicts: force},
+		Release:          rel,
 		PreviousManifest: cmManifest("key: a, other: x"), NextManifest: next,
 	})
 	if err != nil {
@@ -168,5 +181,21 @@ func TestCSAUnchanged(t *testing.T) {
 	_, cl := planSSA(t, cmManifest("key: a, other: y"), plan.ApplyMethodCSA, false)
 	if len(cl.applies) != 0 || cl.patches != 1 {
 		t.Errorf("csa: %d applies, %d patches; want the patch only", len(cl.applies), cl.patches)
+	}
+}
+
+// TestSSAFromClientSide: --server-side=true on a client-side release. Helm
+// 4 first hands Helm's own client-side fields (helm, Update) to its apply,
+// so a "conflict" with helm does not happen; one with another manager does.
+func TestSSAFromClientSide(t *testing.T) {
+	next := cmManifest("key: b, other: x")
+	c, cl := planRelease(t, next, plan.Release{ApplyMethod: plan.ApplyMethodSSA, ToServerSide: true}, "helm")
+	if len(cl.applies) != 2 || c.Class != plan.ClassInPlace || c.Destructive || c.Blocking {
+		t.Errorf("moving to ssa, data.key owned by helm/Update: applies %v, %s destructive %v blocking %v; want an in-place update, no conflict",
+			cl.applies, c.Class, c.Destructive, c.Blocking)
+	}
+	c, _ = planRelease(t, next, plan.Release{ApplyMethod: plan.ApplyMethodSSA, ToServerSide: true}, "")
+	if c.Class != plan.ClassInvalid || !c.Blocking || c.Reasons[0].Manager != "someone-else" {
+		t.Errorf("moving to ssa, data.key owned by someone-else: %s blocking %v reasons %+v; want the conflict", c.Class, c.Blocking, c.Reasons)
 	}
 }

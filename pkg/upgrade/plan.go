@@ -54,6 +54,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	in.Release.ApplyMethod = plan.ApplyMethodCSA
 	if res.ServerSideApply(req.Render.ServerSide) {
 		in.Release.ApplyMethod = plan.ApplyMethodSSA
+		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
 	p, err := planner.New(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)

@@ -190,3 +190,28 @@ func otherIPs(templates map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestHelm3ReleaseToServerSide: --server-side=true on a release Helm 3
+// installed. Helm 4 hands Helm's client-side fields to its apply first, so
+// changing a field Helm's patch owned is no conflict: the plan is a plain
+// in-place update, and the real helm4 upgrade --server-side=true succeeds.
+// Under auto the same release is planned client-side.
+func TestHelm3ReleaseToServerSide(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	c.Helm(t, "install", "r", chart, "-n", ns)
+
+	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
+	if p.Release.ApplyMethod != "csa" || r.Code != 0 {
+		t.Errorf("auto on a Helm 3 release: applyMethod %q exit %d, want csa and 0\n%s", p.Release.ApplyMethod, r.Code, r.Stderr)
+	}
+	p, r = planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
+	got := p.change(t, "ConfigMap", "r-cm")
+	if p.Release.ApplyMethod != "ssa" || r.Code != 0 || got.Class != "in-place" || got.Destructive || !hasPathPrefix(got.paths(), "data.other") {
+		t.Fatalf("--server-side=true: applyMethod %q exit %d class %s destructive %v reasons %+v; want ssa, 0, in-place on data.other\n%s",
+			p.Release.ApplyMethod, r.Code, got.Class, got.Destructive, got.Reasons, r.Stderr)
+	}
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
+}
