@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -312,13 +313,30 @@ func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.O
 			Before: classify.ValueAt(live, path), After: classify.ValueAt(target, path)})
 	}
 	c.Action = plan.ActionUpdate
-	c.Reasons = append(reasons, c.Reasons...)
 	c.Destructive = true
-	if !force {
-		c.Class, c.Blocking = plan.ClassInvalid, true
-	} else if c.Class == plan.ClassNone {
-		c.Class = plan.ClassInPlace
+	if force {
+		c.Reasons = append(reasons, c.Reasons...)
+		if c.Class == plan.ClassNone {
+			c.Class = plan.ClassInPlace
+		}
+		return
 	}
+	// The upgrade fails: what the forced apply would do is a note, and a
+	// conflicting field's drift is not reverted by it.
+	var paths []string
+	for _, r := range c.Reasons {
+		paths = append(paths, r.Path)
+	}
+	if len(paths) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("with --force-conflicts the update would be %s: %s", forced, strings.Join(paths, ", ")))
+	}
+	var drift []plan.Drift
+	for _, d := range c.Drift {
+		if !slices.ContainsFunc(reasons, func(r plan.Reason) bool { return classify.Under(d.Path, r.Path) }) {
+			drift = append(drift, d)
+		}
+	}
+	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
 }
 
 // dryRun asks the server for the predicted object and records its answer in

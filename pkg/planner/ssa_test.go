@@ -140,6 +140,12 @@ func TestSSAConflict(t *testing.T) {
 		!strings.Contains(r.Message, `"someone-else"`) || !strings.Contains(r.Message, "--force-conflicts") || !strings.Contains(r.Message, "in-place") {
 		t.Errorf("conflict reason %+v", r)
 	}
+	if len(c.Reasons) != 1 || len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "with --force-conflicts the update would be in-place: data.key") {
+		t.Errorf("reasons %+v notes %q: want the conflict only, and what forcing would do as a note", c.Reasons, c.Notes)
+	}
+	if len(c.Drift) != 0 {
+		t.Errorf("drift %+v: the conflicting field is not reverted, the upgrade fails", c.Drift)
+	}
 	blocked := plan.Fingerprint(c)
 
 	c, _ = planSSA(t, cmManifest("key: a, other: y"), plan.ApplyMethodSSA, true)
