@@ -260,6 +260,12 @@ func releaseLine(p *plan.Plan) string {
 	if r.Chart != "" {
 		s += ", chart " + r.Chart
 	}
+	if r.ServerSide() {
+		s += ", server-side apply (Helm 4)"
+		if r.ForceConflicts {
+			s += " with --force-conflicts"
+		}
+	}
 	return s
 }
 

@@ -242,3 +242,14 @@ func TestDriftTextSSA(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseLineApplyMethod(t *testing.T) {
+	p := &plan.Plan{Release: plan.Release{Name: "r", Namespace: "h4", Revision: 2, CurrentRevision: 1, Chart: "r-1.0.0", ApplyMethod: plan.ApplyMethodSSA, ForceConflicts: true}}
+	if got, want := releaseLine(p), "Release r in namespace h4: revision 1 -> 2, chart r-1.0.0, server-side apply (Helm 4) with --force-conflicts"; got != want {
+		t.Errorf("releaseLine = %q, want %q", got, want)
+	}
+	p.Release.ApplyMethod = plan.ApplyMethodCSA
+	if got := releaseLine(p); strings.Contains(got, "server-side") {
+		t.Errorf("client-side release: %q", got)
+	}
+}

@@ -76,6 +76,11 @@ func TestHelm4Conflict(t *testing.T) {
 		t.Errorf("reasons %+v, want the conflict on data.key owned by someone-else, saying what --force-conflicts does", got.Reasons)
 	}
 	assertOnlyDryRunWrites(t, c, ns, before)
+	text := run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--dry-run")
+	if text.Code != 2 || !strings.Contains(text.Stdout, "server-side apply (Helm 4)") || !strings.Contains(text.Stdout, `conflict with field manager "someone-else"`) {
+		t.Errorf("text report: exit %d, want 2, the apply method and the conflict:\n%s\n%s", text.Code, text.Stdout, text.Stderr)
+	}
+	t.Logf("text report:\n%s%s", text.Stdout, text.Stderr)
 	// Not ackable: an acknowledgement does not let it through.
 	if _, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--ack", "ConfigMap/"+ns+"/r-cm"); r.Code != 2 {
 		t.Errorf("acknowledged conflict: exit %d, want 2 (blocking)\n%s", r.Code, r.Stderr)
@@ -119,12 +124,13 @@ func TestHelm4Conflict(t *testing.T) {
 var ssaDiffers = map[string]struct {
 	class       string
 	destructive bool
+	path        string // a reason path it must give
 	why         string
 }{
 	// kubectl scale (the scale subresource) makes another field manager own
 	// spec.replicas; Helm 4's apply of replicas: 2 conflicts with it and the
 	// upgrade fails, where Helm 3's patch silently reverts the drift.
-	"drift reverted": {class: "invalid", destructive: true, why: "spec.replicas is owned by the scaler: Helm 4's apply conflicts"},
+	"drift reverted": {class: "invalid", destructive: true, path: "spec.replicas", why: "spec.replicas is owned by the scaler: Helm 4's apply conflicts"},
 }
 
 // TestPlanVerdictsHelm4 runs the verdict table on Helm 4 (ssa) releases of
@@ -154,6 +160,9 @@ func TestPlanVerdictsHelm4(t *testing.T) {
 		if got.Action != tc.action || got.Class != class || got.Destructive != destructive {
 			t.Fatalf("%s/%s: got action=%s class=%s destructive=%v, want %s %s %v\nreasons: %+v\nstderr:\n%s",
 				tc.kind, tc.object, got.Action, got.Class, got.Destructive, tc.action, class, destructive, got.Reasons, r.Stderr)
+		}
+		if ok && !hasPathPrefix(got.paths(), differs.path) {
+			t.Errorf("reason paths %q, want %s (reasons %+v)", got.paths(), differs.path, got.Reasons)
 		}
 		if !ok {
 			for _, want := range tc.paths {
