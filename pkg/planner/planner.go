@@ -142,7 +142,7 @@ func (p *Planner) change(ctx context.Context, rel plan.Release, prev, next *mani
 	case next == nil:
 		p.deletion(&c, liveObj)
 	case liveObj == nil:
-		p.creation(ctx, &c, next, crdKinds)
+		p.creation(ctx, &c, rel, next, crdKinds)
 	default:
 		if err := p.update(ctx, &c, rel, prev, next, liveObj); err != nil {
 			return c, err
@@ -184,9 +184,16 @@ func (p *Planner) deletion(c *plan.Change, liveObj *unstructured.Unstructured) {
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
 }
 
-func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
+func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
-	created, err := p.Cluster.DryRunCreate(ctx, next)
+	var created *unstructured.Unstructured
+	var err error
+	if rel.ServerSide() {
+		// Helm 4 creates with the same server-side apply it updates with.
+		created, err = p.Cluster.DryRunApply(ctx, next, rel.ForceConflicts)
+	} else {
+		created, err = p.Cluster.DryRunCreate(ctx, next)
+	}
 	var notServed *live.KindNotServedError
 	switch {
 	case errors.Is(err, ErrNoServer):
@@ -395,8 +402,16 @@ func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update
 // rejectsObject reports whether the server refused the object itself (as
 // opposed to being unable to answer).
 func rejectsObject(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		(apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource"))
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || applySchemaError(err) ||
+		(apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource") && !strings.Contains(err.Error(), "cannot patch resource"))
+}
+
+// applySchemaError reports a server-side apply the server cannot type
+// against the kind's schema (an unknown field: ".x: field not declared in
+// schema"). The API server answers it as an internal error without causes,
+// so its wording is all there is to match; Helm 4's upgrade fails on it.
+func applySchemaError(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed to create typed patch object")
 }
 
 // sanitize renders a server error about obj, without values for Secrets.

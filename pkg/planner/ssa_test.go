@@ -26,6 +26,7 @@ type ssaCluster struct {
 	owner   string // the manager owning data.key; someone-else when ""
 	applies []bool // force of each DryRunApply
 	patches int
+	creates int
 }
 
 var _ Cluster = &ssaCluster{}
@@ -36,11 +37,15 @@ func (*ssaCluster) Prefetch(context.Context, []*manifest.Object) map[manifest.Ob
 	return nil
 }
 
-func (*ssaCluster) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Unstructured, error) {
-	return nil, ErrNoServer
+func (c *ssaCluster) DryRunCreate(_ context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
+	c.creates++
+	return obj.Obj, nil
 }
 
-func (c *ssaCluster) Get(context.Context, *manifest.Object, *manifest.Object) live.State {
+func (c *ssaCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
+	if obj.ID.Name != c.live.GetName() {
+		return live.State{}
+	}
 	return live.State{Obj: c.live.DeepCopy()}
 }
 
@@ -51,6 +56,9 @@ func (c *ssaCluster) DryRunPatch(context.Context, *manifest.Object, types.PatchT
 
 func (c *ssaCluster) DryRunApply(_ context.Context, obj *manifest.Object, force bool) (*unstructured.Unstructured, error) {
 	c.applies = append(c.applies, force)
+	if obj.ID.Name != c.live.GetName() {
+		return obj.Obj, nil // created
+	}
 	want, sets, _ := unstructured.NestedString(obj.Obj.Object, "data", "key")
 	have, _, _ := unstructured.NestedString(c.live.Object, "data", "key")
 	if sets && want != have && !force {
@@ -117,10 +125,13 @@ func planRelease(t *testing.T, next string, rel plan.Release, owner string) (pla
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Changes) != 1 {
-		t.Fatalf("changes %+v", p.Changes)
+	for _, c := range p.Changes {
+		if c.ID.Name == "r-cm" {
+			return c, cl
+		}
 	}
-	return p.Changes[0], cl
+	t.Fatalf("no change of r-cm in %+v", p.Changes)
+	return plan.Change{}, nil
 }
 
 // TestSSAConflict: the chart sets data.key, which another manager owns. The
@@ -203,5 +214,19 @@ func TestSSAFromClientSide(t *testing.T) {
 	c, _ = planRelease(t, next, plan.Release{ApplyMethod: plan.ApplyMethodSSA, ToServerSide: true}, "")
 	if c.Class != plan.ClassInvalid || !c.Blocking || c.Reasons[0].Manager != "someone-else" {
 		t.Errorf("moving to ssa, data.key owned by someone-else: %s blocking %v reasons %+v; want the conflict", c.Class, c.Blocking, c.Reasons)
+	}
+}
+
+// TestSSACreate: Helm 4 creates new objects with the same server-side
+// apply; Helm 3 with a create.
+func TestSSACreate(t *testing.T) {
+	next := cmManifest("other: x") + strings.Replace(cmManifest("k: v"), "r-cm", "r-new", 1)
+	_, cl := planSSA(t, next, plan.ApplyMethodSSA, false)
+	if cl.creates != 0 || len(cl.applies) != 2 {
+		t.Errorf("ssa: %d creates, applies %v; want two applies (update and create)", cl.creates, cl.applies)
+	}
+	_, cl = planSSA(t, next, plan.ApplyMethodCSA, false)
+	if cl.creates != 1 || len(cl.applies) != 0 {
+		t.Errorf("csa: %d creates, applies %v; want one create", cl.creates, cl.applies)
 	}
 }
