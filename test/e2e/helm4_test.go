@@ -224,3 +224,27 @@ func TestHelm3ReleaseToServerSide(t *testing.T) {
 	}
 	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
 }
+
+// TestHelm4Create: a Helm 4 release creates new objects with server-side
+// apply and strict field validation: a new object with an unknown field is
+// a blocking create, as helm4 upgrade fails on it; a valid one is a create.
+func TestHelm4Create(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	mustBin(t, c, c.Helm4, "install", "r", writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate}), "-n", ns)
+	extra := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r-new}\ndata: {k: v}\n"
+	good := writeChart(t, "r", "2.0.0", map[string]string{"cm.yaml": conflictTemplate, "new.yaml": extra})
+	p, r := planJSON(t, c, "r", good, "-n", ns)
+	if got := p.change(t, "ConfigMap", "r-new"); got.Action != "create" || got.Destructive || r.Code != 0 {
+		t.Errorf("valid new object: %s destructive %v exit %d, want a create and 0\n%s", got.Action, got.Destructive, r.Code, r.Stderr)
+	}
+	bad := writeChart(t, "r", "3.0.0", map[string]string{"cm.yaml": conflictTemplate, "new.yaml": extra + "unknownField: x\n"})
+	p, r = planJSON(t, c, "r", bad, "-n", ns)
+	if got := p.change(t, "ConfigMap", "r-new"); !got.Blocking || r.Code != 2 || len(got.Reasons) == 0 || !strings.Contains(got.Reasons[0].Message, "unknownField") {
+		t.Errorf("unknown field in a new object: blocking %v exit %d reasons %+v notes %q, want blocking, 2, naming the field\n%s", got.Blocking, r.Code, got.Reasons, got.Notes, r.Stderr)
+	}
+	if out, err := bin(c, c.Helm4, "upgrade", "r", bad, "-n", ns); err == nil {
+		t.Errorf("helm4 upgrade with an unknown field succeeded, the plan blocks it:\n%s", out)
+	}
+}
