@@ -198,3 +198,11 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	return out
 }
+
+// ValueAt renders obj's value at path as reasons hold it ("" when absent).
+func ValueAt(obj *unstructured.Unstructured, path string) string {
+	if obj == nil {
+		return ""
+	}
+	return render(Lookup(obj.Object, path))
+}

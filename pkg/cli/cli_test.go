@@ -87,6 +87,8 @@ func TestBadInput(t *testing.T) {
 		{"bad output format", []string{"demo", demo, "-o", "xml"}, []string{"--output", "xml"}},
 		{"bad ack", []string{"demo", demo, "--ack", "StatefulSet"}, []string{"--ack", "StatefulSet"}},
 		{"missing ack file", []string{"demo", demo, "--ack-file", "/no/acks.yaml"}, []string{"/no/acks.yaml"}},
+		{"bad --server-side", []string{"demo", demo, "--server-side", "yes"}, []string{"--server-side", "yes"}},
+		{"--force with --force-conflicts", []string{"demo", demo, "--force", "--force-conflicts"}, []string{"--force", "--force-conflicts"}},
 		{"offline without base", []string{"demo", demo, "--offline"}, []string{"--from-chart", "--from-manifest"}},
 		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},

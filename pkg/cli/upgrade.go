@@ -13,6 +13,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
@@ -146,6 +147,12 @@ func (o *UpgradeOptions) Validate() error {
 	}
 	if o.DetailedExitcode && !o.DryRun {
 		return errors.New("--detailed-exitcode needs --dry-run")
+	}
+	if err := render.ValidateServerSide(o.Render.ServerSide); err != nil {
+		return err
+	}
+	if o.Force && o.Render.ForceConflicts {
+		return errors.New("--force and --force-conflicts cannot be used together (as in Helm 4)")
 	}
 	return nil
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // Fingerprint hashes the exact destructive change: object identity, action,
-// class, and each reason's path with its live and predicted value, except
-// the reasons of regenerated fields. An
+// class, and each reason's path with its live and predicted value (and,
+// for a server-side apply conflict, the field's owner), except the reasons
+// of regenerated or ignored fields. An
 // acknowledgement carrying it stops counting as soon as any of these differ.
 // Secret values count only as "(sensitive)" (redact.Unkeyed): their markers
 // are keyed per plan, and a fingerprint must stay the same from the
@@ -24,6 +25,10 @@ func Fingerprint(c Change) string {
 			continue // a new value on every render: an ack must survive it
 		}
 		_, _ = io.WriteString(h, r.Path+"\x00"+redact.Unkeyed(r.Before)+"\x00"+redact.Unkeyed(r.After)+"\n")
+		if r.Manager != "" {
+			// The same field taken from another owner is another change.
+			_, _ = io.WriteString(h, "manager\x00"+r.Manager+"\n")
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

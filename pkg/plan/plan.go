@@ -63,6 +63,10 @@ type Reason struct {
 	// IgnoredBy is the user's rule (--ignore) that covers this field, with
 	// the same effect as Regenerated; "" when none.
 	IgnoredBy string
+	// Manager, on a server-side apply conflict, is the field manager that
+	// owns Path (the apply takes the field from it only with
+	// --force-conflicts).
+	Manager string
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -79,6 +83,9 @@ type Drift struct {
 	Path string
 	// Reverted is true when this upgrade puts the release's value back.
 	Reverted bool
+	// Manager, for a server-side apply release, names the field managers
+	// other than Helm that own the live value ("" when none does).
+	Manager string
 }
 
 // Change is the verdict for one object.
@@ -131,7 +138,26 @@ type Release struct {
 	CurrentRevision int
 	Chart           string
 	Install         bool
+	// ApplyMethod is how the upgrade applies the objects: ApplyMethodCSA
+	// (Helm 3's three-way patch) or ApplyMethodSSA (Helm 4's server-side
+	// apply); ForceConflicts is --force-conflicts.
+	ApplyMethod    string
+	ForceConflicts bool
+	// ToServerSide is true when a client-side release moves to server-side
+	// apply (--server-side=true): Helm 4 then first hands the fields Helm's
+	// client-side patches own (manager helm, operation Update) to its apply,
+	// so the apply does not conflict with them.
+	ToServerSide bool
 }
+
+// Apply methods, as Helm 4 records them in a release.
+const (
+	ApplyMethodCSA = "csa"
+	ApplyMethodSSA = "ssa"
+)
+
+// ServerSide reports whether the upgrade is a server-side apply.
+func (r Release) ServerSide() bool { return r.ApplyMethod == ApplyMethodSSA }
 
 // Hook is a Helm hook of the new release (or, with Action delete, of the
 // last one only). Hooks are not patched like release objects: Helm creates

@@ -36,6 +36,11 @@ type Cluster interface {
 	// *live.KindNotServedError when the cluster does not serve the kind.
 	DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error)
 	DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error)
+	// DryRunApply sends obj as Helm 4's server-side apply (field manager
+	// helm, force only with forceConflicts); errors as DryRunPatch, and a
+	// field-manager conflict (predict.Conflicts) when another manager owns a
+	// field obj sets.
+	DryRunApply(ctx context.Context, obj *manifest.Object, forceConflicts bool) (*unstructured.Unstructured, error)
 	// Claims returns the PersistentVolumeClaims of namespace whose names
 	// match, with the reclaim policy of the volume each is bound to;
 	// ErrNoServer offline.
@@ -164,6 +169,15 @@ func (l Live) DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.Pa
 	return predict.DryRunPatch(ctx, ri, obj.ID.Name, pt, patch)
 }
 
+// DryRunApply implements Cluster.
+func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConflicts bool) (*unstructured.Unstructured, error) {
+	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return predict.DryRunApply(ctx, ri, obj.Obj, forceConflicts)
+}
+
 // Offline is a Cluster without a server, for the pre-merge gate: the base
 // render stands in for the live objects, as if Helm had applied it for
 // Release in Namespace, and every dry-run answers ErrNoServer.
@@ -200,5 +214,10 @@ func (Offline) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Un
 
 // DryRunPatch implements Cluster.
 func (Offline) DryRunPatch(context.Context, *manifest.Object, types.PatchType, []byte) (*unstructured.Unstructured, error) {
+	return nil, ErrNoServer
+}
+
+// DryRunApply implements Cluster.
+func (Offline) DryRunApply(context.Context, *manifest.Object, bool) (*unstructured.Unstructured, error) {
 	return nil, ErrNoServer
 }

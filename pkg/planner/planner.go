@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -189,7 +190,7 @@ func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Obj
 			return c, err
 		}
 	case liveObj == nil:
-		p.creation(ctx, &c, next, crdKinds)
+		p.creation(ctx, &c, in.Release, next, crdKinds)
 	default:
 		if err := p.update(ctx, &c, in, prev, next, liveObj); err != nil {
 			return c, err
@@ -245,9 +246,16 @@ func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstruc
 	return err
 }
 
-func (p *Planner) creation(ctx context.Context, c *plan.Change, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
+func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release, next *manifest.Object, crdKinds map[schema.GroupKind]bool) {
 	c.Action = plan.ActionCreate
-	created, err := p.Cluster.DryRunCreate(ctx, next)
+	var created *unstructured.Unstructured
+	var err error
+	if rel.ServerSide() {
+		// Helm 4 creates with the same server-side apply it updates with.
+		created, err = p.Cluster.DryRunApply(ctx, next, rel.ForceConflicts)
+	} else {
+		created, err = p.Cluster.DryRunCreate(ctx, next)
+	}
 	var notServed *live.KindNotServedError
 	switch {
 	case errors.Is(err, ErrNoServer):
@@ -309,8 +317,10 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
 	c.Before = p.shown(liveObj)
-	if predict.Empty(patch) {
-		// Helm sends nothing for an empty patch.
+	ssa := rel.ServerSide()
+	if predict.Empty(patch) && !ssa {
+		// Helm sends nothing for an empty patch. Helm 4's server-side apply
+		// sends every object, and may conflict even when nothing changes.
 		c.Action = plan.ActionNoop
 		c.After = c.Before
 		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
@@ -323,7 +333,13 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
 		Live: p.Masker.Object(liveObj), Local: p.Masker.Object(local), Secret: secret,
 		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
-	predicted, err := p.dryRun(ctx, c, &u, next, pt, patch)
+	var predicted *unstructured.Unstructured
+	var conflicts []predict.Conflict
+	if ssa {
+		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
+	} else {
+		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+	}
 	if err != nil {
 		return err
 	}
@@ -349,7 +365,64 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	}
 	c.After = p.shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
+	if ssa {
+		owners := classify.Owners(liveObj, predict.FieldManager)
+		for i := range c.Drift {
+			c.Drift[i].Manager = owners.Owner(c.Drift[i].Path)
+		}
+		if len(conflicts) > 0 {
+			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
+		}
+	}
 	return nil
+}
+
+// conflicted turns an update whose server-side apply conflicts with other
+// field managers into its verdict. Helm 4's upgrade fails on a conflict, so
+// without --force-conflicts the change is invalid and blocks; with it, the
+// apply takes the fields from their owners: a destructive change to
+// acknowledge, of the class the forced apply has. live and target are
+// masked for Secrets.
+func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.Ownership, live, target *unstructured.Unstructured, force bool) {
+	forced := c.Verdict()
+	if c.Action == plan.ActionNoop {
+		forced = "in-place"
+	}
+	var reasons []plan.Reason
+	for _, cf := range conflicts {
+		path := owners.Path(cf.Path)
+		msg := fmt.Sprintf("conflict with field manager %q: Helm 4's server-side apply fails here; with --force-conflicts it takes the field from %q and the update is %s", cf.Manager, cf.Manager, forced)
+		if force {
+			msg = fmt.Sprintf("owned by field manager %q: --force-conflicts takes the field from it (the chart's value replaces %q's, and Helm becomes its owner)", cf.Manager, cf.Manager)
+		}
+		reasons = append(reasons, plan.Reason{Path: path, Message: msg, Source: plan.SourceServer, Manager: cf.Manager,
+			Before: classify.ValueAt(live, path), After: classify.ValueAt(target, path)})
+	}
+	c.Action = plan.ActionUpdate
+	c.Destructive = true
+	if force {
+		c.Reasons = append(reasons, c.Reasons...)
+		if c.Class == plan.ClassNone {
+			c.Class = plan.ClassInPlace
+		}
+		return
+	}
+	// The upgrade fails: what the forced apply would do is a note, and a
+	// conflicting field's drift is not reverted by it.
+	var paths []string
+	for _, r := range c.Reasons {
+		paths = append(paths, r.Path)
+	}
+	if len(paths) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("with --force-conflicts the update would be %s: %s", forced, strings.Join(paths, ", ")))
+	}
+	var drift []plan.Drift
+	for _, d := range c.Drift {
+		if !slices.ContainsFunc(reasons, func(r plan.Reason) bool { return classify.Under(d.Path, r.Path) }) {
+			drift = append(drift, d)
+		}
+	}
+	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
 }
 
 // dryRun asks the server for the predicted object and records its answer in
@@ -357,6 +430,34 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 // classifier falls back to the catalogue.
 func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
 	predicted, dryErr := p.Cluster.DryRunPatch(ctx, next, pt, patch)
+	return p.answer(ctx, c, u, next, predicted, dryErr)
+}
+
+// dryRunApply is dryRun for Helm 4's server-side apply. It always asks
+// without force first, to learn the apply's conflicts with other field
+// managers (--force-conflicts hides them); when there are some, the object
+// predicted is the one a forced apply would store, so the verdict can say
+// what forcing does. When the release moves to server-side apply, Helm 4
+// first hands Helm's own client-side fields to its apply (csaupgrade): a
+// conflict with manager helm then does not happen, and is not returned.
+func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, toServerSide bool) (*unstructured.Unstructured, []predict.Conflict, error) {
+	predicted, dryErr := p.Cluster.DryRunApply(ctx, next, false)
+	all := predict.Conflicts(dryErr)
+	if len(all) > 0 {
+		predicted, dryErr = p.Cluster.DryRunApply(ctx, next, true)
+	}
+	var conflicts []predict.Conflict
+	for _, cf := range all {
+		if !(toServerSide && cf.Manager == predict.FieldManager) {
+			conflicts = append(conflicts, cf)
+		}
+	}
+	predicted, err := p.answer(ctx, c, u, next, predicted, dryErr)
+	return predicted, conflicts, err
+}
+
+// answer records the server's answer to a dry-run update in u.
+func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, predicted *unstructured.Unstructured, dryErr error) (*unstructured.Unstructured, error) {
 	var notServed *live.KindNotServedError
 	switch {
 	case errors.Is(dryErr, ErrNoServer):
@@ -380,8 +481,16 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 // rejectsObject reports whether the server refused the object itself (as
 // opposed to being unable to answer).
 func rejectsObject(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		(apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource"))
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || applySchemaError(err) ||
+		(apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "cannot create resource") && !strings.Contains(err.Error(), "cannot patch resource"))
+}
+
+// applySchemaError reports a server-side apply the server cannot type
+// against the kind's schema (an unknown field: ".x: field not declared in
+// schema"). The API server answers it as an internal error without causes,
+// so its wording is all there is to match; Helm 4's upgrade fails on it.
+func applySchemaError(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed to create typed patch object")
 }
 
 // sanitize renders a server error about obj, without values for Secrets.

@@ -2,6 +2,14 @@ package predict
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,4 +37,61 @@ func DryRunCreate(ctx context.Context, ri dynamic.ResourceInterface, obj *unstru
 	obj = obj.DeepCopy()
 	obj.SetResourceVersion("")
 	return ri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRunAll, FieldManager: FieldManager})
+}
+
+// DryRunApply sends obj as a server-side apply with dryRun=All, as Helm 4
+// applies a release recorded "ssa" (pkg/kube patchResourceServerSide): the
+// whole object, content type application/apply-patch+yaml, field manager
+// "helm", strict field validation, force only when forceConflicts. It
+// returns the object the server would store; a conflict with another field
+// manager is an apierrors.IsConflict error whose causes Conflicts reads.
+func DryRunApply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, forceConflicts bool) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("serializing %s %q: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+		DryRun: dryRunAll, FieldManager: FieldManager, Force: &forceConflicts,
+		FieldValidation: metav1.FieldValidationStrict,
+	})
+}
+
+// Conflict is a field a server-side apply would take from another owner.
+type Conflict struct {
+	// Path is the field in the server's notation (.data.key,
+	// .spec.template.spec.containers[name="app"].image).
+	Path string
+	// Manager is the name of the field manager that owns it
+	// (someone-else, kubectl-edit).
+	Manager string
+}
+
+// conflictWith matches the cause message of an apply conflict: conflict
+// with "MANAGER"[ using VERSION[ at TIME]].
+var conflictWith = regexp.MustCompile(`^conflict with ("(?:[^"\\]|\\.)*")`)
+
+// Conflicts returns the field-manager conflicts of a server-side apply's
+// error (nil when err is not one).
+func Conflicts(err error) []Conflict {
+	if !apierrors.IsConflict(err) {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	var out []Conflict
+	for _, c := range status.Status().Details.Causes {
+		if c.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		manager := strings.TrimPrefix(c.Message, "conflict with ")
+		if m := conflictWith.FindStringSubmatch(c.Message); m != nil {
+			if name, uerr := strconv.Unquote(m[1]); uerr == nil {
+				manager = name
+			}
+		}
+		out = append(out, Conflict{Path: c.Field, Manager: manager})
+	}
+	return out
 }

@@ -85,6 +85,14 @@ type Options struct {
 	// MaxHistory limits the revisions kept per release; 0 means no limit
 	// (--history-max; default HELM_MAX_HISTORY, else 10).
 	MaxHistory int
+	// ServerSide is Helm 4's --server-side: "auto" (ServerSideAuto, the
+	// default; "" means the same) keeps the apply method recorded in the
+	// release, "true" plans server-side apply, "false" Helm 3's client-side
+	// patch. See Result.ServerSideApply.
+	ServerSide string
+	// ForceConflicts is Helm 4's --force-conflicts: a server-side apply
+	// takes the fields other field managers own instead of failing.
+	ForceConflicts bool
 
 	// Description is the release description (--description).
 	Description string
@@ -163,6 +171,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// target cluster, offline only (helm's `template` command)
 	fs.StringVar(&o.KubeVersion, "kube-version", "", "with --offline: Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+DefaultKubeVersion+")")
 	fs.StringSliceVarP(&o.APIVersions, "api-versions", "a", []string{}, "with --offline: Kubernetes api versions used for Capabilities.APIVersions, in addition to the built-in ones the target version serves")
+	fs.StringVar(&o.ServerSide, "server-side", ServerSideAuto, "must be \"true\", \"false\" or \"auto\". Object updates run in the server instead of the client (\"auto\" defaults the value from the previous chart release's method)")
+	fs.BoolVar(&o.ForceConflicts, "force-conflicts", false, "if set server-side apply will force changes against conflicts")
 
 	// post-renderer (helm's bindPostRenderFlag)
 	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")

@@ -41,6 +41,11 @@ type Result struct {
 	// Hooks (sorted as Helm runs them), Config (the user values Helm stores,
 	// after --reuse-values and friends), Chart, Version, Info.Notes.
 	Next *release.Release
+	// ApplyMethod is the apply method Helm 4 recorded in Last:
+	// plan.ApplyMethodSSA (server-side apply) or plan.ApplyMethodCSA; ""
+	// when Last was written by Helm 3 or there is no Last. See
+	// ServerSideApply.
+	ApplyMethod string
 	// Install is true when Next is an install (the release does not exist,
 	// or every revision was uninstalled and kept, and --install was given).
 	Install bool
@@ -238,6 +243,14 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err := CheckPending(hist, name, ns); err != nil {
 		return nil, err
 	}
+	method, ok, err := recordedApplyMethod(ctx, cfg, ns, res.Last)
+	if err != nil {
+		return nil, fmt.Errorf("release %q in namespace %s: reading its apply method: %w", name, ns, err)
+	}
+	if !ok && opts.ServerSide != ServerSideTrue && opts.ServerSide != ServerSideFalse {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the apply method Helm 4 records cannot be read from the %s release storage: planned as client-side; pass --server-side=true for a release Helm 4 applied server-side", cfg.Releases.Name()))
+	}
+	res.ApplyMethod = method
 	res.Previous = currentRelease(hist)
 	if res.Previous == nil {
 		return nil, fmt.Errorf("release %q in namespace %s: last revision %d is %s and no revision is deployed: %w",

@@ -593,6 +593,7 @@ func TestAddFlags(t *testing.T) {
 		"--skip-crds", "--skip-schema-validation", "--no-hooks", "--timeout", "90s", "--wait", "--atomic", "--description", "why",
 		"--kube-version", "1.30.1", "-a", "x.example/v1,y.example/v1", "--api-versions", "z.example/v1/Z",
 		"--history-max", "7",
+		"--server-side", "true", "--force-conflicts",
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -609,6 +610,7 @@ func TestAddFlags(t *testing.T) {
 		Timeout: 90 * time.Second, Wait: true, Atomic: true, Description: "why",
 		KubeVersion: "1.30.1", APIVersions: []string{"x.example/v1", "y.example/v1", "z.example/v1/Z"},
 		MaxHistory: 7,
+		ServerSide: "true", ForceConflicts: true,
 	}
 	want.Repo = o.Repo // keyring default depends on $HOME
 	if o.Repo.RepoURL != "https://charts.example" {

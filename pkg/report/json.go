@@ -32,6 +32,8 @@ type jsonRelease struct {
 	Chart           string `json:"chart"`
 	CurrentRevision int    `json:"currentRevision"`
 	Install         bool   `json:"install,omitempty"`
+	ApplyMethod     string `json:"applyMethod,omitempty"`
+	ForceConflicts  bool   `json:"forceConflicts,omitempty"`
 }
 
 type jsonSummary struct {
@@ -77,6 +79,7 @@ type jsonReason struct {
 	Regenerated bool `json:"regenerated,omitempty"`
 	// IgnoredBy: the user's --ignore rule that covers the field.
 	IgnoredBy string `json:"ignoredBy,omitempty"`
+	Manager   string `json:"manager,omitempty"`
 }
 
 type jsonRollout struct {
@@ -88,6 +91,7 @@ type jsonRollout struct {
 type jsonDrift struct {
 	Path     string `json:"path"`
 	Reverted bool   `json:"reverted"`
+	Manager  string `json:"manager,omitempty"`
 }
 
 type jsonHook struct {
@@ -127,6 +131,8 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Chart:           p.Release.Chart,
 			CurrentRevision: p.Release.CurrentRevision,
 			Install:         p.Release.Install,
+			ApplyMethod:     p.Release.ApplyMethod,
+			ForceConflicts:  p.Release.ForceConflicts,
 		},
 		Summary: jsonSummary{
 			Create:      s.Create,
@@ -197,13 +203,13 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, Manager: r.Manager})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}
 	}
 	for _, d := range c.Drift {
-		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted})
+		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted, Manager: d.Manager})
 	}
 	return jc
 }

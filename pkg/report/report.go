@@ -333,6 +333,12 @@ func releaseLine(p *plan.Plan) string {
 	if r.Chart != "" {
 		s += ", chart " + r.Chart
 	}
+	if r.ServerSide() {
+		s += ", server-side apply (Helm 4)"
+		if r.ForceConflicts {
+			s += " with --force-conflicts"
+		}
+	}
 	return s
 }
 
@@ -349,7 +355,12 @@ func rolloutText(r *plan.Rollout) string {
 
 // driftText describes one drifted field.
 func driftText(d plan.Drift) string {
-	if d.Reverted {
+	switch {
+	case d.Manager != "" && d.Reverted:
+		return d.Path + " differs from the release; owned by field manager " + d.Manager + ": this upgrade takes it back (--force-conflicts) and reverts it"
+	case d.Manager != "":
+		return d.Path + " differs from the release; owned by field manager " + d.Manager + ", which this server-side apply keeps"
+	case d.Reverted:
 		return d.Path + " differs from the release; this upgrade reverts it"
 	}
 	return d.Path + " differs from the release; this upgrade keeps the live value"

@@ -309,3 +309,29 @@ func TestRegenerated(t *testing.T) {
 		t.Error("an empty regenerated bucket is listed")
 	}
 }
+
+// TestDriftTextSSA: under server-side apply a drifted field another manager
+// owns is kept, or taken back only with --force-conflicts.
+func TestDriftTextSSA(t *testing.T) {
+	for d, want := range map[plan.Drift]string{
+		{Path: "data.key", Manager: "someone-else"}:                 "owned by field manager someone-else, which this server-side apply keeps",
+		{Path: "data.key", Manager: "someone-else", Reverted: true}: "takes it back (--force-conflicts) and reverts it",
+		{Path: "data.key", Reverted: true}:                          "this upgrade reverts it",
+		{Path: "data.key"}:                                          "this upgrade keeps the live value",
+	} {
+		if got := driftText(d); !strings.Contains(got, want) || !strings.HasPrefix(got, "data.key differs") {
+			t.Errorf("driftText(%+v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestReleaseLineApplyMethod(t *testing.T) {
+	p := &plan.Plan{Release: plan.Release{Name: "r", Namespace: "h4", Revision: 2, CurrentRevision: 1, Chart: "r-1.0.0", ApplyMethod: plan.ApplyMethodSSA, ForceConflicts: true}}
+	if got, want := releaseLine(p), "Release r in namespace h4: revision 1 -> 2, chart r-1.0.0, server-side apply (Helm 4) with --force-conflicts"; got != want {
+		t.Errorf("releaseLine = %q, want %q", got, want)
+	}
+	p.Release.ApplyMethod = plan.ApplyMethodCSA
+	if got := releaseLine(p); strings.Contains(got, "server-side") {
+		t.Errorf("client-side release: %q", got)
+	}
+}

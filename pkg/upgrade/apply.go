@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -23,6 +24,9 @@ type ApplyRequest struct {
 // objects, and says on Out what became of the release.
 func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	req := planned.Apply
+	if err := applicable(planned.Plan.Release); err != nil {
+		return err
+	}
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
@@ -69,4 +73,22 @@ func writeNotes(w io.Writer, notes string, hide bool) {
 		return
 	}
 	fmt.Fprintf(w, "NOTES:\n%s\n", strings.TrimRight(notes, "\n"))
+}
+
+// ErrServerSideApply is matched (errors.Is) by the error Apply returns for a
+// server-side apply upgrade.
+var ErrServerSideApply = errors.New("server-side apply is planned, not applied")
+
+// applicable refuses what the apply cannot do faithfully: it applies with
+// Helm 3's client, whose three-way patch would take the fields other field
+// managers own and mix two apply methods in one release (see
+// docs/limitations.md).
+func applicable(rel plan.Release) error {
+	if !rel.ServerSide() {
+		return nil
+	}
+	return fmt.Errorf("%w: release %q in namespace %s is applied with server-side apply (Helm 4 recorded apply_method ssa, or --server-side=true); "+
+		"this tool applies with Helm 3's client-side patch and refuses to mix the two. Nothing was written. "+
+		"Review the plan with --dry-run, then upgrade with Helm 4 (helm upgrade, same flags), or pass --server-side=false to move the release to client-side apply",
+		ErrServerSideApply, rel.Name, rel.Namespace)
 }

@@ -93,6 +93,12 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
 	in.Ignore = rules
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if res.ServerSideApply(req.Render.ServerSide) {
+		in.Release.ApplyMethod = plan.ApplyMethodSSA
+		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
+	}
+	in.Release.ForceConflicts = req.Render.ForceConflicts
 	addHookSecrets(c.Sanitizer, res)
 	p, err := c.planner(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
 	if err != nil {

@@ -92,6 +92,8 @@ type jsonPlan struct {
 		Namespace string `json:"namespace"`
 		Revision  int    `json:"revision"`
 		Chart     string `json:"chart"`
+		// ApplyMethod is csa or ssa (Helm 4's server-side apply).
+		ApplyMethod string `json:"applyMethod"`
 	} `json:"release"`
 	Summary map[string]int `json:"summary"`
 	Changes []jsonChange   `json:"changes"`
@@ -108,9 +110,12 @@ type jsonChange struct {
 	Acknowledged bool   `json:"acknowledged"`
 	Fingerprint  string `json:"fingerprint"`
 	Regenerated  bool   `json:"regenerated"`
+	Blocking     bool   `json:"blocking"`
 	Reasons      []struct {
 		Path, Message, Source string
 		Regenerated           bool
+		// Manager owns Path, on a server-side apply conflict.
+		Manager string
 	} `json:"reasons"`
 	Diff    string `json:"diff"`
 	Rollout *struct {
@@ -121,6 +126,7 @@ type jsonChange struct {
 	Drift []struct {
 		Path     string `json:"path"`
 		Reverted bool   `json:"reverted"`
+		Manager  string `json:"manager"`
 	} `json:"drift"`
 	Notes []string `json:"notes"`
 }

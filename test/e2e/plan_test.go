@@ -215,46 +215,53 @@ func TestPlanVerdicts(t *testing.T) {
 		t.Fatalf("KUBE_VERSION=%s but the API server is %s", want, c.ServerVersion)
 	}
 	t.Logf("API server %s", c.ServerVersion)
+	forEachPlanCase(t, c, func(t *testing.T, tc planCase, ns string) {
+		c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", tc.v1), "-n", ns)
+		if tc.setup != nil {
+			tc.setup(t, c, ns)
+		}
+		before := auditMark(t, c)
+		p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", tc.v2), "-n", ns)
+		got := p.change(t, tc.kind, tc.object)
+		if got.Action != tc.action || got.Class != tc.class || got.Destructive != tc.destructive {
+			t.Fatalf("%s/%s: got action=%s class=%s destructive=%v, want %s %s %v\nreasons: %+v\nstderr:\n%s",
+				tc.kind, tc.object, got.Action, got.Class, got.Destructive, tc.action, tc.class, tc.destructive, got.Reasons, r.Stderr)
+		}
+		for _, want := range tc.paths {
+			if !hasPathPrefix(got.paths(), want) {
+				t.Errorf("reason paths %q: none starts with %q (reasons %+v)", got.paths(), want, got.Reasons)
+			}
+		}
+		if tc.destructive && got.Fingerprint == "" {
+			t.Errorf("destructive change without a fingerprint")
+		}
+		if tc.impact != "" && (got.Rollout == nil || !strings.Contains(got.Rollout.Impact, tc.impact)) {
+			t.Errorf("rollout = %+v, want impact containing %q", got.Rollout, tc.impact)
+		}
+		if tc.driftPath != "" && !driftReverted(got, tc.driftPath) {
+			t.Errorf("drift = %+v, want %s reverted", got.Drift, tc.driftPath)
+		}
+		wantCode := 0
+		if tc.destructive {
+			wantCode = 2
+		}
+		if r.Code != wantCode {
+			t.Errorf("exit code %d, want %d\nstderr:\n%s", r.Code, wantCode, r.Stderr)
+		}
+		assertOnlyDryRunWrites(t, c, ns, before)
+	})
+}
+
+// forEachPlanCase runs body for each row of the verdict table, in parallel,
+// each in a namespace of its own.
+func forEachPlanCase(t *testing.T, c *testcluster.Cluster, body func(t *testing.T, tc planCase, ns string)) {
 	for _, tc := range planCases() {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			if tc.clusterWide {
 				c.RequireOwnCluster(t)
 			}
-			ns := c.Namespace(t)
-			c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", tc.v1), "-n", ns)
-			if tc.setup != nil {
-				tc.setup(t, c, ns)
-			}
-			before := auditMark(t, c)
-			p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", tc.v2), "-n", ns)
-			got := p.change(t, tc.kind, tc.object)
-			if got.Action != tc.action || got.Class != tc.class || got.Destructive != tc.destructive {
-				t.Fatalf("%s/%s: got action=%s class=%s destructive=%v, want %s %s %v\nreasons: %+v\nstderr:\n%s",
-					tc.kind, tc.object, got.Action, got.Class, got.Destructive, tc.action, tc.class, tc.destructive, got.Reasons, r.Stderr)
-			}
-			for _, want := range tc.paths {
-				if !hasPathPrefix(got.paths(), want) {
-					t.Errorf("reason paths %q: none starts with %q (reasons %+v)", got.paths(), want, got.Reasons)
-				}
-			}
-			if tc.destructive && got.Fingerprint == "" {
-				t.Errorf("destructive change without a fingerprint")
-			}
-			if tc.impact != "" && (got.Rollout == nil || !strings.Contains(got.Rollout.Impact, tc.impact)) {
-				t.Errorf("rollout = %+v, want impact containing %q", got.Rollout, tc.impact)
-			}
-			if tc.driftPath != "" && !driftReverted(got, tc.driftPath) {
-				t.Errorf("drift = %+v, want %s reverted", got.Drift, tc.driftPath)
-			}
-			wantCode := 0
-			if tc.destructive {
-				wantCode = 2
-			}
-			if r.Code != wantCode {
-				t.Errorf("exit code %d, want %d\nstderr:\n%s", r.Code, wantCode, r.Stderr)
-			}
-			assertOnlyDryRunWrites(t, c, ns, before)
+			body(t, tc, c.Namespace(t))
 		})
 	}
 }

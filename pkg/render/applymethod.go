@@ -1,0 +1,117 @@
+package render
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// Values of Options.ServerSide, Helm 4's --server-side.
+const (
+	ServerSideAuto  = "auto"
+	ServerSideTrue  = "true"
+	ServerSideFalse = "false"
+)
+
+// ValidateServerSide checks a --server-side value as Helm 4 does ("" is
+// "auto").
+func ValidateServerSide(v string) error {
+	switch v {
+	case "", ServerSideAuto, ServerSideTrue, ServerSideFalse:
+		return nil
+	}
+	return fmt.Errorf("invalid --server-side %q: must be \"true\", \"false\" or \"auto\"", v)
+}
+
+// ServerSideApply reports whether the next revision is applied with
+// server-side apply, as Helm 4's upgrade decides it
+// (getUpgradeServerSideValue): "auto" keeps the method recorded in the last
+// revision. An install with "auto" stays client-side: Helm 4 would install
+// server-side, but this tool installs with Helm 3's client (see
+// docs/limitations.md); --server-side=true asks for server-side.
+func (r *Result) ServerSideApply(serverSide string) bool {
+	switch serverSide {
+	case ServerSideTrue:
+		return true
+	case ServerSideFalse:
+		return false
+	}
+	return !r.Install && r.ApplyMethod == plan.ApplyMethodSSA
+}
+
+// recordedApplyMethod reads the apply method Helm 4 stored with rel. Helm
+// 3's release type has no such field and drops it on decode, so the stored
+// record is read again and decoded here, the way Helm's storage drivers
+// encode it: base64(gzip(JSON)), in data "release" of the Secret or
+// ConfigMap "sh.helm.release.v1.NAME.vREVISION". The memory driver holds no
+// Helm 4 release; the SQL driver is not read (ok false).
+func recordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns string, rel *release.Release) (method string, ok bool, err error) {
+	key := fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)
+	var data string
+	switch cfg.Releases.Name() {
+	case driver.MemoryDriverName:
+		return "", true, nil
+	case driver.SecretsDriverName, driver.ConfigMapsDriverName:
+		cs, err := cfg.KubernetesClientSet()
+		if err != nil {
+			return "", false, err
+		}
+		if cfg.Releases.Name() == driver.SecretsDriverName {
+			s, err := cs.CoreV1().Secrets(ns).Get(ctx, key, metav1.GetOptions{})
+			if err != nil {
+				return "", false, fmt.Errorf("reading release record %s: %w", key, err)
+			}
+			data = string(s.Data["release"])
+		} else {
+			c, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, key, metav1.GetOptions{})
+			if err != nil {
+				return "", false, fmt.Errorf("reading release record %s: %w", key, err)
+			}
+			data = c.Data["release"]
+		}
+	default:
+		return "", false, nil
+	}
+	method, err = decodeApplyMethod(data)
+	if err != nil {
+		return "", false, fmt.Errorf("release record %s: %w", key, err)
+	}
+	return method, true, nil
+}
+
+// decodeApplyMethod returns the "apply_method" of an encoded release record
+// ("" when absent, as in Helm 3's records).
+func decodeApplyMethod(data string) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return "", fmt.Errorf("decoding base64: %w", err)
+	}
+	if len(b) > 3 && bytes.Equal(b[:3], []byte{0x1f, 0x8b, 0x08}) {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return "", fmt.Errorf("decompressing: %w", err)
+		}
+		defer r.Close()
+		if b, err = io.ReadAll(r); err != nil {
+			return "", fmt.Errorf("decompressing: %w", err)
+		}
+	}
+	var rec struct {
+		ApplyMethod string `json:"apply_method"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return "", fmt.Errorf("decoding JSON: %w", err)
+	}
+	return rec.ApplyMethod, nil
+}

@@ -1,0 +1,94 @@
+package render
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// encodeRecord encodes a release record as Helm's storage drivers do:
+// base64(gzip(JSON)), or base64(JSON) when not compressed.
+func encodeRecord(t *testing.T, json string, compress bool) string {
+	t.Helper()
+	b := []byte(json)
+	if compress {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b = buf.Bytes()
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func TestDecodeApplyMethod(t *testing.T) {
+	// A Helm 4 (v4.3.1) record, trimmed: apply_method sits at the top level
+	// of pkg/release/v1.Release.
+	helm4 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h4","apply_method":"ssa"}`
+	helm3 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h3"}`
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"helm4 gzip", encodeRecord(t, helm4, true), plan.ApplyMethodSSA},
+		{"helm4 plain", encodeRecord(t, helm4, false), plan.ApplyMethodSSA},
+		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), plan.ApplyMethodCSA},
+		{"helm3", encodeRecord(t, helm3, true), ""},
+	} {
+		got, err := decodeApplyMethod(tc.data)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"%%%", encodeRecord(t, "not json", true)} {
+		if _, err := decodeApplyMethod(bad); err == nil {
+			t.Errorf("decodeApplyMethod(%q): no error", bad)
+		}
+	}
+}
+
+// TestServerSideApply checks Helm 4's getUpgradeServerSideValue, with the
+// tool's one difference: an install under "auto" stays client-side.
+func TestServerSideApply(t *testing.T) {
+	for _, tc := range []struct {
+		flag, recorded string
+		install, want  bool
+	}{
+		{"auto", "ssa", false, true},
+		{"", "ssa", false, true},
+		{"auto", "csa", false, false},
+		{"auto", "", false, false},
+		{"true", "", false, true},
+		{"true", "csa", false, true},
+		{"false", "ssa", false, false},
+		{"auto", "", true, false},
+		{"true", "", true, true},
+	} {
+		r := &Result{ApplyMethod: tc.recorded, Install: tc.install}
+		if got := r.ServerSideApply(tc.flag); got != tc.want {
+			t.Errorf("--server-side=%s, recorded %q, install %v: got %v, want %v", tc.flag, tc.recorded, tc.install, got, tc.want)
+		}
+	}
+	for _, v := range []string{"", "auto", "true", "false"} {
+		if err := ValidateServerSide(v); err != nil {
+			t.Errorf("ValidateServerSide(%q) = %v", v, err)
+		}
+	}
+	if err := ValidateServerSide("yes"); err == nil {
+		t.Error("ValidateServerSide(yes): no error")
+	}
+	var o Options
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if o.ServerSide != ServerSideAuto || o.ForceConflicts {
+		t.Errorf("defaults: --server-side=%q --force-conflicts=%v", o.ServerSide, o.ForceConflicts)
+	}
+}

@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// bin runs a helm v4 or kubectl binary with the cluster's environment and
+// returns its combined output and error.
+func bin(c *testcluster.Cluster, path string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = c.Env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustBin(t *testing.T, c *testcluster.Cluster, path string, args ...string) string {
+	t.Helper()
+	out, err := bin(c, path, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(path), strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// conflictChart is issue 12's chart: a ConfigMap whose data.key is "a" and
+// whose data.other comes from --set other=.
+const conflictTemplate = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: r-cm}
+data:
+  key: a
+  other: {{ .Values.other | default "x" | quote }}
+`
+
+// TestHelm4Conflict is issue 12's "done when", planning half: a Helm 4
+// release whose data.key another field manager took. The plan shows the
+// conflict on data.key with its owner and blocks, unackable, as the real
+// helm4 upgrade fails; with --force-conflicts the change is acknowledgeable,
+// as the real helm4 upgrade --force-conflicts succeeds. The tool's apply
+// refuses the ssa release and writes nothing.
+func TestHelm4Conflict(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	mustBin(t, c, c.Helm4, "install", "r", chart, "-n", ns)
+	edit := filepath.Join(t.TempDir(), "edit.yaml")
+	if err := os.WriteFile(edit, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r-cm, namespace: "+ns+"}\ndata: {key: hand-edited}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustBin(t, c, c.Kubectl, "apply", "--server-side", "--field-manager=someone-else", "--force-conflicts", "-f", edit)
+
+	before := auditMark(t, c)
+	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
+	if p.Release.ApplyMethod != "ssa" {
+		t.Errorf("release applyMethod %q, want ssa (read from the Helm 4 record)", p.Release.ApplyMethod)
+	}
+	got := p.change(t, "ConfigMap", "r-cm")
+	if r.Code != 2 || got.Class != "invalid" || !got.Destructive || !got.Blocking {
+		t.Fatalf("plan: exit %d, class %s destructive %v blocking %v; want 2, invalid, blocking\n%+v\n%s", r.Code, got.Class, got.Destructive, got.Blocking, got.Reasons, r.Stderr)
+	}
+	if len(got.Reasons) == 0 || got.Reasons[0].Path != "data.key" || got.Reasons[0].Manager != "someone-else" ||
+		!strings.Contains(got.Reasons[0].Message, "--force-conflicts") {
+		t.Errorf("reasons %+v, want the conflict on data.key owned by someone-else, saying what --force-conflicts does", got.Reasons)
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
+	text := run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--dry-run")
+	if text.Code != 2 || !strings.Contains(text.Stdout, "server-side apply (Helm 4)") || !strings.Contains(text.Stdout, `conflict with field manager "someone-else"`) {
+		t.Errorf("text report: exit %d, want 2, the apply method and the conflict:\n%s\n%s", text.Code, text.Stdout, text.Stderr)
+	}
+	t.Logf("text report:\n%s%s", text.Stdout, text.Stderr)
+	// Not ackable: an acknowledgement does not let it through.
+	if _, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--ack", "ConfigMap/"+ns+"/r-cm"); r.Code != 2 {
+		t.Errorf("acknowledged conflict: exit %d, want 2 (blocking)\n%s", r.Code, r.Stderr)
+	}
+
+	// With --force-conflicts: destructive, acknowledgeable.
+	p, r = planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts")
+	got = p.change(t, "ConfigMap", "r-cm")
+	if r.Code != 2 || got.Class != "in-place" || !got.Destructive || got.Blocking || got.Reasons[0].Manager != "someone-else" {
+		t.Fatalf("--force-conflicts: exit %d, class %s destructive %v blocking %v reasons %+v; want 2, in-place, destructive, not blocking",
+			r.Code, got.Class, got.Destructive, got.Blocking, got.Reasons)
+	}
+	ack := "ConfigMap/" + ns + "/r-cm@" + got.Fingerprint
+	if _, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts", "--ack", ack); r.Code != 0 {
+		t.Errorf("--force-conflicts --ack: exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+
+	// The apply refuses the ssa release: exit 1, nothing written.
+	r = run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts", "--ack", ack)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "server-side apply") || !strings.Contains(r.Stderr, "Nothing was written") {
+		t.Errorf("apply of an ssa release: exit %d, want 1 and a refusal\n%s", r.Code, r.Stderr)
+	}
+	cm, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "r-cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["key"] != "hand-edited" || cm.Data["other"] != "x" {
+		t.Errorf("after the refused apply data = %v, want it untouched", cm.Data)
+	}
+
+	// The truth: helm v4.3.1 fails on the conflict, and forces through it.
+	out, err := bin(c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y")
+	if err == nil || !strings.Contains(out, `conflict with "someone-else": .data.key`) {
+		t.Errorf("helm4 upgrade: %v, want the conflict on .data.key\n%s", err, out)
+	}
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts")
+}
+
+// ssaDiffers are the rows of the verdict table where a Helm 4 (ssa) release
+// truly gets another verdict, with why.
+var ssaDiffers = map[string]struct {
+	class       string
+	destructive bool
+	path        string // a reason path it must give
+	why         string
+}{
+	// kubectl scale (the scale subresource) makes another field manager own
+	// spec.replicas; Helm 4's apply of replicas: 2 conflicts with it and the
+	// upgrade fails, where Helm 3's patch silently reverts the drift.
+	"drift reverted": {class: "invalid", destructive: true, path: "spec.replicas", why: "spec.replicas is owned by the scaler: Helm 4's apply conflicts"},
+}
+
+// TestPlanVerdictsHelm4 runs the verdict table on Helm 4 (ssa) releases of
+// the same charts: installed with helm v4.3.1, planned with the server-side
+// dry-run apply. Each row must give the class it gives for Helm 3, except
+// the rows of ssaDiffers, where the real helm4 upgrade confirms the
+// difference.
+func TestPlanVerdictsHelm4(t *testing.T) {
+	c := testcluster.Get(t)
+	forEachPlanCase(t, c, func(t *testing.T, tc planCase, ns string) {
+		mustBin(t, c, c.Helm4, "install", "app", writeChart(t, "app", "1.0.0", otherIPs(tc.v1)), "-n", ns)
+		if tc.setup != nil {
+			tc.setup(t, c, ns)
+		}
+		class, destructive := tc.class, tc.destructive
+		differs, ok := ssaDiffers[tc.name]
+		if ok {
+			class, destructive = differs.class, differs.destructive
+		}
+		v2 := writeChart(t, "app", "2.0.0", otherIPs(tc.v2))
+		before := auditMark(t, c)
+		p, r := planJSON(t, c, "app", v2, "-n", ns)
+		if p.Release.ApplyMethod != "ssa" {
+			t.Errorf("applyMethod %q, want ssa", p.Release.ApplyMethod)
+		}
+		got := p.change(t, tc.kind, tc.object)
+		if got.Action != tc.action || got.Class != class || got.Destructive != destructive {
+			t.Fatalf("%s/%s: got action=%s class=%s destructive=%v, want %s %s %v\nreasons: %+v\nstderr:\n%s",
+				tc.kind, tc.object, got.Action, got.Class, got.Destructive, tc.action, class, destructive, got.Reasons, r.Stderr)
+		}
+		if ok && !hasPathPrefix(got.paths(), differs.path) {
+			t.Errorf("reason paths %q, want %s (reasons %+v)", got.paths(), differs.path, got.Reasons)
+		}
+		if !ok {
+			for _, want := range tc.paths {
+				if !hasPathPrefix(got.paths(), want) {
+					t.Errorf("reason paths %q: none starts with %q (reasons %+v)", got.paths(), want, got.Reasons)
+				}
+			}
+		}
+		wantCode := 0
+		if destructive {
+			wantCode = 2
+		}
+		if r.Code != wantCode {
+			t.Errorf("exit code %d, want %d\nstderr:\n%s", r.Code, wantCode, r.Stderr)
+		}
+		assertOnlyDryRunWrites(t, c, ns, before)
+		if ok {
+			out, err := bin(c, c.Helm4, "upgrade", "app", v2, "-n", ns)
+			if err == nil {
+				t.Errorf("%s: the plan says %s, but helm4 upgrade succeeded:\n%s", differs.why, class, out)
+			}
+			t.Logf("SSA differs (%s); helm4 upgrade: %s", differs.why, strings.TrimSpace(out))
+		}
+	})
+}
+
+// otherIPs moves the fixed cluster IPs of the table's Service rows to
+// another block, so that the Helm 3 and Helm 4 tables can run side by side
+// on one cluster.
+func otherIPs(templates map[string]string) map[string]string {
+	out := make(map[string]string, len(templates))
+	for f, content := range templates {
+		out[f] = strings.ReplaceAll(content, "10.96.200.", "10.96.201.")
+	}
+	return out
+}
+
+// TestHelm3ReleaseToServerSide: --server-side=true on a release Helm 3
+// installed. Helm 4 hands Helm's client-side fields to its apply first, so
+// changing a field Helm's patch owned is no conflict: the plan is a plain
+// in-place update, and the real helm4 upgrade --server-side=true succeeds.
+// Under auto the same release is planned client-side.
+func TestHelm3ReleaseToServerSide(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	c.Helm(t, "install", "r", chart, "-n", ns)
+
+	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
+	if p.Release.ApplyMethod != "csa" || r.Code != 0 {
+		t.Errorf("auto on a Helm 3 release: applyMethod %q exit %d, want csa and 0\n%s", p.Release.ApplyMethod, r.Code, r.Stderr)
+	}
+	p, r = planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
+	got := p.change(t, "ConfigMap", "r-cm")
+	if p.Release.ApplyMethod != "ssa" || r.Code != 0 || got.Class != "in-place" || got.Destructive || !hasPathPrefix(got.paths(), "data.other") {
+		t.Fatalf("--server-side=true: applyMethod %q exit %d class %s destructive %v reasons %+v; want ssa, 0, in-place on data.other\n%s",
+			p.Release.ApplyMethod, r.Code, got.Class, got.Destructive, got.Reasons, r.Stderr)
+	}
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
+}
+
+// TestHelm4Create: a Helm 4 release creates new objects with server-side
+// apply and strict field validation: a new object with an unknown field is
+// a blocking create, as helm4 upgrade fails on it; a valid one is a create.
+func TestHelm4Create(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	mustBin(t, c, c.Helm4, "install", "r", writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate}), "-n", ns)
+	extra := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r-new}\ndata: {k: v}\n"
+	good := writeChart(t, "r", "2.0.0", map[string]string{"cm.yaml": conflictTemplate, "new.yaml": extra})
+	p, r := planJSON(t, c, "r", good, "-n", ns)
+	if got := p.change(t, "ConfigMap", "r-new"); got.Action != "create" || got.Destructive || r.Code != 0 {
+		t.Errorf("valid new object: %s destructive %v exit %d, want a create and 0\n%s", got.Action, got.Destructive, r.Code, r.Stderr)
+	}
+	bad := writeChart(t, "r", "3.0.0", map[string]string{"cm.yaml": conflictTemplate, "new.yaml": extra + "unknownField: x\n"})
+	p, r = planJSON(t, c, "r", bad, "-n", ns)
+	if got := p.change(t, "ConfigMap", "r-new"); !got.Blocking || r.Code != 2 || len(got.Reasons) == 0 || !strings.Contains(got.Reasons[0].Message, "unknownField") {
+		t.Errorf("unknown field in a new object: blocking %v exit %d reasons %+v notes %q, want blocking, 2, naming the field\n%s", got.Blocking, r.Code, got.Reasons, got.Notes, r.Stderr)
+	}
+	if out, err := bin(c, c.Helm4, "upgrade", "r", bad, "-n", ns); err == nil {
+		t.Errorf("helm4 upgrade with an unknown field succeeded, the plan blocks it:\n%s", out)
+	}
+}
