@@ -281,16 +281,15 @@ func (s *SavedPlan) check(id ClusterIdentity, flags map[string]interface{}, now 
 // applyFlags are the flags that change what Helm applies or how, as JSON
 // values keyed by option name: every render option except those that only
 // locate the chart and values (their effect is pinned by the chart and
-// values digests and the saved manifest), plus --force.
+// values digests and the saved manifest) or that only change what is shown
+// or how the plan was rendered, plus --force.
 func applyFlags(opts RenderOptions, apply ApplyRequest) map[string]interface{} {
-	opts.Values, opts.Repo, opts.Version, opts.Devel = values.Options{}, action.ChartPathOptions{}, "", false
-	opts.PostRenderer, opts.PostRendererArgs, opts.Namespace = "", nil, ""
+	opts.Values, opts.Repo = values.Options{}, action.ChartPathOptions{}
 	var out map[string]interface{}
 	data, _ := json.Marshal(opts)
 	_ = json.Unmarshal(data, &out)
-	delete(out, "Values")
-	delete(out, "Repo")
-	for _, k := range []string{"Version", "Devel", "PostRenderer", "PostRendererArgs", "Namespace"} {
+	for _, k := range []string{"Values", "Repo", "Version", "Devel", "PostRenderer", "PostRendererArgs", "Namespace",
+		"HideSecret", "HideNotes", "DependencyUpdate", "KubeVersion", "APIVersions"} {
 		delete(out, k)
 	}
 	for k, v := range out {

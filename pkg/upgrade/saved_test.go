@@ -137,6 +137,8 @@ func TestSavedPlanCheck(t *testing.T) {
 	}
 	noHooks := pl.Render
 	noHooks.DisableHooks = true
+	hideNotes := pl.Render
+	hideNotes.HideNotes = true // what is shown, not what is applied
 	for _, tc := range []struct {
 		name   string
 		id     ClusterIdentity
@@ -155,6 +157,7 @@ func TestSavedPlanCheck(t *testing.T) {
 			want: "made with Force=false, this run has true"},
 		{name: "too old", id: here, flags: applyFlags(pl.Render, pl.Apply), now: c.Now().Add(2 * time.Hour), maxAge: time.Hour,
 			want: "2h0m0s old, more than --plan-max-age 1h0m0s"},
+		{name: "--hide-notes at apply only", id: here, flags: applyFlags(hideNotes, pl.Apply), now: c.Now()},
 		{name: "old but no limit", id: here, flags: applyFlags(pl.Render, pl.Apply), now: c.Now().Add(2 * time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
