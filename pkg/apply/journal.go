@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 )
 
 // The write-ahead journal of a recreate: a Secret in the release namespace,
@@ -67,10 +68,7 @@ type journalObject struct {
 }
 
 func (o *journalObject) ref() string {
-	if o.Namespace == "" {
-		return o.Kind + "/" + o.Name
-	}
-	return o.Kind + "/" + o.Namespace + "/" + o.Name
+	return ref(manifest.ObjectID{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
 }
 
 // journalRecord is what the journal Secret holds.

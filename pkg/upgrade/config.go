@@ -97,8 +97,10 @@ type Config struct {
 	// version (e.g. v1.37.2).
 	Cluster       *live.Cluster
 	ServerVersion string
-	// Identity names the cluster (saved plans are pinned to it).
+	// Identity names the cluster (saved plans are pinned to it); see
+	// identity. server is the API server's URL.
 	Identity ClusterIdentity
+	server   string
 }
 
 // NewConfig returns the configuration of one run. userAgent marks every
@@ -173,12 +175,25 @@ func (c *Config) Connect(ctx context.Context) error {
 		return err
 	}
 	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
-	id, err := identify(ctx, getter, c.Settings.KubeContext, restConfig.Host, dyn)
-	if err != nil {
-		return err
-	}
-	c.Helm, c.Cluster, c.ServerVersion, c.Identity = helmCfg, cluster, version.GitVersion, id
+	c.Helm, c.Cluster, c.ServerVersion, c.server = helmCfg, cluster, version.GitVersion, restConfig.Host
 	return nil
+}
+
+// identity names the cluster; read once, and only for saved plans (it costs
+// a GET of kube-system that plain plans do not need).
+func (c *Config) identity(ctx context.Context) (ClusterIdentity, error) {
+	if c.Identity.Server != "" {
+		return c.Identity, nil
+	}
+	if err := c.Connect(ctx); err != nil {
+		return ClusterIdentity{}, err
+	}
+	id, err := identify(ctx, c.Settings.RESTClientGetter(), c.Settings.KubeContext, c.server, c.Cluster.Dynamic)
+	if err != nil {
+		return ClusterIdentity{}, err
+	}
+	c.Identity = id
+	return id, nil
 }
 
 // identify names the cluster: server URL, kube-system UID (empty when RBAC

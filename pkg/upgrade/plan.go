@@ -58,7 +58,11 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	if req.Saved != nil {
-		if err := req.Saved.check(c.Identity, applyFlags(req.Render, req.Apply), c.Now(), req.SavedMaxAge); err != nil {
+		id, err := c.identity(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := req.Saved.check(id, applyFlags(req.Render, req.Apply), c.Now(), req.SavedMaxAge); err != nil {
 			return nil, err
 		}
 	}

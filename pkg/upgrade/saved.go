@@ -111,15 +111,15 @@ func (c *Config) SavePlan(ctx context.Context, path string, planned *Planned) er
 
 func (c *Config) writePlan(ctx context.Context, path string, planned *Planned) error {
 	res := planned.Rendered
-	if err := c.Connect(ctx); err != nil {
+	id, err := c.identity(ctx)
+	if err != nil {
 		return fmt.Errorf("--plan-out: %w", err)
 	}
-	var err error
 	saved := &SavedPlan{
 		APIVersion:   plan.APIVersion,
 		Kind:         SavedKind,
 		Created:      c.Now().UTC().Truncate(time.Second),
-		Cluster:      c.Identity,
+		Cluster:      id,
 		ApplyFlags:   applyFlags(planned.Render, planned.Apply),
 		ChartRef:     planned.ChartRef,
 		ChartDigest:  chartDigest(res.Chart),
