@@ -7,7 +7,8 @@
 # tool's slope between 1000 and 5000 objects, then (BENCH_STAGES=0 skips it)
 # the Go benchmarks of the pure stages.
 #   BENCH_RUNS=5 make bench         more runs per median
-#   BENCH='1000-objects' make bench only the shapes matching (a -bench regexp)
+#   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
+#   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export BENCH_RUNS="${BENCH_RUNS:-3}"

@@ -21,6 +21,10 @@ import (
 // reports the medians (default 3).
 const BenchRunsEnv = "BENCH_RUNS"
 
+// BenchToolEnv names a tool binary to measure instead of building this
+// tree's (e.g. one built from main, to compare).
+const BenchToolEnv = "BENCH_TOOL"
+
 // benchShape is one upgrade BenchmarkUpgrade measures: a release of objects
 // objects (ConfigMap, Secret, Service, Deployment in equal parts) upgraded
 // with changed of them changed in content, or, with bump, a label changed on
@@ -183,11 +187,14 @@ func BenchmarkUpgrade(b *testing.B) {
 	c := testcluster.Get(b)
 	env := c.Env()
 	chart := writeBenchChart(b)
-	tool := filepath.Join(b.TempDir(), "helm-safe-upgrade")
-	build := exec.Command("go", "build", "-o", tool, "./cmd/helm-safe-upgrade")
-	build.Dir = c.Root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the tool: %v\n%s", err, out)
+	tool := os.Getenv(BenchToolEnv)
+	if tool == "" {
+		tool = filepath.Join(b.TempDir(), "helm-safe-upgrade")
+		build := exec.Command("go", "build", "-o", tool, "./cmd/helm-safe-upgrade")
+		build.Dir = c.Root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("building the tool: %v\n%s", err, out)
+		}
 	}
 	// One release per size, installed when a shape first needs it and shared
 	// by the shapes of that size (each plans against it; none writes).
