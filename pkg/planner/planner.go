@@ -87,10 +87,6 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
-	if err != nil {
-		return nil, err
-	}
 	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
@@ -98,16 +94,22 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
+	// Before the last release is parsed: the second render's objects are
+	// garbage by then, and three parsed releases are never held at once.
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
 	// Server and Helm messages are sanitised of every Secret value.
 	san := p.Sanitizer
 	if san == nil {
 		san = redact.NewSanitizer(p.Masker)
 	}
 	addSecrets(san, prev, next)
-	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
-	if err != nil {
-		return nil, err
-	}
 	hooks, err := p.hooks(in)
 	if err != nil {
 		return nil, err
