@@ -49,6 +49,9 @@ type Update struct {
 	Original, Target *unstructured.Unstructured
 	// Secret hides values from server messages.
 	Secret bool
+	// Derived: Predicted was derived without asking the server (see
+	// predict.Derive); the reasons say so.
+	Derived bool
 }
 
 // Backfill returns a copy of the local prediction with the server-only
@@ -111,6 +114,9 @@ func (c *Classifier) Classify(u Update) Verdict {
 		return c.rejected(u, live, local)
 	}
 	source := plan.SourceServer
+	if u.Derived {
+		source = plan.SourceDerived
+	}
 	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
