@@ -144,10 +144,8 @@ func TestServerAskedWhenAdmissionSees(t *testing.T) {
 // (and allows) every Service update.
 func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
 	t.Helper()
-	name := "watch-services-" + ns
-	adm := c.Clientset(t).AdmissionregistrationV1()
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+	bindPolicy(t, c, ns, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "watch-services-" + ns},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{
@@ -157,7 +155,15 @@ func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
 			}}},
 			Validations: []admissionv1.Validation{{Expression: "true"}},
 		},
-	}
+	})
+}
+
+// bindPolicy creates policy and a binding of it, denying, to ns only; both
+// are deleted when the test ends.
+func bindPolicy(t *testing.T, c *testcluster.Cluster, ns string, policy *admissionv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	name := policy.Name
+	adm := c.Clientset(t).AdmissionregistrationV1()
 	if _, err := adm.ValidatingAdmissionPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
