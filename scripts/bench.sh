@@ -1,23 +1,53 @@
 #!/usr/bin/env bash
-# make bench: plan time vs. floor on a 1000-object release on the local
-# control plane (BenchmarkPlan1000 / BenchmarkFloor1000 in test/e2e), then
-# the Go benchmarks of the pure stages (split, diff, classify, report).
+# make bench: BenchmarkUpgrade (test/e2e/bench_test.go) on the local control
+# plane — for each upgrade shape, the tool's plan, `helm upgrade
+# --dry-run=server` and the floor (`helm template` + one LIST of the objects'
+# kinds), each a whole process: median wall time and peak RSS of BENCH_RUNS
+# runs (default 3). Prints them as a table with ratios to the floor and the
+# tool's slope between 1000 and 5000 objects, then (BENCH_STAGES=0 skips it)
+# the Go benchmarks of the pure stages.
+#   BENCH_RUNS=5 make bench         more runs per median
+#   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
+#   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BENCHTIME="${BENCHTIME:-3x}"
+export BENCH_RUNS="${BENCH_RUNS:-3}"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-go test -count=1 -run '^$' -bench 'Plan1000|Floor1000' -benchtime "$BENCHTIME" -timeout 30m ./test/e2e 2>&1 |
+go test -count=1 -run '^$' -bench "Upgrade/${BENCH:-}" -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
   grep -v '^I[0-9]' | tee "$out"
-awk '
-  /^BenchmarkPlan1000/  { plan = $3; rss = $5 }
-  /^BenchmarkFloor1000/ { floor = $3 }
+awk -v runs="$BENCH_RUNS" '
+  /^BenchmarkUpgrade\/.*ns\/op/ {
+    n = split($1, part, "/")
+    shape = part[2] "/" part[3]
+    who = part[4]; sub(/-[0-9]+$/, "", who)
+    for (i = 3; i < NF; i += 2) {
+      if ($(i+1) == "ns/op") t[shape, who] = $i / 1e9
+      if ($(i+1) == "peak-RSS-MiB") m[shape, who] = $i
+    }
+    if (!(shape in seen)) { seen[shape] = 1; order[++shapes] = shape }
+  }
+  function cell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.0f MiB", t[s, w], m[s, w]) : "—" }
+  function ratio(s, w) { return ((s, w) in t && t[s, "floor"] > 0) ? sprintf("%.2f×", t[s, w] / t[s, "floor"]) : "—" }
   END {
-    if (!plan || !floor) { print "bench: missing results"; exit 1 }
-    printf "\nplan  %.2f s per 1000-object plan (peak RSS %s MB)\nfloor %.2f s (in-process render + parallel GET of the same objects)\nratio %.2f (target <= 1.5)\n",
-      plan / 1e9, rss, floor / 1e9, plan / floor
+    if (!shapes) { print "bench: no results"; exit 1 }
+    printf "\nMedians of %d runs, whole processes (wall time, peak RSS):\n\n", runs
+    print "| upgrade | this tool | helm upgrade --dry-run=server | floor (helm template + LIST) | tool / floor | helm / floor |"
+    print "|---|---|---|---|---|---|"
+    for (i = 1; i <= shapes; i++) {
+      s = order[i]; label = s; gsub("/", ", ", label); gsub("-", " ", label)
+      printf "| %s | %s | %s | %s | %s | %s |\n", label, cell(s, "tool"), cell(s, "helm-dry-run-server"), cell(s, "floor"), ratio(s, "tool"), ratio(s, "helm-dry-run-server")
+    }
+    small = "1000-objects/150-changed"; large = "5000-objects/750-changed"
+    if ((small, "tool") in t && (large, "tool") in t) {
+      printf "\nTool slope from 1000 to 5000 objects (15%% changed): %+.2f s and %+.1f MiB per 1000 objects (at 1000: %.2f s, %.0f MiB; at 5000: %.2f s, %.0f MiB)\n",
+        (t[large, "tool"] - t[small, "tool"]) / 4, (m[large, "tool"] - m[small, "tool"]) / 4,
+        t[small, "tool"], m[small, "tool"], t[large, "tool"], m[large, "tool"]
+    }
   }' "$out"
 
-echo
-go test -count=1 -run '^$' -bench . -benchmem ./pkg/...
+if [[ "${BENCH_STAGES:-1}" != 0 ]]; then
+  echo
+  go test -count=1 -run '^$' -bench . -benchmem ./pkg/...
+fi

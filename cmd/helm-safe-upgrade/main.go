@@ -6,6 +6,7 @@ package main
 import (
 	"os"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/heapprof"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
@@ -21,5 +22,8 @@ func main() {
 	upgrade.InitProcess()
 	streams := iostreams.System()
 	build := cli.BuildInfo{Version: version, Commit: commit}
-	os.Exit(cli.Execute(os.Args[0], os.Args[1:], streams, build))
+	stop := heapprof.Start(streams.ErrOut) // SAFE_UPGRADE_HEAPPROFILE only
+	code := cli.Execute(os.Args[0], os.Args[1:], streams, build)
+	stop()
+	os.Exit(code)
 }

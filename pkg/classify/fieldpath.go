@@ -192,9 +192,30 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
-	out := obj.DeepCopy()
-	for _, f := range serverManaged {
-		unstructured.RemoveNestedField(out.Object, f...)
+	// Pruned before the copy: managedFields and status are often most of a
+	// live object.
+	return (&unstructured.Unstructured{Object: pruned(obj.Object, serverManaged)}).DeepCopy()
+}
+
+// pruned returns m without the fields at paths; only the maps on the way to
+// them are copied, the rest is shared with m.
+func pruned(m map[string]interface{}, paths [][]string) map[string]interface{} {
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	below := map[string][][]string{}
+	for _, p := range paths {
+		if len(p) == 1 {
+			delete(out, p[0])
+		} else {
+			below[p[0]] = append(below[p[0]], p[1:])
+		}
+	}
+	for k, ps := range below {
+		if child, ok := out[k].(map[string]interface{}); ok {
+			out[k] = pruned(child, ps)
+		}
 	}
 	return out
 }

@@ -157,9 +157,12 @@ func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGrou
 			if err != nil {
 				return
 			}
+			// Copies of the items, not pointers into list.Items: the objects
+			// of the LIST that are not the release's (other releases, Helm's
+			// own release records) are garbage once the LIST is read.
 			byName := make(map[string]*unstructured.Unstructured, len(list.Items))
-			for i := range list.Items {
-				byName[list.Items[i].GetName()] = &list.Items[i]
+			for _, item := range list.Items {
+				byName[item.GetName()] = &unstructured.Unstructured{Object: item.Object}
 			}
 			mu.Lock()
 			defer mu.Unlock()

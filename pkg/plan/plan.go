@@ -145,7 +145,8 @@ type Change struct {
 	// against (saved plans refuse to apply when it moved).
 	LiveResourceVersion string
 	// Before is the live object and After the predicted one, both with
-	// server-managed fields removed and Secret values masked.
+	// server-managed fields removed and Secret values masked; nil for a
+	// noop, whose objects nothing shows.
 	Before *unstructured.Unstructured
 	After  *unstructured.Unstructured
 }

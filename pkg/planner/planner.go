@@ -119,10 +119,6 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
-	if err != nil {
-		return nil, err
-	}
 	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
@@ -130,32 +126,30 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	for _, o := range next.Objects() {
 		addHelmMetadata(o.Obj, in.Release.Name, ns)
 	}
+	// Before the last release is parsed: the second render's objects are
+	// garbage by then, and three parsed releases are never held at once.
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
 	// Server and Helm messages are sanitised of every Secret value.
 	san := p.Sanitizer
 	if san == nil {
 		san = redact.NewSanitizer(p.Masker)
 	}
 	addSecrets(san, prev, next)
-	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
-	if err != nil {
-		return nil, err
-	}
 	hooks, err := p.hooks(in)
 	if err != nil {
 		return nil, err
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
-	objs := make([]*manifest.Object, 0, len(ids))
-	for _, id := range ids {
-		if o := next.Get(id); o != nil {
-			objs = append(objs, o)
-		} else {
-			objs = append(objs, prev.Get(id))
-		}
-	}
-	var prefetched map[manifest.ObjectID]live.State
-	p.Stats.timed(stageLive, func() { prefetched = p.Cluster.Prefetch(ctx, objs) })
+	var work []evaluation
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -165,7 +159,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		for i, id := range ids {
 			g.Go(func() (err error) {
 				defer panics.Recover(&err) // a panic here would exit 2, the gate's code
-				changes[i], err = p.change(gctx, in, prev.Get(id), next.Get(id), crdKinds, prefetched, san)
+				e := work[i]
+				work[i] = evaluation{} // its objects are garbage once it is evaluated
+				changes[i], err = p.change(gctx, in, e, crdKinds, san)
 				markRegenerated(&changes[i], regen[id])
 				markIgnored(&changes[i], in.Ignore)
 				return err
@@ -201,16 +197,50 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	return out, nil
 }
 
-// change evaluates one object: prev and next are its last-release and new
-// forms (either may be nil).
-func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Object, crdKinds map[schema.GroupKind]bool, prefetched map[manifest.ObjectID]live.State, san *redact.Sanitizer) (plan.Change, error) {
+// evaluation is what one change is evaluated from: the object's
+// last-release and new forms (either may be nil) and, when a LIST read it
+// already, its live state.
+type evaluation struct {
+	prev, next *manifest.Object
+	prefetched *live.State
+}
+
+// evaluations pairs each of ids with its forms and prefetched live state.
+// Nothing else holds them once the sets are dropped, so each object's
+// parsed and live forms become garbage as soon as its change is evaluated:
+// memory grows with the changes, not with the release.
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set) []evaluation {
+	work := make([]evaluation, len(ids))
+	objs := make([]*manifest.Object, 0, len(ids))
+	for i, id := range ids {
+		work[i] = evaluation{prev: prev.Get(id), next: next.Get(id)}
+		if o := work[i].next; o != nil {
+			objs = append(objs, o)
+		} else {
+			objs = append(objs, work[i].prev)
+		}
+	}
+	prefetched := p.Cluster.Prefetch(ctx, objs)
+	for i, id := range ids {
+		if st, ok := prefetched[id]; ok {
+			work[i].prefetched = &st
+		}
+	}
+	return work
+}
+
+// change evaluates one object.
+func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds map[schema.GroupKind]bool, san *redact.Sanitizer) (plan.Change, error) {
+	prev, next := e.prev, e.next
 	obj := next
 	if obj == nil {
 		obj = prev
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
-	state, ok := prefetched[obj.ID]
-	if !ok {
+	var state live.State
+	if e.prefetched != nil {
+		state = *e.prefetched
+	} else {
 		state = p.Cluster.Get(ctx, obj, prev)
 	}
 	if state.Err != nil {
@@ -232,6 +262,11 @@ func (p *Planner) change(ctx context.Context, in Input, prev, next *manifest.Obj
 		if err := p.update(ctx, &c, in, prev, next, liveObj); err != nil {
 			return c, err
 		}
+	}
+	if c.Action == plan.ActionNoop {
+		// Nothing shows or saves a noop's objects (no diff, no state to pin):
+		// keeping them would make memory grow with the release.
+		c.Before, c.After = nil, nil
 	}
 	return c, nil
 }
@@ -356,16 +391,15 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	if err != nil {
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
-	c.Before = p.shown(liveObj)
 	ssa := rel.ServerSide()
 	if predict.Empty(patch) && !ssa {
 		// Helm sends nothing for an empty patch. Helm 4's server-side apply
 		// sends every object, and may conflict even when nothing changes.
 		c.Action = plan.ActionNoop
-		c.After = c.Before
 		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
 		return nil
 	}
+	c.Before = p.shown(liveObj)
 	local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.ID, err)

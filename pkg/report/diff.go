@@ -3,7 +3,9 @@ package report
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,11 +79,7 @@ func unifiedDiff(c *plan.Change, context int, s sides) (string, error) {
 			return "", nil
 		}
 	}
-	a, err := yamlLines(c, before)
-	if err != nil {
-		return "", err
-	}
-	b, err := yamlLines(c, after)
+	a, b, err := yamlPair(c, before, after)
 	if err != nil {
 		return "", err
 	}
@@ -107,7 +105,12 @@ func yamlLines(c *plan.Change, obj *unstructured.Unstructured) ([]string, error)
 	if obj == nil || obj.Object == nil {
 		return nil, nil
 	}
-	out, err := yaml.Marshal(guard(c, obj.Object))
+	return marshalLines(c, guard(c, obj.Object))
+}
+
+// marshalLines is yamlLines of content already guarded.
+func marshalLines(c *plan.Change, content map[string]interface{}) ([]string, error) {
+	out, err := yaml.Marshal(content)
 	if err != nil {
 		return nil, fmt.Errorf("YAML of %s: %w", c.ID, err)
 	}
@@ -116,6 +119,82 @@ func yamlLines(c *plan.Change, obj *unstructured.Unstructured) ([]string, error)
 		lines = lines[:last]
 	}
 	return lines, nil
+}
+
+// yamlPair returns yamlLines of before and after. A top-level field equal on
+// both sides (often metadata, or the whole spec when only a label changed)
+// is encoded once: YAML encoding is most of a report's time. The lines are
+// those of encoding each object whole: yaml.v2 writes a mapping's fields one
+// after the other in key order, which for keys of letters alone is
+// sort.Strings' (other keys fall back to whole objects).
+func yamlPair(c *plan.Change, before, after *unstructured.Unstructured) ([]string, []string, error) {
+	if before == nil || before.Object == nil || after == nil || after.Object == nil {
+		a, err := yamlLines(c, before)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := yamlLines(c, after)
+		return a, b, err
+	}
+	bm, am := guard(c, before.Object), guard(c, after.Object)
+	keys, ok := letterKeys(bm, am)
+	if !ok || len(bm) == 0 || len(am) == 0 { // an empty mapping is "{}"
+		a, err := marshalLines(c, bm)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := marshalLines(c, am)
+		return a, b, err
+	}
+	var a, b []string
+	for _, k := range keys {
+		bv, inBefore := bm[k]
+		av, inAfter := am[k]
+		if inBefore && inAfter && reflect.DeepEqual(bv, av) {
+			lines, err := marshalLines(c, map[string]interface{}{k: bv})
+			if err != nil {
+				return nil, nil, err
+			}
+			a, b = append(a, lines...), append(b, lines...)
+			continue
+		}
+		if inBefore {
+			lines, err := marshalLines(c, map[string]interface{}{k: bv})
+			if err != nil {
+				return nil, nil, err
+			}
+			a = append(a, lines...)
+		}
+		if inAfter {
+			lines, err := marshalLines(c, map[string]interface{}{k: av})
+			if err != nil {
+				return nil, nil, err
+			}
+			b = append(b, lines...)
+		}
+	}
+	return a, b, nil
+}
+
+// letterKeys returns the keys of both maps, sorted, if each is made of ASCII
+// letters only.
+func letterKeys(maps ...map[string]interface{}) ([]string, bool) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range maps {
+		for k := range m {
+			if seen[k] {
+				continue
+			}
+			if k == "" || strings.IndexFunc(k, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) >= 0 {
+				return nil, false
+			}
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, true
 }
 
 // masked reports whether v is already a redact marker.

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"sort"
 
@@ -112,17 +115,93 @@ type jsonHook struct {
 // writeJSON writes the plan as the safe-upgrade/v1 document: 2-space
 // indent, HTML characters unescaped (diffs stay readable), trailing newline.
 // Changes are sorted by kind, namespace and name, noops included.
+//
+// The changes are streamed: each is encoded, with its diff, and written
+// before the next batch is diffed, so the report holds a batch of diffs at a
+// time, never the whole document. The bytes are those of encoding the whole
+// document at once (the golden files pin them).
 func (pw *planWriter) writeJSON(w io.Writer) error {
 	doc, err := pw.jsonDocument()
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(doc)
+	changes := sortedChanges(pw.plan)
+	head, err := encodeJSON(doc, "")
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		_, err := w.Write(head)
+		return err
+	}
+	// doc has no changes: its "changes": [] is where they go. A newline
+	// inside a string is escaped, so this appears once, at the top level.
+	at := bytes.Index(head, jsonChangesMarker)
+	if at < 0 {
+		return errors.New("report: no changes field in the JSON document")
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:at])
+	bw.WriteString("\n  \"changes\": [\n")
+	s := diffSides(pw.plan)
+	for start := 0; start < len(changes); start += jsonBatch {
+		batch := changes[start:min(start+jsonBatch, len(changes))]
+		diffs, err := diffAll(batch, pw.opts.Context, s)
+		if err != nil {
+			return err
+		}
+		for i, c := range batch {
+			item, err := encodeJSON(toJSONChange(c, diffs[i]), "    ")
+			if err != nil {
+				return err
+			}
+			bw.WriteString("    ")
+			bw.Write(item[:len(item)-1]) // without the encoder's newline
+			if start+i < len(changes)-1 {
+				bw.WriteByte(',')
+			}
+			bw.WriteByte('\n')
+		}
+	}
+	bw.WriteString("  ]")
+	bw.Write(head[at+len(jsonChangesMarker):])
+	return bw.Flush()
 }
 
+// jsonBatch is how many changes are diffed (in parallel) before they are
+// written.
+const jsonBatch = 64
+
+// jsonChangesMarker is the empty changes array of a document encoded
+// without its changes.
+var jsonChangesMarker = []byte("\n  \"changes\": []")
+
+// encodeJSON encodes v as writeJSON does, each line after the first
+// indented by prefix, with the encoder's trailing newline.
+func encodeJSON(v interface{}, prefix string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent(prefix, "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sortedChanges are p's changes in report order: by kind, namespace and
+// name.
+func sortedChanges(p *plan.Plan) []*plan.Change {
+	changes := make([]*plan.Change, len(p.Changes))
+	for i := range p.Changes {
+		changes[i] = &p.Changes[i]
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	return changes
+}
+
+// jsonDocument is the document without its changes (writeJSON streams
+// them).
 func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 	p := pw.plan
 	s := p.Summary()
@@ -151,7 +230,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Regenerated: s.Regenerated,
 			Ignored:     s.Ignored,
 		},
-		Changes:       make([]jsonChange, 0, len(p.Changes)),
+		Changes:       []jsonChange{},
 		ServerVersion: p.ServerVersion,
 		Offline:       p.Offline,
 		Notes:         p.Notes,
@@ -168,19 +247,6 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		}
 		doc.Hooks = append(doc.Hooks, jsonHook{Kind: h.Kind, Name: h.Name, Events: events, DeletePolicies: h.DeletePolicies,
 			Weight: h.Weight, Action: string(h.Action), RunsAtApply: h.RunsAtApply, Diff: hdiffs[i]})
-	}
-
-	changes := make([]*plan.Change, len(p.Changes))
-	for i := range p.Changes {
-		changes[i] = &p.Changes[i]
-	}
-	sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
-	diffs, err := diffAll(changes, pw.opts.Context, diffSides(p))
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range changes {
-		doc.Changes = append(doc.Changes, toJSONChange(c, diffs[i]))
 	}
 	return doc, nil
 }
