@@ -76,7 +76,7 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 	}
 	var p map[string]interface{}
 	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, "patch unreadable: " + err.Error()
+		return nil, "patch unreadable"
 	}
 	out := live.DeepCopy()
 	for key, v := range p {
