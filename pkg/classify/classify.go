@@ -109,9 +109,8 @@ type Verdict struct {
 // catalogue; the catalogue is used only when no dry-run answer exists.
 func (c *Classifier) Classify(u Update) Verdict {
 	live := comparable(u.Live).Object
-	local := comparable(u.Local).Object
 	if u.DryRunErr != nil {
-		return c.rejected(u, live, local)
+		return c.rejected(u, live, comparable(u.Local).Object)
 	}
 	source := plan.SourceServer
 	if u.Derived {
@@ -120,7 +119,8 @@ func (c *Classifier) Classify(u Update) Verdict {
 	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
-		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, local)}
+		// The local prediction is compared only without a server answer.
+		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, comparable(u.Local).Object)}
 	}
 	changed := ChangedPaths(live, predicted.Object)
 	if source == plan.SourceCatalogue {
