@@ -49,6 +49,9 @@ type Update struct {
 	Original, Target *unstructured.Unstructured
 	// Secret hides values from server messages.
 	Secret bool
+	// Derived: Predicted was derived without asking the server (see
+	// predict.Derive); the reasons say so.
+	Derived bool
 }
 
 // Backfill returns a copy of the local prediction with the server-only
@@ -106,15 +109,18 @@ type Verdict struct {
 // catalogue; the catalogue is used only when no dry-run answer exists.
 func (c *Classifier) Classify(u Update) Verdict {
 	live := comparable(u.Live).Object
-	local := comparable(u.Local).Object
 	if u.DryRunErr != nil {
-		return c.rejected(u, live, local)
+		return c.rejected(u, live, comparable(u.Local).Object)
 	}
 	source := plan.SourceServer
+	if u.Derived {
+		source = plan.SourceDerived
+	}
 	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
-		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, local)}
+		// The local prediction is compared only without a server answer.
+		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, comparable(u.Local).Object)}
 	}
 	changed := ChangedPaths(live, predicted.Object)
 	if source == plan.SourceCatalogue {

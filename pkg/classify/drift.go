@@ -16,10 +16,14 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 	}
 	// Decoded as the server decodes them (1024Mi is 1Gi), but not defaulted:
 	// a field the release left to its default is not the release's.
-	orig, cur := Normalize(decoded(original)).Object, Normalize(decoded(live)).Object
+	decodedLive := decoded(live)
+	orig, cur := Normalize(decoded(original)).Object, Normalize(decodedLive).Object
 	var want, got map[string]interface{}
 	if predicted != nil && target != nil {
-		want, got = decoded(target).Object, decoded(predicted).Object
+		want, got = decoded(target).Object, decodedLive.Object
+		if predicted != live { // a noop predicts live itself
+			got = decoded(predicted).Object
+		}
 	}
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
@@ -32,6 +33,7 @@ type UpgradeOptions struct {
 	Force            bool
 	PlanOut          string
 	Ignore           []string
+	ServerDryRun     string
 	PlanIn           string
 	PlanMaxAge       time.Duration
 	// Recover settles the journal an interrupted apply left.
@@ -80,6 +82,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
 	fs.StringArrayVar(&o.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
+	fs.StringVar(&o.ServerDryRun, "server-dry-run", string(planner.ServerDryRunNeeded), "which updates the plan sends to the API server as dry-runs: needed (where its answer can differ from what the tool derives: see docs/performance.md) or all")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&o.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
@@ -101,6 +104,11 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	o.Render.Namespace = o.Config.Namespace
 	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore,
 		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
+	dryRuns, err := planner.ParseServerDryRun(o.ServerDryRun)
+	if err != nil {
+		return err
+	}
+	o.Request.ServerDryRun = dryRuns
 	acks, err := o.Gate.Collect()
 	if err != nil {
 		return err
@@ -238,7 +246,7 @@ func (o *UpgradeOptions) report(planned *upgrade.Planned) error {
 	opts := o.Report.Options(o.Streams.Color())
 	opts.ChartDir = report.ChartDir(o.Request.ChartRef) // SARIF locations
 	opts.HideSecrets = o.Render.HideSecret
-	if err := report.Write(o.Streams.Out, planned.Plan, opts); err != nil {
+	if err := o.Config.Stage("report", func() error { return report.Write(o.Streams.Out, planned.Plan, opts) }); err != nil {
 		return err
 	}
 	if o.GitHubActions {

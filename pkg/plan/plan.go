@@ -44,6 +44,25 @@ const (
 	SourceServer    Source = "server"    // the API server's dry-run answer
 	SourceCatalogue Source = "catalogue" // our per-kind knowledge, when no dry-run could be made
 	SourceHelm      Source = "helm"      // Helm's own rules (resource policy, ownership, CRDs)
+	// SourceDerived: derived without a dry-run, where the server's answer
+	// cannot differ (docs/performance.md).
+	SourceDerived Source = "derived"
+)
+
+// Prediction says how an update's or a create's outcome was established.
+type Prediction string
+
+// Predictions.
+const (
+	// PredictionNone: nothing to predict (a noop, a deletion) or no server
+	// to ask (offline, RBAC forbids the dry-run): see the reasons' source.
+	PredictionNone Prediction = ""
+	// PredictionServer: the API server's dry-run answered.
+	PredictionServer Prediction = "server"
+	// PredictionDerived: derived without asking the server, whose answer
+	// cannot differ: a change confined to metadata labels or annotations
+	// that no admission webhook or policy can see (docs/performance.md).
+	PredictionDerived Prediction = "derived"
 )
 
 // Reason explains a verdict with the field path it concerns.
@@ -104,9 +123,12 @@ type Change struct {
 	// Blocking changes stop the upgrade whatever is acknowledged.
 	Blocking bool
 	Reasons  []Reason
-	Rollout  *Rollout
-	Drift    []Drift
-	Notes    []string
+	// Prediction says whether the server confirmed the verdict (a dry-run)
+	// or it was derived without asking.
+	Prediction Prediction
+	Rollout    *Rollout
+	Drift      []Drift
+	Notes      []string
 	// Source is the chart template the object was rendered from (Helm's
 	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
 	// unknown.

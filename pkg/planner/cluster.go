@@ -48,6 +48,12 @@ type Cluster interface {
 	// Budgets returns the PodDisruptionBudgets of namespace; ErrNoServer
 	// offline.
 	Budgets(ctx context.Context, namespace string) ([]Budget, error)
+	// Observed returns "" when nothing but the API server's built-in code
+	// sees a patch of obj: no admission webhook or policy may see it, and
+	// the authorizer certainly allows it. Otherwise it names who may, or why
+	// that is unknown; offline it always does (there is no server whose
+	// answer to derive).
+	Observed(ctx context.Context, obj *manifest.Object) string
 }
 
 // Budget is a PodDisruptionBudget as the rollout notes need it.
@@ -133,8 +139,13 @@ func (Offline) Claims(context.Context, string, func(string) bool) ([]Claim, erro
 // ErrNoServer is what an offline Cluster answers to a dry-run.
 var ErrNoServer = errors.New("no API server to ask (offline)")
 
-// Live is a Cluster backed by the API server.
-type Live struct{ *live.Cluster }
+// Live is a Cluster backed by the API server. Observers, read once per plan,
+// say who besides the server's built-in code sees a patch; nil: unknown,
+// every update is sent as a dry-run.
+type Live struct {
+	*live.Cluster
+	Observers *live.Observers
+}
 
 var _ Cluster = Live{}
 
@@ -149,6 +160,24 @@ func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object) map[manifes
 // Get implements Cluster.
 func (l Live) Get(ctx context.Context, obj, _ *manifest.Object) live.State {
 	return l.Cluster.Get(ctx, obj)
+}
+
+// Observed implements Cluster.
+func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
+	if l.Observers == nil {
+		return "observers not read"
+	}
+	_, mapping, err := l.Resource(obj.GVK, obj.ID.Namespace)
+	if err != nil {
+		return err.Error()
+	}
+	if who := l.Observers.AdmissionSees(ctx, mapping.Resource, "UPDATE"); who != "" {
+		return who
+	}
+	if !l.Observers.MayPatch(ctx, mapping.Resource, obj.ID.Namespace, obj.ID.Name) {
+		return "the authorizer may refuse the patch"
+	}
+	return ""
 }
 
 // DryRunCreate implements Cluster.
@@ -206,6 +235,9 @@ func (o Offline) Get(_ context.Context, _, prev *manifest.Object) live.State {
 	addHelmMetadata(prev.Obj, o.Release, o.Namespace)
 	return live.State{Obj: prev.Obj}
 }
+
+// Observed implements Cluster.
+func (Offline) Observed(context.Context, *manifest.Object) string { return "offline" }
 
 // DryRunCreate implements Cluster.
 func (Offline) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Unstructured, error) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,37 @@ type Planner struct {
 	// the caller reuses it for what the apply prints. nil: one is made for
 	// each plan.
 	Sanitizer *redact.Sanitizer
+	// ServerDryRun says which updates are sent to the server as dry-runs
+	// (--server-dry-run); "" is ServerDryRunNeeded.
+	ServerDryRun ServerDryRun
+	// Stats, when set, counts how each update was predicted (--debug).
+	Stats *Stats
+}
+
+// ServerDryRun says which updates the planner sends to the API server as
+// dry-runs.
+type ServerDryRun string
+
+// Values of --server-dry-run.
+const (
+	// ServerDryRunNeeded asks the server wherever its answer can differ
+	// from what the planner derives; see predict.Derive and
+	// Cluster.Observed.
+	ServerDryRunNeeded ServerDryRun = "needed"
+	// ServerDryRunAll asks the server about every update, as before
+	// derivation existed.
+	ServerDryRunAll ServerDryRun = "all"
+)
+
+// ParseServerDryRun reads the value of --server-dry-run.
+func ParseServerDryRun(s string) (ServerDryRun, error) {
+	switch v := ServerDryRun(s); v {
+	case "", ServerDryRunNeeded:
+		return ServerDryRunNeeded, nil
+	case ServerDryRunAll:
+		return v, nil
+	}
+	return "", fmt.Errorf("--server-dry-run=%s: want %s or %s", s, ServerDryRunNeeded, ServerDryRunAll)
 }
 
 // New returns a Planner for cluster.
@@ -116,23 +148,28 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
-	work := p.evaluations(ctx, ids, prev, next)
+	var work []evaluation
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(p.Concurrency, 1))
-	for i, id := range ids {
-		g.Go(func() (err error) {
-			defer panics.Recover(&err) // a panic here would exit 2, the gate's code
-			e := work[i]
-			work[i] = evaluation{} // its objects are garbage once it is evaluated
-			changes[i], err = p.change(gctx, in, e, crdKinds, san)
-			markRegenerated(&changes[i], regen[id])
-			markIgnored(&changes[i], in.Ignore)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	// err becomes the first failure of an object.
+	p.Stats.timed(stageObjects, func() {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(max(p.Concurrency, 1))
+		for i, id := range ids {
+			g.Go(func() (err error) {
+				defer panics.Recover(&err) // a panic here would exit 2, the gate's code
+				e := work[i]
+				work[i] = evaluation{} // its objects are garbage once it is evaluated
+				changes[i], err = p.change(gctx, in, e, crdKinds, san)
+				markRegenerated(&changes[i], regen[id])
+				markIgnored(&changes[i], in.Ignore)
+				return err
+			})
+		}
+		err = g.Wait()
+	})
+	if err != nil {
 		return nil, san.Error(err)
 	}
 	sanitizeChanges(changes, san) // before fingerprints
@@ -314,6 +351,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 		return
 	case err != nil:
 		if rejectsObject(err) {
+			c.Prediction = plan.PredictionServer
 			c.Class = plan.ClassInvalid
 			c.Destructive, c.Blocking = true, true
 			c.Reasons = []plan.Reason{{Message: "the server rejects the new object: " + sanitize(err, next.Obj), Source: plan.SourceServer}}
@@ -321,6 +359,8 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 			c.Notes = append(c.Notes, "not validated by the server: "+sanitize(err, next.Obj))
 		}
 		created = next.Obj
+	default:
+		c.Prediction = plan.PredictionServer
 	}
 	c.After = p.shown(created)
 }
@@ -369,14 +409,23 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
-	if ssa {
+	start := time.Now()
+	switch {
+	case ssa:
 		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
-	} else {
+	default:
+		if predicted = p.derive(ctx, next, liveObj, pt, patch); predicted != nil {
+			u.Predicted, u.Derived = p.Masker.Object(predicted), true
+			c.Prediction = plan.PredictionDerived
+			break
+		}
 		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
 	}
 	if err != nil {
 		return err
 	}
+	p.Stats.add(stagePredict, start)
+	defer p.Stats.add(stageClassify, time.Now())
 	v := p.Classifier.Classify(u)
 	if v.Noop {
 		c.Action = plan.ActionNoop
@@ -459,6 +508,27 @@ func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.O
 	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
 }
 
+// derive returns the object the server would store for patch, derived
+// without asking it, or nil when its answer could differ (see
+// predict.Derive and Cluster.Observed) or --server-dry-run=all.
+func (p *Planner) derive(ctx context.Context, next *manifest.Object, liveObj *unstructured.Unstructured, pt types.PatchType, patch []byte) *unstructured.Unstructured {
+	if p.ServerDryRun == ServerDryRunAll {
+		p.Stats.asked("--server-dry-run=all")
+		return nil
+	}
+	derived, why := predict.Derive(liveObj, patch, pt)
+	if derived == nil {
+		p.Stats.asked(why)
+		return nil
+	}
+	if who := p.Cluster.Observed(ctx, next); who != "" {
+		p.Stats.asked("seen by " + who)
+		return nil
+	}
+	p.Stats.derived()
+	return derived
+}
+
 // dryRun asks the server for the predicted object and records its answer in
 // u; offline, or when RBAC forbids the dry-run, it returns nil and the
 // classifier falls back to the catalogue.
@@ -500,11 +570,13 @@ func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update
 		return nil, fmt.Errorf("%s: %w", c.ID, dryErr)
 	case dryErr == nil:
 		u.Predicted = p.Masker.Object(predicted)
+		c.Prediction = plan.PredictionServer
 		return predicted, nil
 	case apierrors.IsForbidden(dryErr) && strings.Contains(dryErr.Error(), "cannot patch resource"):
 		c.Notes = append(c.Notes, "RBAC forbids a dry-run patch here; verdict from the catalogue: "+dryErr.Error())
 	default:
 		u.DryRunErr = dryErr
+		c.Prediction = plan.PredictionServer
 		if apierrors.IsInvalid(dryErr) {
 			_, u.RecreateErr = p.Cluster.DryRunCreate(ctx, next)
 		}

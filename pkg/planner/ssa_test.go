@@ -236,3 +236,6 @@ func (*ssaCluster) Claims(context.Context, string, func(string) bool) ([]Claim, 
 }
 
 func (*ssaCluster) Budgets(context.Context, string) ([]Budget, error) { return nil, ErrNoServer }
+
+// Observed: a fake server whose answers are always asked for.
+func (*ssaCluster) Observed(context.Context, *manifest.Object) string { return "a fake server" }

@@ -157,7 +157,7 @@ func fixturePlan() *plan.Plan {
 		Changes: []plan.Change{
 			{
 				ID: id("", "ConfigMap", "web-config"), APIVersion: "v1",
-				Action: plan.ActionUpdate, Class: plan.ClassInPlace,
+				Action: plan.ActionUpdate, Class: plan.ClassInPlace, Prediction: plan.PredictionServer,
 				Reasons: []plan.Reason{{Path: "data.LOG_LEVEL", Message: "data changed; pods are not restarted", Source: plan.SourceServer}},
 				Notes:   []string{"no pod template carries a checksum of it | restart pods to pick it up"},
 				Before:  configMap("info"), After: configMap("debug"),

@@ -54,24 +54,28 @@ type jsonSummary struct {
 }
 
 type jsonChange struct {
-	APIVersion   string       `json:"apiVersion"`
-	Kind         string       `json:"kind"`
-	Namespace    string       `json:"namespace"`
-	Name         string       `json:"name"`
-	Action       string       `json:"action"`
-	Class        string       `json:"class,omitempty"`
-	Destructive  bool         `json:"destructive"`
-	Acknowledged bool         `json:"acknowledged"`
-	AckedBy      string       `json:"ackedBy,omitempty"`
-	Blocking     bool         `json:"blocking,omitempty"`
-	Regenerated  bool         `json:"regenerated,omitempty"`
-	Ignored      bool         `json:"ignored,omitempty"`
-	Fingerprint  string       `json:"fingerprint"`
-	Reasons      []jsonReason `json:"reasons"`
-	Diff         string       `json:"diff"`
-	Rollout      *jsonRollout `json:"rollout,omitempty"`
-	Drift        []jsonDrift  `json:"drift,omitempty"`
-	Notes        []string     `json:"notes,omitempty"`
+	APIVersion   string `json:"apiVersion"`
+	Kind         string `json:"kind"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Action       string `json:"action"`
+	Class        string `json:"class,omitempty"`
+	Destructive  bool   `json:"destructive"`
+	Acknowledged bool   `json:"acknowledged"`
+	AckedBy      string `json:"ackedBy,omitempty"`
+	Blocking     bool   `json:"blocking,omitempty"`
+	Regenerated  bool   `json:"regenerated,omitempty"`
+	Ignored      bool   `json:"ignored,omitempty"`
+	Fingerprint  string `json:"fingerprint"`
+	// Prediction: server (a dry-run answered) or derived (not asked: its
+	// answer cannot differ); omitted when neither (noops, deletions,
+	// catalogue verdicts).
+	Prediction string       `json:"prediction,omitempty"`
+	Reasons    []jsonReason `json:"reasons"`
+	Diff       string       `json:"diff"`
+	Rollout    *jsonRollout `json:"rollout,omitempty"`
+	Drift      []jsonDrift  `json:"drift,omitempty"`
+	Notes      []string     `json:"notes,omitempty"`
 }
 
 type jsonReason struct {
@@ -261,6 +265,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Regenerated:  c.Regenerated,
 		Ignored:      c.Ignored,
 		Fingerprint:  c.Fingerprint,
+		Prediction:   string(c.Prediction),
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
 		Notes:        c.Notes,

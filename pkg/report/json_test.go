@@ -78,7 +78,7 @@ func TestJSONContract(t *testing.T) {
 		for _, r := range c["reasons"].([]interface{}) {
 			reason := r.(map[string]interface{})
 			hasKeys(t, what+" reason", reason, "path", "message", "source")
-			if s := reason["source"]; s != "server" && s != "catalogue" && s != "helm" {
+			if s := reason["source"]; s != "server" && s != "derived" && s != "catalogue" && s != "helm" {
 				t.Errorf("%s: reason source %q", what, s)
 			}
 		}

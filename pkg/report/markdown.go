@@ -77,6 +77,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if n := noops(p); n > 0 {
 		fmt.Fprintf(&after, "\n_%s unchanged, not shown._\n", plural(n, "object", "objects"))
 	}
+	if line := derivedLine(p); line != "" {
+		fmt.Fprintf(&after, "\n_%s_\n", mdText(line))
+	}
 	if len(p.Hooks) > 0 {
 		after.WriteString("\n### Hooks\n\nHelm creates each anew when its event runs.\n\n")
 		for _, h := range p.Hooks {

@@ -248,6 +248,22 @@ func noops(p *plan.Plan) int {
 	return n
 }
 
+// derivedLine says how many verdicts were derived without a server
+// dry-run; "" when none was.
+func derivedLine(p *plan.Plan) string {
+	n := 0
+	for i := range p.Changes {
+		if p.Changes[i].Prediction == plan.PredictionDerived {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s derived without a server dry-run (source: derived): metadata-only changes no admission webhook or policy sees; --server-dry-run=all asks the server about each.",
+		plural(n, "verdict", "verdicts"))
+}
+
 // objectName is "namespace/name", or "name" for cluster-scoped objects.
 func objectName(c *plan.Change) string {
 	if c.ID.Namespace == "" {

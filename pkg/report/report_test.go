@@ -335,3 +335,34 @@ func TestReleaseLineApplyMethod(t *testing.T) {
 		t.Errorf("client-side release: %q", got)
 	}
 }
+
+// TestDerivedMarked: every format says which verdicts the server confirmed
+// and which were derived without a dry-run.
+func TestDerivedMarked(t *testing.T) {
+	p := offlineInstallPlan()
+	p.Offline = false
+	p.Changes = append(p.Changes, plan.Change{
+		ID: id("", "ServiceAccount", "worker"), APIVersion: "v1", Action: plan.ActionUpdate, Class: plan.ClassInPlace,
+		Prediction: plan.PredictionDerived,
+		Reasons:    []plan.Reason{{Path: "metadata.labels.helm.sh/chart", Message: "changed", Source: plan.SourceDerived}},
+	}, plan.Change{
+		ID: id("", "ConfigMap", "settings"), APIVersion: "v1", Action: plan.ActionUpdate, Class: plan.ClassInPlace,
+		Prediction: plan.PredictionServer,
+		Reasons:    []plan.Reason{{Path: "data.mode", Message: "changed", Source: plan.SourceServer}},
+	})
+	for f, want := range map[string][]string{
+		FormatText:     {"metadata.labels.helm.sh/chart: changed (source: derived)", "1 verdict derived without a server dry-run", "--server-dry-run=all"},
+		FormatMarkdown: {"changed (source: derived)", "1 verdict derived without a server dry-run"},
+		FormatJSON:     {`"prediction": "derived"`, `"prediction": "server"`, `"source": "derived"`},
+	} {
+		out := write(t, p, Options{Format: f})
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q:\n%s", f, w, out)
+			}
+		}
+	}
+	if out := write(t, offlineInstallPlan(), Options{Format: FormatText}); strings.Contains(out, "derived") {
+		t.Errorf("a plan without derived verdicts mentions them:\n%s", out)
+	}
+}

@@ -85,6 +85,9 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if n := noops(p); n > 0 {
 		fmt.Fprintln(bw, plural(n, "object", "objects")+" unchanged, not shown.")
 	}
+	if line := derivedLine(p); line != "" {
+		fmt.Fprintln(bw, line)
+	}
 
 	if len(p.Hooks) > 0 {
 		fmt.Fprintln(bw, "\nHooks (Helm creates each anew when its event runs):")

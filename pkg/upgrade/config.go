@@ -17,8 +17,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -101,6 +103,9 @@ type Config struct {
 	// identity. server is the API server's URL.
 	Identity ClusterIdentity
 	server   string
+	// requests counts every request sent to the API server, Helm's
+	// included (--debug prints them per stage).
+	requests *atomic.Int64
 }
 
 // NewConfig returns the configuration of one run. userAgent marks every
@@ -114,6 +119,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 			fmt.Fprintf(out, "debug: "+format+"\n", args...)
 		})
 	}
+	requests := new(atomic.Int64)
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok {
 		warnings := sanitizedWarnings(out, san)
 		// Helm's own wrapper sets --qps and --burst-limit (HELM_QPS,
@@ -127,11 +133,48 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 				c.UserAgent = userAgent
 			}
 			c.WarningHandler = warnings
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, requests} })
 			return c
 		}
 	}
 	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now,
-		Masker: masker, Sanitizer: san}
+		Masker: masker, Sanitizer: san, requests: requests}
+}
+
+// counting counts the requests that pass through it.
+type counting struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(req)
+}
+
+// Requests is the number of requests sent to the API server so far (0 when
+// the client configuration is not Helm's, whose requests are not counted).
+func (c *Config) Requests() int64 {
+	if c.requests == nil {
+		return 0
+	}
+	return c.requests.Load()
+}
+
+// Stage runs one stage of a run and, with --debug, says how long it took
+// and how many requests it sent.
+func (c *Config) Stage(name string, run func() error) error {
+	start, before := time.Now(), c.Requests()
+	err := run()
+	c.logStage(name, time.Since(start), c.Requests()-before, "")
+	return err
+}
+
+func (c *Config) logStage(name string, took time.Duration, requests int64, detail string) {
+	if detail != "" {
+		detail = "; " + detail
+	}
+	c.Logf("stage %s: %s, %d request(s)%s", name, took.Round(time.Millisecond), requests, detail)
 }
 
 // progress says which stage starts, when Progress is set.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -33,6 +34,10 @@ type PlanRequest struct {
 	// or if it is older than SavedMaxAge (0: no limit).
 	Saved       *SavedPlan
 	SavedMaxAge time.Duration
+	// ServerDryRun is --server-dry-run: which updates are sent to the API
+	// server as dry-runs ("" asks only where its answer can differ from
+	// what the planner derives).
+	ServerDryRun planner.ServerDryRun
 }
 
 // Planned is a plan with what is needed to save or apply it.
@@ -49,12 +54,15 @@ type Planned struct {
 // Plan renders the release as `helm upgrade` would and plans it against the
 // cluster. It sends no write but dry-run requests.
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
-	if err := c.Connect(ctx); err != nil {
-		return nil, err
-	}
-	// An interrupted apply's deleted objects come back (--recover) before
-	// anything is planned against a cluster missing them.
-	if err := apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace); err != nil {
+	err := c.Stage("connect", func() error {
+		if err := c.Connect(ctx); err != nil {
+			return err
+		}
+		// An interrupted apply's deleted objects come back (--recover)
+		// before anything is planned against a cluster missing them.
+		return apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace)
+	})
+	if err != nil {
 		return nil, err
 	}
 	if req.Saved != nil {
@@ -71,7 +79,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	begin := time.Now()
-	start := begin
+	start, requests := begin, c.Requests()
 	c.progress("Rendering %s", req.ChartRef)
 	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
@@ -85,6 +93,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.logStage("render", time.Since(begin), c.Requests()-requests, "")
 	if req.Saved != nil {
 		if err := req.Saved.useIn(res, req.Render); err != nil {
 			return nil, err
@@ -104,10 +113,15 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
 	addHookSecrets(c.Sanitizer, res)
-	p, err := c.planner(planner.Live{Cluster: c.Cluster}, c.ServerVersion).Plan(ctx, in)
+	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster)}, c.ServerVersion)
+	pl.ServerDryRun = req.ServerDryRun
+	stats := &planner.Stats{Requests: c.Requests}
+	pl.Stats = stats
+	p, err := pl.Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
+	c.logStages(stats)
 	// APIs the cluster no longer serves, in the last release or the new render.
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, c.Namespace, c.Cluster, apis.ForCluster(c.Cluster.Mapper, minor)); err != nil {
@@ -128,6 +142,15 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
+}
+
+// logStages logs, with --debug, the planner's stages: the bulk read of the
+// live objects, and the pass over each object where predictions (dry-runs or
+// derivations) and classifications run concurrently.
+func (c *Config) logStages(s *planner.Stats) {
+	c.logStage("live", s.Live, s.LiveRequests, "LISTs of the objects")
+	c.logStage("predict+classify", s.Objects, s.ObjectRequests, fmt.Sprintf("summed over the objects evaluated concurrently: predict %s, classify %s; %s",
+		s.Predict.Round(time.Millisecond), s.Classify.Round(time.Millisecond), s))
 }
 
 // planner is a planner over cluster with the run's masker and sanitiser.

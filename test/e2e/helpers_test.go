@@ -109,9 +109,11 @@ type jsonChange struct {
 	Destructive  bool   `json:"destructive"`
 	Acknowledged bool   `json:"acknowledged"`
 	Fingerprint  string `json:"fingerprint"`
-	Regenerated  bool   `json:"regenerated"`
-	Blocking     bool   `json:"blocking"`
-	Reasons      []struct {
+	// Prediction: server (a dry-run answered) or derived.
+	Prediction  string `json:"prediction"`
+	Regenerated bool   `json:"regenerated"`
+	Blocking    bool   `json:"blocking"`
+	Reasons     []struct {
 		Path, Message, Source string
 		Regenerated           bool
 		// Manager owns Path, on a server-side apply conflict.

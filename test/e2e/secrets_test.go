@@ -24,11 +24,9 @@ func denySecretChanges(t *testing.T, c *testcluster.Cluster, ns string, dryRunTo
 	if !dryRunToo {
 		expr = "request.dryRun == true || " + expr
 	}
-	name := "deny-pw-" + ns
-	adm := c.Clientset(t).AdmissionregistrationV1()
 	fail := admissionv1.Fail
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+	bindPolicy(t, c, ns, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-pw-" + ns},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
@@ -42,25 +40,6 @@ func denySecretChanges(t *testing.T, c *testcluster.Cluster, ns string, dryRunTo
 				MessageExpression: "'bad password: ' + string(object.data.pw) + ' old=' + string(oldObject.data.pw)",
 			}},
 		},
-	}
-	if _, err := adm.ValidatingAdmissionPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
-	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = adm.ValidatingAdmissionPolicyBindings().Delete(t.Context(), name, metav1.DeleteOptions{})
-		_ = adm.ValidatingAdmissionPolicies().Delete(t.Context(), name, metav1.DeleteOptions{})
 	})
 	// Policies take effect once the API server's informer has them: wait
 	// until a change of a probe Secret is refused.

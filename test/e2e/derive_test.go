@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// bumpChart is a chart whose objects carry the chart version in their
+// metadata labels only, as helm create's charts do: a version bump changes
+// nothing else. Its Secret is written with stringData, which Helm sends
+// again on every upgrade.
+func bumpChart(t *testing.T, version string) string {
+	label := "metadata: {name: %s, labels: {helm.sh/chart: 'app-{{ .Chart.Version }}'}}\n"
+	return writeChart(t, "app", version, map[string]string{
+		"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\n" + fmt.Sprintf(label, "settings") + "data: {mode: a}\n",
+		"secret.yaml": "apiVersion: v1\nkind: Secret\n" + fmt.Sprintf(label, "creds") + "stringData: {pw: s3cret-bump}\n",
+		"svc.yaml":    "apiVersion: v1\nkind: Service\n" + fmt.Sprintf(label, "api") + "spec: {selector: {app: api}, ports: [{port: 80}]}\n",
+		"d.yaml": "apiVersion: apps/v1\nkind: Deployment\n" + fmt.Sprintf(label, "web") + `spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.25"}]}
+`,
+	})
+}
+
+var bumped = []struct{ kind, name, resource string }{
+	{"ConfigMap", "settings", "configmaps"}, {"Secret", "creds", "secrets"},
+	{"Service", "api", "services"}, {"Deployment", "web", "deployments"},
+}
+
+// dryRunPatches counts, per resource, the tool's dry-run PATCHes of objects
+// in ns since the audit mark before.
+func dryRunPatches(t *testing.T, c *testcluster.Cluster, ns string, before int) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, e := range c.AuditEvents(t, nil)[before:] {
+		if strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") && e.Verb == "patch" && e.ObjectRef.Namespace == ns &&
+			strings.Contains(e.RequestURI, "dryRun=All") && e.Stage == "ResponseComplete" {
+			out[e.ObjectRef.Resource]++
+		}
+	}
+	return out
+}
+
+// verdict is what a change says, without how it was established.
+func verdict(c jsonChange) jsonChange {
+	c.Prediction = ""
+	for i := range c.Reasons {
+		c.Reasons[i].Source = ""
+	}
+	return c
+}
+
+// TestDerivedChartBump (issue 14): a chart version bump changes only the
+// metadata labels of built-in kinds; with no admission webhook or policy
+// that can see the updates, the plan derives them without a dry-run, and
+// --server-dry-run=all asks the server about each and gets the same
+// verdicts, diffs and drift.
+func TestDerivedChartBump(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
+	next := bumpChart(t, "2.0.0")
+
+	before := auditMark(t, c)
+	derived, r := planJSON(t, c, "app", next, "-n", ns, "--debug")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	for _, want := range []string{"stage render:", "stage live:", "stage predict+classify:", "stage report:", "request(s)", "derived without a dry-run"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("--debug does not say %q:\n%s", want, r.Stderr)
+		}
+	}
+	if n := dryRunPatches(t, c, ns, before); len(n) != 0 {
+		t.Errorf("dry-run patches sent for a metadata-only bump: %v\n%s", n, r.Stderr)
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
+
+	before = auditMark(t, c)
+	asked, r := planJSON(t, c, "app", next, "-n", ns, "--server-dry-run=all")
+	if r.Code != 0 {
+		t.Fatalf("--server-dry-run=all: exit %d\n%s", r.Code, r.Stderr)
+	}
+	n := dryRunPatches(t, c, ns, before)
+	for _, o := range bumped {
+		d, a := derived.change(t, o.kind, o.name), asked.change(t, o.kind, o.name)
+		if d.Prediction != "derived" || a.Prediction != "server" {
+			t.Errorf("%s/%s: prediction %q then %q, want derived then server", o.kind, o.name, d.Prediction, a.Prediction)
+		}
+		if d.Action != "update" || d.Class != "in-place" || !hasPathPrefix(d.paths(), "metadata.labels") {
+			t.Errorf("%s/%s: %s %s %v, want an in-place update of metadata.labels", o.kind, o.name, d.Action, d.Class, d.paths())
+		}
+		if !reflect.DeepEqual(verdict(d), verdict(a)) {
+			t.Errorf("%s/%s: derived and server verdicts differ:\nderived %+v\nserver  %+v", o.kind, o.name, d, a)
+		}
+		if n[o.resource] != 1 {
+			t.Errorf("%s/%s: %d dry-run patches with --server-dry-run=all, want 1", o.kind, o.name, n[o.resource])
+		}
+	}
+}
+
+// TestServerAskedWhenAdmissionSees (issue 14): a ValidatingAdmissionPolicy
+// that can see Service updates makes the plan ask the server about the
+// Service (the audit log shows the dry-run), while the ConfigMap, which it
+// cannot see, is still derived.
+func TestServerAskedWhenAdmissionSees(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // a cluster-wide policy
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
+	watchServices(t, c, ns)
+
+	before := auditMark(t, c)
+	p, r := planJSON(t, c, "app", bumpChart(t, "2.0.0"), "-n", ns, "--debug")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := p.change(t, "Service", "api").Prediction; got != "server" {
+		t.Errorf("Service seen by a policy: prediction %q, want server", got)
+	}
+	if got := p.change(t, "ConfigMap", "settings").Prediction; got != "derived" {
+		t.Errorf("ConfigMap no policy sees: prediction %q, want derived", got)
+	}
+	n := dryRunPatches(t, c, ns, before)
+	if n["services"] != 1 || n["configmaps"] != 0 {
+		t.Errorf("dry-run patches %v: want the Service's only\n%s", n, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "seen by ValidatingAdmissionPolicy") {
+		t.Errorf("--debug does not say why the Service was sent:\n%s", r.Stderr)
+	}
+}
+
+// watchServices installs a ValidatingAdmissionPolicy, bound to ns, that sees
+// (and allows) every Service update.
+func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
+	t.Helper()
+	bindPolicy(t, c, ns, &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "watch-services-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: "true"}},
+		},
+	})
+}
+
+// bindPolicy creates policy and a binding of it, denying, to ns only; both
+// are deleted when the test ends.
+func bindPolicy(t *testing.T, c *testcluster.Cluster, ns string, policy *admissionv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	name := policy.Name
+	adm := c.Clientset(t).AdmissionregistrationV1()
+	if _, err := adm.ValidatingAdmissionPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+		},
+	}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = adm.ValidatingAdmissionPolicyBindings().Delete(t.Context(), name, metav1.DeleteOptions{})
+		_ = adm.ValidatingAdmissionPolicies().Delete(t.Context(), name, metav1.DeleteOptions{})
+	})
+}
+
+// TestPlanVerdictsWithEveryDryRun (issue 14): the verdict table, planned
+// once as by default and once with --server-dry-run=all, gives the same
+// verdicts, reasons, diffs and drift for every object.
+func TestPlanVerdictsWithEveryDryRun(t *testing.T) {
+	c := testcluster.Get(t)
+	forEachPlanCase(t, c, func(t *testing.T, tc planCase, ns string) {
+		c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", tc.v1), "-n", ns)
+		if tc.setup != nil {
+			tc.setup(t, c, ns)
+		}
+		chart := writeChart(t, "app", "2.0.0", tc.v2)
+		byDefault, r1 := planJSON(t, c, "app", chart, "-n", ns)
+		asked, r2 := planJSON(t, c, "app", chart, "-n", ns, "--server-dry-run=all")
+		if r1.Code != r2.Code || len(byDefault.Changes) != len(asked.Changes) {
+			t.Fatalf("exit %d and %d, %d and %d changes", r1.Code, r2.Code, len(byDefault.Changes), len(asked.Changes))
+		}
+		for i := range byDefault.Changes {
+			d, a := byDefault.Changes[i], asked.Changes[i]
+			if a.Action == "update" && a.Prediction == "derived" {
+				t.Errorf("%s/%s derived with --server-dry-run=all", a.Kind, a.Name)
+			}
+			if !reflect.DeepEqual(verdict(d), verdict(a)) {
+				t.Errorf("%s/%s: verdicts differ:\ndefault %+v\nall     %+v", d.Kind, d.Name, d, a)
+			}
+		}
+	})
+}
