@@ -149,7 +149,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next) })
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -209,7 +209,7 @@ type evaluation struct {
 // Nothing else holds them once the sets are dropped, so each object's
 // parsed and live forms become garbage as soon as its change is evaluated:
 // memory grows with the changes, not with the release.
-func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set) []evaluation {
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool) []evaluation {
 	work := make([]evaluation, len(ids))
 	objs := make([]*manifest.Object, 0, len(ids))
 	for i, id := range ids {
@@ -220,13 +220,29 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 			objs = append(objs, work[i].prev)
 		}
 	}
-	prefetched := p.Cluster.Prefetch(ctx, objs)
+	prefetched := p.Cluster.Prefetch(ctx, objs, leanLive(prev, ssa))
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
 			work[i].prefetched = &st
 		}
 	}
 	return work
+}
+
+// leanLive drops from the live objects what a client-side (Helm 3) plan
+// never reads: metadata.managedFields, server-side apply's field ownership,
+// often more than half of an object. A Helm 4 server-side apply reads them
+// (conflicts, owners of drift), and so does an object without a last-release
+// form, which Helm diffs against the live object itself.
+func leanLive(prev *manifest.Set, ssa bool) live.Trim {
+	if ssa {
+		return nil
+	}
+	return func(o *manifest.Object, obj *unstructured.Unstructured) {
+		if prev.Get(o.ID) != nil {
+			unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		}
+	}
 }
 
 // change evaluates one object.
