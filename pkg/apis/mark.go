@@ -59,13 +59,38 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 	if err != nil {
 		return err
 	}
-	// Kinds whose CRD the new render brings are judged by the planner.
-	newCRDs := manifest.CRDKinds(next)
+	MarkObjects(p, Objects(prev), Objects(next), manifest.CRDKinds(next), check)
+	return nil
+}
+
+// Object is what Mark needs of a manifest's object: its identity and kind.
+type Object struct {
+	ID  manifest.ObjectID
+	GVK schema.GroupVersionKind
+}
+
+// Objects lists the objects of s as Mark needs them: far smaller than s,
+// so a planner can keep them after dropping s.
+func Objects(s *manifest.Set) []Object {
+	objs := s.Objects()
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = Object{ID: o.ID, GVK: o.GVK}
+	}
+	return out
+}
+
+// MarkObjects is Mark over the objects of both manifests, already parsed:
+// newCRDs are the kinds whose CRD the new render brings (the planner judges
+// those).
+func MarkObjects(p *plan.Plan, prev, next []Object, newCRDs map[schema.GroupKind]bool, check Checker) {
 	byID := map[manifest.ObjectID]*plan.Change{}
 	for i := range p.Changes {
 		byID[p.Changes[i].ID] = &p.Changes[i]
 	}
-	for _, o := range next.Objects() {
+	nextGVK := make(map[manifest.ObjectID]schema.GroupVersionKind, len(next))
+	for _, o := range next {
+		nextGVK[o.ID] = o.GVK
 		c := byID[o.ID]
 		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
@@ -78,14 +103,14 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 			c.Notes = append(c.Notes, "deprecated API: "+s.Message)
 		}
 	}
-	for _, o := range prev.Objects() {
+	for _, o := range prev {
 		c := byID[o.ID]
 		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
 		}
 		if s := check(o.GVK); s.Removed {
 			fix := "rewrite the stored release's manifest to served API versions with helm mapkubeapis (github.com/helm/helm-mapkubeapis), then upgrade"
-			if n := next.Get(o.ID); n != nil && n.GVK == o.GVK {
+			if gvk, ok := nextGVK[o.ID]; ok && gvk == o.GVK {
 				fix = "update the chart to a served API version, " + fix
 			}
 			invalid(c, plan.Reason{Path: "apiVersion", Source: s.Source, Message: fmt.Sprintf(
@@ -93,7 +118,6 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 				o.GVK.GroupVersion(), o.GVK.Kind, o.ID.Name, s.Message, fix)})
 		}
 	}
-	return nil
 }
 
 // invalid makes a change invalid and blocking, the reason first.

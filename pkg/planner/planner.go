@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -50,6 +51,9 @@ type Input struct {
 	SecondRender string
 	// Ignore are the user's --ignore rules.
 	Ignore []IgnoreRule
+	// APIs, when set, judges the API versions of both manifests' objects
+	// against the target cluster (apis.Mark); nil: not judged.
+	APIs apis.Checker
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
@@ -148,6 +152,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
+	// What the API check needs, kept small: the sets are dropped below.
+	var prevAPIs, nextAPIs []apis.Object
+	if in.APIs != nil {
+		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
+	}
 	var work []evaluation
 	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
 	// ids are sorted, so changes come out in report order.
@@ -187,6 +196,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Changes:       changes,
 		Hooks:         hooks,
 		Notes:         in.Notes,
+	}
+	if in.APIs != nil {
+		apis.MarkObjects(out, prevAPIs, nextAPIs, crdKinds, in.APIs)
 	}
 	if in.HooksDisabled && len(hooks) > 0 {
 		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")

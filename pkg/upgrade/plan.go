@@ -112,6 +112,9 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
+	// APIs the cluster no longer serves, in the last release or the new render.
+	minor, _ := apis.ParseMinor(c.ServerVersion)
+	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	addHookSecrets(c.Sanitizer, res)
 	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster)}, c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
@@ -122,11 +125,6 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	c.logStages(stats)
-	// APIs the cluster no longer serves, in the last release or the new render.
-	minor, _ := apis.ParseMinor(c.ServerVersion)
-	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, c.Namespace, c.Cluster, apis.ForCluster(c.Cluster.Mapper, minor)); err != nil {
-		return nil, err
-	}
 	if req.Saved != nil {
 		if err := req.Saved.unmoved(p); err != nil {
 			return nil, err
