@@ -58,6 +58,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	if req.Saved != nil {
+		c.Masker.Key = req.Saved.MaskKey // masked values compare with the reviewed plan's
 		id, err := c.identity(ctx)
 		if err != nil {
 			return nil, err

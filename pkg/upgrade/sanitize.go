@@ -1,11 +1,13 @@
 package upgrade
 
 import (
+	"errors"
 	"io"
 
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/rest"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -48,4 +50,29 @@ func addHookSecrets(san *redact.Sanitizer, res *render.Result) {
 			}
 		}
 	}
+}
+
+// Sanitize returns err without the release's Secret values, in its message
+// and, for a panic, in its stack: what a run says on stderr goes through it.
+func (c *Config) Sanitize(err error) error {
+	var pe *panics.Error
+	if errors.As(err, &pe) {
+		pe.Stack = []byte(c.Sanitizer.String(string(pe.Stack)))
+	}
+	return c.Sanitizer.Error(err)
+}
+
+// Panicked returns the error of a value r recovered from a panic: one line
+// ("internal error: ..."), with the stack for PanicStack. Call it in the
+// deferred function that recovered, so the stack is the panic's.
+func Panicked(r interface{}) error { return panics.New(r) }
+
+// PanicStack returns the stack of the panic err carries (recovered by
+// Panicked, or in one of the tool's goroutines), if it carries one.
+func PanicStack(err error) ([]byte, bool) {
+	var pe *panics.Error
+	if errors.As(err, &pe) {
+		return pe.Stack, true
+	}
+	return nil, false
 }
