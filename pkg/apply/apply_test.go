@@ -331,7 +331,7 @@ func TestApplyRefuses(t *testing.T) {
 			name:     "CustomResourceDefinition recreate",
 			recreate: []plan.Change{recreateChange("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com")},
 			wantIs:   ErrRecreateRefused,
-			wantErr:  []string{"CustomResourceDefinition/widgets.example.com: recreate refused", "deletes every custom resource of its kind"},
+			wantErr:  []string{"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com: recreate refused", "deletes every custom resource of its kind"},
 		},
 		{
 			name:     "Namespace recreate",
@@ -369,7 +369,7 @@ func TestApplyRefuses(t *testing.T) {
 				return c
 			}()},
 			wantIs:  ErrRecreateRefused,
-			wantErr: []string{"Deployment/demo/web: recreate refused: the plan says update (rolling)"},
+			wantErr: []string{"Deployment.apps/demo/web: recreate refused: the plan says update (rolling)"},
 		},
 		{
 			name:    "pending upgrade since the plan",
@@ -573,7 +573,7 @@ func TestApplyUpgradeFailsAfterRecreate(t *testing.T) {
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %v is not an *UpgradeError", err)
 			}
-			want := "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec"
+			want := "safe-upgrade deleted StatefulSet.apps/demo/app-db for recreation; restored from the recreate journal: StatefulSet.apps/demo/app-db re-created with its previous spec"
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "boom") {
 				t.Errorf("error %q does not say %q", err, want)
 			}
@@ -608,7 +608,7 @@ func TestApplyRefusesWithLeftoverJournal(t *testing.T) {
 	kube0, store0 := f.writes()
 	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
 	var je *JournalError
-	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet/demo/app-db") {
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet.apps/demo/app-db") {
 		t.Fatalf("error %v, want a *JournalError naming --recover and the object", err)
 	}
 	if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 || len(fc.deletes) > 0 {
@@ -640,7 +640,7 @@ func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
 	}
 	msg := err.Error()
 	if strings.Contains(strings.ToLower(msg), "nothing was written") ||
-		!strings.Contains(msg, "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec") {
+		!strings.Contains(msg, "safe-upgrade deleted StatefulSet.apps/demo/app-db for recreation; restored from the recreate journal: StatefulSet.apps/demo/app-db re-created with its previous spec") {
 		t.Errorf("error %q does not say what was deleted and restored", msg)
 	}
 	if !fc.exists(t, stsGVR, "app-db") {

@@ -217,7 +217,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired, Destructive: true, Acknowledged: true,
 	}
 	rel, printed := e.apply(t, opts, rendered, false, change)
-	want := fmt.Sprintf("StatefulSet/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
+	want := fmt.Sprintf("StatefulSet.apps/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
 	if !strings.Contains(printed, want) {
 		t.Errorf("printed %q, want %q", printed, want)
 	}
@@ -473,7 +473,7 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1", code)
 			}
-			sts := "StatefulSet/" + e.ns + "/db-db"
+			sts := "StatefulSet.apps/" + e.ns + "/db-db"
 			want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
 			for _, w := range []string{want, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
 				if !strings.Contains(stderr, w) {
@@ -550,7 +550,7 @@ func TestE2EInterruptedApplyRestores(t *testing.T) {
 	node := e.node(t)
 	pods, claims := e.installDB(t, node)
 	out := e.signalApplyWaitingOnHook(t, node, syscall.SIGTERM)
-	want := "safe-upgrade deleted StatefulSet/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet/" + e.ns + "/db-db re-created with its previous spec"
+	want := "safe-upgrade deleted StatefulSet.apps/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet.apps/" + e.ns + "/db-db re-created with its previous spec"
 	if !strings.Contains(out, want) || !strings.Contains(out, "safe-upgrade: exit 1") {
 		t.Errorf("the interrupted apply did not exit 1 saying %q", want)
 	}
@@ -576,7 +576,7 @@ func TestE2EKilledApplyRecovers(t *testing.T) {
 	}
 
 	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run")
-	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet/"+e.ns+"/db-db") {
+	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
 	code, stderr = e.tool(t, e.name, e.chart, "--recover")
