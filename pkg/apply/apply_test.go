@@ -140,21 +140,6 @@ func (f *fixture) seed(t *testing.T) *release.Release {
 	return rel
 }
 
-// addRevision stores a copy of the last revision as the next one.
-func (f *fixture) addRevision(t *testing.T, status release.Status) {
-	t.Helper()
-	last, err := f.cfg.Releases.Last(relName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := *last
-	next.Info = &release.Info{Status: status}
-	next.Version++
-	if err := f.cfg.Releases.Create(&next); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // writes counts the writes to the cluster and to the release storage.
 func (f *fixture) writes() (kube, store int) {
 	f.kube.mu.Lock()
@@ -373,13 +358,13 @@ func TestApplyRefuses(t *testing.T) {
 		},
 		{
 			name:    "pending upgrade since the plan",
-			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusPendingUpgrade) },
+			after:   func(t *testing.T, f *fixture) { helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade) },
 			wantIs:  render.ErrReleasePending,
 			wantErr: []string{"is pending-upgrade at revision 2", "helm rollback app 1 -n demo"},
 		},
 		{
 			name:    "another upgrade since the plan",
-			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusDeployed) },
+			after:   func(t *testing.T, f *fixture) { helmtest.NextRevision(t, f.cfg, relName, release.StatusDeployed) },
 			wantIs:  ErrStale,
 			wantErr: []string{`release "app" in namespace demo moved from revision 1 to 2 since the plan; plan again`},
 		},
@@ -628,7 +613,7 @@ func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.client.PrependReactor("delete", "statefulsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if len(a.(clienttesting.DeleteActionImpl).DeleteOptions.DryRun) == 0 {
-			f.addRevision(t, release.StatusDeployed)
+			helmtest.NextRevision(t, f.cfg, relName, release.StatusDeployed)
 		}
 		return false, nil, nil
 	})

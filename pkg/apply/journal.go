@@ -156,7 +156,7 @@ func (j *journal) save(ctx context.Context) error {
 	s.SetKind("Secret")
 	s.SetName(JournalName(j.rec.Release))
 	s.SetNamespace(j.rec.Namespace)
-	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, "app.kubernetes.io/managed-by": journalManagedBy})
+	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, manifest.ManagedByLabel: journalManagedBy})
 	s.Object["type"] = JournalType
 	s.Object["stringData"] = map[string]interface{}{journalKey: string(data)}
 	if !j.written {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -222,7 +223,7 @@ func TestRecover(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.seed(t)
-			f.addRevision(t, tt.status)
+			helmtest.NextRevision(t, f.cfg, relName, tt.status)
 			fc := newFakeCluster(t)
 			writeJournal(t, fc, StepUpgrading, true)
 			deleteSts(t, fc)
