@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -141,6 +142,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 				c.UserAgent = userAgent
 			}
 			c.WarningHandler = warnings
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return secretReads{next: rt, san: san} })
 			return c
 		}
 	}
