@@ -13,6 +13,7 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -323,6 +324,31 @@ func TestSavedPlan(t *testing.T) {
 		}
 		if w := toolWrites(t, c, ns, before); len(w) > 0 {
 			t.Errorf("an edited plan was refused, yet the tool wrote: %+v", w)
+		}
+	})
+	t.Run("refused on another cluster holding the same release, and nothing is written", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, _ := save(t, ns)
+		other := testcluster.Another(t)
+		if _, err := other.Clientset(t).CoreV1().Namespaces().Create(t.Context(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		other.Helm(t, "install", "app", v1, "-n", ns)
+		before, beforeHere := len(other.AuditEvents(t, nil)), len(c.AuditEvents(t, nil))
+		r := run(t, other, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "saved plan was made for another cluster") || !strings.Contains(r.Stderr, "kube-system UID") {
+			t.Fatalf("want exit 1 naming the cluster's identity, got %d\n%s", r.Code, r.Stderr)
+		}
+		if w := toolWrites(t, other, ns, before); len(w) > 0 {
+			t.Errorf("a plan of another cluster was refused, yet the tool wrote: %+v", w)
+		}
+		if w := toolWrites(t, c, ns, beforeHere); len(w) > 0 {
+			t.Errorf("the tool wrote to the cluster the plan was made for: %+v", w)
+		}
+		if hist := other.Helm(t, "history", "app", "-n", ns); strings.Contains(hist, "\n2 ") {
+			t.Errorf("the release moved on the other cluster:\n%s", hist)
 		}
 	})
 	t.Run("refused after another upgrade moved the revision", func(t *testing.T) {
