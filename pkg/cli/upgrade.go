@@ -68,7 +68,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.Request, err = o.Flags.Request(args[0], args[1], o.Render); err != nil {
+	if o.Request, err = o.Flags.PlanRequest(args[0], args[1], o.Render); err != nil {
 		return err
 	}
 	if o.Request.Saved != nil {

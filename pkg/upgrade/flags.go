@@ -14,7 +14,7 @@ import (
 
 // Flags are the run's own flags (helm upgrade's render flags are
 // RenderOptions): whether the plan is applied, how, saved plans, offline
-// mode and --ignore. Request turns them into the actions' requests.
+// mode and --ignore. PlanRequest turns them into the actions' request.
 type Flags struct {
 	// DryRun plans and reports only (--dry-run in any of helm upgrade's
 	// spellings, see dryRunFlag; implied by Offline).
@@ -53,7 +53,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Validate checks the combinations of the run's flags and the render flags
-// r (after Request).
+// r (after PlanRequest).
 func (f *Flags) Validate(r RenderOptions) error {
 	if err := f.From.Validate(f.Offline); err != nil {
 		return err
@@ -83,10 +83,10 @@ func (f *Flags) Validate(r RenderOptions) error {
 	return nil
 }
 
-// Request is the plan request of release from chart with the render flags
+// PlanRequest is the plan request of release from chart with the render flags
 // r; with --plan it carries the saved plan, read and checked for release in
 // r.Namespace. Offline plans are never applied: Offline sets DryRun.
-func (f *Flags) Request(release, chart string, r RenderOptions) (PlanRequest, error) {
+func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest, error) {
 	if f.Offline {
 		f.DryRun = true
 	}
