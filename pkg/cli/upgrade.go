@@ -31,7 +31,7 @@ type UpgradeOptions struct {
 	DetailedExitcode bool
 	Force            bool
 	PlanOut          string
-	Ignore           []string
+	Rules            upgrade.Rules
 	PlanIn           string
 	PlanMaxAge       time.Duration
 	// Recover settles the journal an interrupted apply left.
@@ -79,7 +79,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
-	fs.StringArrayVar(&o.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
+	o.Rules.AddFlags(fs)
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&o.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
@@ -99,7 +99,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		}
 	}
 	o.Render.Namespace = o.Config.Namespace
-	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore,
+	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Rules: o.Rules,
 		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
 	acks, err := o.Gate.Collect()
 	if err != nil {

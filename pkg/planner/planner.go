@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -53,6 +55,13 @@ type Input struct {
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
 	TakeOwnership bool
+	// CRDs are the files of the chart's crds/ directories (see crdChanges);
+	// SkipCRDs is --skip-crds. Offline, PreviousCRDs are the base chart's,
+	// and BaseCRDsUnknown says the base has none to compare with (a
+	// manifest).
+	CRDs, PreviousCRDs []CRDFile
+	SkipCRDs           bool
+	BaseCRDsUnknown    bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -114,6 +123,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
+	crds, err := splitCRDs(in.CRDs, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if in.Release.Install && !in.SkipCRDs {
+		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
+	}
 	objs := make([]*manifest.Object, 0, len(ids))
 	for _, id := range ids {
 		if o := next.Get(id); o != nil {
@@ -139,6 +155,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err := g.Wait(); err != nil {
 		return nil, san.Error(err)
 	}
+	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, next)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, crdChanges...)
+	if len(crdChanges) > 0 {
+		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	}
 	sanitizeChanges(changes, san) // before fingerprints
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
@@ -153,7 +177,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
 		Hooks:         hooks,
-		Notes:         in.Notes,
+		Notes:         append(slices.Clone(in.Notes), crdNotes...),
 	}
 	if in.HooksDisabled && len(hooks) > 0 {
 		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")
