@@ -151,6 +151,37 @@ func (p *Planner) crdUpdate(ctx context.Context, c *plan.Change, in Input, o *ma
 	return nil
 }
 
+// templateCRDs adds to each update of a CRD the templates define (Helm
+// applies those) what it does to the existing custom resources: a served
+// version removed, a schema narrowed, ... make the update destructive, with
+// the count of resources. The server's dry-run already refuses what it
+// cannot apply (a stored version removed, a scope change): those stay
+// invalid.
+func (p *Planner) templateCRDs(ctx context.Context, changes []plan.Change) {
+	for i := range changes {
+		c := &changes[i]
+		if c.ID.Group != crdGK.Group || c.ID.Kind != crdGK.Kind || c.APIVersion != "apiextensions.k8s.io/v1" ||
+			c.Action != plan.ActionUpdate || c.Class == plan.ClassInvalid || c.Before == nil || c.After == nil {
+			continue
+		}
+		var live, next apiextv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(c.Before.Object, &live) != nil ||
+			runtime.DefaultUnstructuredConverter.FromUnstructured(c.After.Object, &next) != nil {
+			continue
+		}
+		var reasons []plan.Reason
+		for _, f := range classify.CRD(&live, &next) {
+			if f.Destructive {
+				reasons = append(reasons, plan.Reason{Path: f.Path, Message: f.Message, Source: plan.SourceCatalogue, Before: f.Before, After: f.After})
+			}
+		}
+		if len(reasons) > 0 {
+			c.Destructive = true
+			c.Reasons = append(append(c.Reasons, reasons...), p.countResources(ctx, &live))
+		}
+	}
+}
+
 // crdNote is Helm's rule for a crds/ CRD that exists, as a note.
 func crdNote(in Input, file string) string {
 	if in.Release.Install {

@@ -176,3 +176,23 @@ func TestCRDChangesOffline(t *testing.T) {
 		t.Errorf("manifest base: changes %+v, notes %q", p.Changes, p.Notes)
 	}
 }
+
+// TestTemplateCRDs: a CRD in the templates, which Helm does apply, that
+// drops a served version is a destructive update.
+func TestTemplateCRDs(t *testing.T) {
+	tmpl := "# Source: app/templates/crd.yaml\n"
+	for _, drop := range []bool{false, true} {
+		p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			Release:          plan.Release{Name: "app", Namespace: "prod"},
+			PreviousManifest: tmpl + gadgetCRD(false), NextManifest: tmpl + gadgetCRD(drop),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Changes[0]
+		if c.Destructive != drop || drop && (c.Action != plan.ActionUpdate || c.Class == plan.ClassManual || c.Fingerprint == "" ||
+			!strings.Contains(c.Reasons[len(c.Reasons)-2].Message, "served version v1alpha1 removed")) {
+			t.Errorf("drop v1alpha1 %v: %s %s destructive=%v %+v", drop, c.Action, c.Class, c.Destructive, c.Reasons)
+		}
+	}
+}

@@ -155,6 +155,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err := g.Wait(); err != nil {
 		return nil, san.Error(err)
 	}
+	p.templateCRDs(ctx, changes)
 	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, next)
 	if err != nil {
 		return nil, err
