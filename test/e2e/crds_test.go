@@ -88,7 +88,8 @@ func TestCRDDropsServedVersion(t *testing.T) {
 	// Acknowledged, nothing else changes: no pending change (the upgrade
 	// does not apply crds/), and the apply leaves the CRD as it is.
 	ack := "CustomResourceDefinition/gadgets." + group + "@" + ch.Fingerprint
-	if r := run(t, c, "app", v2, "-n", ns, "--dry-run", "--detailed-exitcode", "--ack", ack); r.Code != 0 {
+	// (Helm's spelling --dry-run=server plans as --dry-run does.)
+	if r := run(t, c, "app", v2, "-n", ns, "--dry-run=server", "--detailed-exitcode", "--ack", ack); r.Code != 0 {
 		t.Errorf("acknowledged: exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if r := run(t, c, "app", v2, "-n", ns, "--ack", ack); r.Code != 0 {
@@ -101,5 +102,35 @@ func TestCRDDropsServedVersion(t *testing.T) {
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if len(versions) != 2 {
 		t.Errorf("the live CRD has %d versions after the upgrade, want 2 (Helm does not apply crds/)", len(versions))
+	}
+}
+
+// TestInstallCreatesCRDs: an install of a chart whose crds/ CRD its
+// templates use plans the CRD as a create and the custom resources as not
+// validated (their kind is not served yet), not as a refused create; the
+// apply installs both, as helm install does.
+func TestInstallCreatesCRDs(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // leaves a CRD behind
+	ns := c.Namespace(t)
+	group := ns + ".example.com"
+	chart := writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, false),
+		"gadget.yaml": fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n", group)})
+	p, r := planJSON(t, c, "app", chart, "-n", ns, "--install")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	crd := p.change(t, "CustomResourceDefinition", "gadgets."+group)
+	gadget := p.change(t, "Gadget", "g")
+	if crd.Action != "create" || crd.Class != "" || gadget.Action != "create" || gadget.Blocking ||
+		!strings.Contains(strings.Join(gadget.Notes, "\n"), "its CustomResourceDefinition is created by this release") {
+		t.Fatalf("CRD %+v\nGadget %+v", crd, gadget)
+	}
+	if r := run(t, c, "app", chart, "-n", ns, "--install"); r.Code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
+	if _, err := c.Dynamic(t).Resource(gvr).Namespace(ns).Get(t.Context(), "g", metav1.GetOptions{}); err != nil {
+		t.Errorf("the installed Gadget: %v", err)
 	}
 }
