@@ -55,9 +55,10 @@ func splitCRDs(files []CRDFile, scoper manifest.Scoper) (*manifest.Set, error) {
 // from the cluster, is a manual change (plan.ClassManual): the plan says
 // what applying it would do to the existing custom resources, destructive
 // when it makes them unreadable or loses their data, with their count.
-// CRDs the templates define too are planned with the templates.
+// CRDs the last release's manifest or the new render holds too are planned
+// with them: Helm applies (or deletes) those.
 // Offline, the base chart's crds/ stand in for the live CRDs.
-func (p *Planner) crdChanges(ctx context.Context, in Input, crds, templates *manifest.Set) ([]plan.Change, []string, error) {
+func (p *Planner) crdChanges(ctx context.Context, in Input, crds, prev, next *manifest.Set) ([]plan.Change, []string, error) {
 	if crds.Len() == 0 {
 		return nil, nil, nil
 	}
@@ -75,7 +76,7 @@ func (p *Planner) crdChanges(ctx context.Context, in Input, crds, templates *man
 	var changes []plan.Change
 	var notes []string
 	for _, o := range crds.Objects() {
-		if templates.Get(o.ID) != nil {
+		if prev.Get(o.ID) != nil || next.Get(o.ID) != nil {
 			continue
 		}
 		c := plan.Change{ID: o.ID, APIVersion: o.GVK.GroupVersion().String(), Source: o.Source}

@@ -196,3 +196,20 @@ func TestTemplateCRDs(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDMovedToCRDsDir: a CRD moved from the templates to crds/ is
+// deleted by the upgrade (it left the release manifest), and planned once,
+// as that deletion.
+func TestCRDMovedToCRDsDir(t *testing.T) {
+	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+		Release:          plan.Release{Name: "app", Namespace: "prod"},
+		PreviousManifest: "# Source: app/templates/crd.yaml\n" + gadgetCRD(false),
+		CRDs:             []CRDFile{{Name: "app/crds/gadgets.yaml", Data: gadgetCRD(false)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || p.Changes[0].Action != plan.ActionDelete || !p.Changes[0].Destructive {
+		t.Fatalf("want one destructive deletion, got %+v", p.Changes)
+	}
+}

@@ -156,7 +156,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		return nil, san.Error(err)
 	}
 	p.templateCRDs(ctx, changes)
-	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, next)
+	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, prev, next)
 	if err != nil {
 		return nil, err
 	}
