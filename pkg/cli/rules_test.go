@@ -81,3 +81,15 @@ func TestRulesFileBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestOfflineCRDsGolden: offline, a crds/ CRD is compared with the base
+// chart's: the report says what applying it would do, that helm upgrade
+// will not, and --skip-crds changes nothing on an upgrade.
+func TestOfflineCRDsGolden(t *testing.T) {
+	out, errOut, code := execute(t, "helm-safe-upgrade", "app", "testdata/charts/crds-head", "-n", "demo", "--offline",
+		"--from-chart", "testdata/charts/crds-base", "--skip-crds")
+	if code != ExitBlocked {
+		t.Fatalf("exit %d, want 2\n%s", code, errOut)
+	}
+	assertGolden(t, "crds.text", out)
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -80,7 +81,14 @@ func (p *Planner) crdChanges(ctx context.Context, in Input, crds, prev, next *ma
 			continue
 		}
 		c := plan.Change{ID: o.ID, APIVersion: o.GVK.GroupVersion().String(), Source: o.Source}
-		state := p.Cluster.Get(ctx, o, base.Get(o.ID))
+		var state live.State
+		if offline {
+			if b := base.Get(o.ID); b != nil {
+				state.Obj = b.Obj // as written: Helm adds no metadata to crds/
+			}
+		} else {
+			state = p.Cluster.Get(ctx, o, nil)
+		}
 		if state.Err != nil {
 			notes = append(notes, fmt.Sprintf("%s (%s) not compared with the cluster's: %v", o.ID, o.Source, state.Err))
 			continue
@@ -207,9 +215,12 @@ func (p *Planner) countResources(ctx context.Context, live *apiextv1.CustomResou
 	r := plan.Reason{Path: "spec.names.plural", Source: plan.SourceServer}
 	counter, ok := p.Cluster.(resourceCounter)
 	version := classify.CRDAffectedVersion(live)
-	if !ok || version == "" {
-		r.Source = plan.SourceCatalogue
-		r.Message = "the existing " + live.Spec.Names.Kind + " resources were not counted (offline, or no served version)"
+	switch {
+	case p.Cluster.Offline() || !ok:
+		r.Source, r.Message = plan.SourceCatalogue, "offline: the existing "+live.Spec.Names.Kind+" resources were not counted"
+		return r
+	case version == "":
+		r.Message = "no version of " + live.Spec.Names.Kind + " is served: its resources cannot be counted"
 		return r
 	}
 	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: version, Resource: live.Spec.Names.Plural}

@@ -163,7 +163,7 @@ func TestCRDChangesOffline(t *testing.T) {
 		t.Fatalf("want one destructive manual change, got %+v", p.Changes)
 	}
 	last := p.Changes[0].Reasons[len(p.Changes[0].Reasons)-1]
-	if !strings.Contains(last.Message, "were not counted (offline") {
+	if !strings.Contains(last.Message, "offline: the existing Gadget resources were not counted") {
 		t.Errorf("last reason %+v, want the count's absence said", last)
 	}
 
