@@ -18,8 +18,11 @@ type IgnoreRule struct {
 	Kind, Name string // "" matches any
 	Path       string
 	// In is where the rule was given: "--ignore", or a rules file and the
-	// rule's position ("chart/.safe-upgrade.yaml#2").
+	// rule's position ("chart/.safe-upgrade.yaml#2"), or "default ...".
 	In string
+	// Injected rules cover only objects that ask a controller to inject
+	// their CA bundle (see defaultRules).
+	Injected bool
 }
 
 // ParseIgnoreRules parses --ignore values.
@@ -55,7 +58,7 @@ func parseIgnoreRule(s string) (IgnoreRule, error) {
 
 func (r IgnoreRule) matches(id manifest.ObjectID, path string) bool {
 	return path != "" && (r.Kind == "" || strings.EqualFold(r.Kind, id.Kind)) && (r.Name == "" || r.Name == id.Name) &&
-		classify.Under(path, r.Path)
+		classify.UnderPattern(path, r.Path)
 }
 
 // markIgnored labels an update's reasons that a rule covers, and marks the
@@ -70,7 +73,7 @@ func markIgnored(c *plan.Change, rules []IgnoreRule) {
 	for i := range c.Reasons {
 		r := &c.Reasons[i]
 		for _, rule := range rules {
-			if rule.matches(c.ID, r.Path) {
+			if rule.matches(c.ID, r.Path) && (!rule.Injected || caInjected(c)) {
 				r.IgnoredBy, r.IgnoredIn, ignored = rule.Rule, rule.In, true
 				break
 			}

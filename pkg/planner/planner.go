@@ -49,7 +49,8 @@ type Input struct {
 	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
 	// second render, nothing is marked.
 	SecondRender string
-	// Ignore are the user's --ignore rules.
+	// Ignore are the user's rules (--ignore, the rules file); the default
+	// rules (defaultRules) follow them.
 	Ignore []IgnoreRule
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
@@ -92,6 +93,7 @@ func New(cluster Cluster, serverVersion string) *Planner {
 // Plan predicts and classifies every object of both releases.
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
+	in.Ignore = append(slices.Clone(in.Ignore), defaultRules()...)
 	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
 	if in.PreviousName != "" {
 		prevName = in.PreviousName

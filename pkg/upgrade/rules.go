@@ -23,7 +23,7 @@ type Rules struct {
 
 // AddFlags registers --ignore and --rules.
 func (r *Rules) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&r.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
+	fs.StringArrayVar(&r.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH, [*] for any index or key (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&r.File, "rules", "", "rules file (YAML: ignore: [RULE, ...], rules of --ignore's form); default: "+planner.RulesFileName+" in the chart's directory, when there is one")
 }
 
