@@ -23,8 +23,8 @@ type Flags struct {
 	DetailedExitcode bool
 	// Force passes --force to Helm (ApplyRequest.Force).
 	Force bool
-	// Ignore are --ignore rules (PlanRequest.Ignore).
-	Ignore []string
+	// Rules are the ignore rules: --ignore and the rules file (PlanRequest.Rules).
+	Rules Rules
 	// PlanOut saves the plan; PlanIn applies the saved plan, refused when
 	// older than PlanMaxAge (0: no limit).
 	PlanOut, PlanIn string
@@ -44,7 +44,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&f.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
-	fs.StringArrayVar(&f.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
+	f.Rules.AddFlags(fs)
 	fs.StringVar(&f.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&f.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&f.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
@@ -90,7 +90,7 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 	if f.Offline {
 		f.DryRun = true
 	}
-	req := PlanRequest{ReleaseName: release, ChartRef: chart, Render: r, Ignore: f.Ignore,
+	req := PlanRequest{ReleaseName: release, ChartRef: chart, Render: r, Rules: f.Rules,
 		Apply: ApplyRequest{Force: f.Force}, SavedMaxAge: f.PlanMaxAge}
 	if f.PlanIn == "" {
 		return req, nil
