@@ -29,7 +29,7 @@ type UpgradeOptions struct {
 	Gate             gate.Flags
 	DryRun           bool
 	DetailedExitcode bool
-	Force            bool
+	Apply            upgrade.ApplyRequest
 	PlanOut          string
 	Ignore           []string
 	PlanIn           string
@@ -78,7 +78,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 	fs.Var(&dryRunFlag{on: &o.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.BoolVar(&o.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	o.Apply.AddFlags(fs)
 	fs.StringArrayVar(&o.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&o.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&o.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
@@ -100,7 +100,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	}
 	o.Render.Namespace = o.Config.Namespace
 	o.Request = upgrade.PlanRequest{ReleaseName: args[0], ChartRef: args[1], Render: o.Render, Ignore: o.Ignore,
-		Apply: upgrade.ApplyRequest{Force: o.Force}, SavedMaxAge: o.PlanMaxAge}
+		Apply: o.Apply, SavedMaxAge: o.PlanMaxAge}
 	acks, err := o.Gate.Collect()
 	if err != nil {
 		return err
@@ -151,8 +151,8 @@ func (o *UpgradeOptions) Validate() error {
 	if err := render.ValidateServerSide(o.Render.ServerSide); err != nil {
 		return err
 	}
-	if o.Force && o.Render.ForceConflicts {
-		return errors.New("--force and --force-conflicts cannot be used together (as in Helm 4)")
+	if o.Apply.Force && o.Render.ForceConflicts {
+		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
 	}
 	return nil
 }
