@@ -67,6 +67,23 @@ func rcm(t *testing.T, c *testcluster.Cluster, ns string) (map[string]string, []
 	return cm.Data, helmtest.ManagedFields(cm.ManagedFields)
 }
 
+// twins installs release r of the conflict chart with the helm binary
+// helm names (c.Helm3 or c.Helm4) in two namespaces, ns for the tool and
+// twin for helm, and runs setup (if any) on each.
+func twins(t *testing.T, helm func(*testcluster.Cluster) string, setup func(*testing.T, *testcluster.Cluster, string)) (c *testcluster.Cluster, ns, twin, chart string) {
+	t.Helper()
+	c = testcluster.Get(t)
+	ns, twin = c.Namespace(t), c.Namespace(t)
+	chart = writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	for _, n := range []string{ns, twin} {
+		mustBin(t, c, helm(c), "install", "r", chart, "-n", n)
+		if setup != nil {
+			setup(t, c, n)
+		}
+	}
+	return c, ns, twin, chart
+}
+
 // assertTwins checks that revision version of release r is the same in ns
 // (applied by the tool) as in twin (applied by helm v4.3.1): apply method
 // ssa, status, manifest, and r-cm's data and managed fields (so no Update
@@ -97,13 +114,7 @@ func assertTwins(t *testing.T, c *testcluster.Cluster, ns, twin string, version 
 // record as helm4 upgrade --force-conflicts on an identical twin release.
 func TestHelm4Conflict(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns, twin := c.Namespace(t), c.Namespace(t)
-	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
-	for _, n := range []string{ns, twin} {
-		mustBin(t, c, c.Helm4, "install", "r", chart, "-n", n)
-		handEdit(t, c, n)
-	}
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm4 }, handEdit)
 
 	before := auditMark(t, c)
 	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
@@ -171,12 +182,7 @@ func TestHelm4Conflict(t *testing.T) {
 // following plain helm4 upgrade succeeds with no conflict.
 func TestHelm4ApplyNoConflict(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns, twin := c.Namespace(t), c.Namespace(t)
-	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
-	for _, n := range []string{ns, twin} {
-		mustBin(t, c, c.Helm4, "install", "r", chart, "-n", n)
-	}
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm4 }, nil)
 	r := run(t, c, "r", chart, "-n", ns, "--set", "other=y")
 	if r.Code != 0 {
 		t.Fatalf("apply: exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
@@ -281,12 +287,7 @@ func otherIPs(templates map[string]string) map[string]string {
 // the same release is planned client-side.
 func TestHelm3ReleaseToServerSide(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns, twin := c.Namespace(t), c.Namespace(t)
-	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
-	for _, n := range []string{ns, twin} {
-		c.Helm(t, "install", "r", chart, "-n", n)
-	}
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm3 }, nil)
 
 	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
 	if p.Release.ApplyMethod != "csa" || r.Code != 0 {
