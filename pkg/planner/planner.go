@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -49,7 +51,8 @@ type Input struct {
 	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
 	// second render, nothing is marked.
 	SecondRender string
-	// Ignore are the user's --ignore rules.
+	// Ignore are the user's rules (--ignore, the rules file); the default
+	// rules (defaultRules) follow them.
 	Ignore []IgnoreRule
 	// APIs, when set, judges the API versions of both manifests' objects
 	// against the target cluster (apis.Mark); nil: not judged.
@@ -58,6 +61,13 @@ type Input struct {
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
 	TakeOwnership bool
+	// CRDs are the files of the chart's crds/ directories (see crdChanges);
+	// SkipCRDs is --skip-crds. Offline, PreviousCRDs are the base chart's,
+	// and BaseCRDsUnknown says the base has none to compare with (a
+	// manifest).
+	CRDs, PreviousCRDs []CRDFile
+	SkipCRDs           bool
+	BaseCRDsUnknown    bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -119,6 +129,7 @@ func New(cluster Cluster, serverVersion string) *Planner {
 // Plan predicts and classifies every object of both releases.
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
+	in.Ignore = append(slices.Clone(in.Ignore), defaultRules()...)
 	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
@@ -152,7 +163,22 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
-	// What the API check needs, kept small: the sets are dropped below.
+	crds, err := splitCRDs(in.CRDs, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if in.Release.Install && !in.SkipCRDs {
+		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
+	}
+	// What the CRD and API checks need, kept small: the sets are dropped
+	// below.
+	var templated map[manifest.ObjectID]bool
+	if crds.Len() > 0 {
+		templated = make(map[manifest.ObjectID]bool, len(ids))
+		for _, id := range ids {
+			templated[id] = true
+		}
+	}
 	var prevAPIs, nextAPIs []apis.Object
 	if in.APIs != nil {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
@@ -181,6 +207,15 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err != nil {
 		return nil, san.Error(err)
 	}
+	p.templateCRDs(ctx, changes)
+	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, templated)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, crdChanges...)
+	if len(crdChanges) > 0 {
+		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	}
 	sanitizeChanges(changes, san) // before fingerprints
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
@@ -195,7 +230,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
 		Hooks:         hooks,
-		Notes:         in.Notes,
+		Notes:         append(slices.Clone(in.Notes), crdNotes...),
 	}
 	if in.APIs != nil {
 		apis.MarkObjects(out, prevAPIs, nextAPIs, crdKinds, in.APIs)
