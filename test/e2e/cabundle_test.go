@@ -36,6 +36,13 @@ webhooks:
 `, name, ns, ns)
 	chart := writeChart(t, "hooked", "1.0.0", map[string]string{"vwc.yaml": vwc})
 	c.Helm(t, "install", "hooked", chart, "-n", ns)
+	// The webhook configuration is cluster-scoped: deleting the namespace
+	// leaves it, and later plans' admission checks would see it.
+	t.Cleanup(func() {
+		if out, err := c.HelmErr("uninstall", "hooked", "-n", ns); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+	})
 	// What cainjector does once the certificate is issued.
 	patch := `[{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": "SU5KRUNURUQ="}]`
 	if _, err := c.Clientset(t).AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(t.Context(), name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
