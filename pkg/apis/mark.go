@@ -59,13 +59,35 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 	if err != nil {
 		return err
 	}
-	// Kinds whose CRD the new render brings are judged by the planner.
-	newCRDs := manifest.CRDKinds(next)
+	MarkObjects(p, Objects(prev), Objects(next), manifest.CRDKinds(next), check)
+	return nil
+}
+
+// Object is what marking needs of an object: its identity and kind.
+type Object struct {
+	ID  manifest.ObjectID
+	GVK schema.GroupVersionKind
+}
+
+// Objects lists the identities and kinds of set's objects, in order.
+func Objects(set *manifest.Set) []Object {
+	objs := set.Objects()
+	out := make([]Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, Object{ID: o.ID, GVK: o.GVK})
+	}
+	return out
+}
+
+// MarkObjects is Mark for manifests already parsed (the planner's): prev
+// and next are their objects, newCRDs the kinds whose CRD the new render
+// brings (the planner judges those).
+func MarkObjects(p *plan.Plan, prev, next []Object, newCRDs map[schema.GroupKind]bool, check Checker) {
 	byID := map[manifest.ObjectID]*plan.Change{}
 	for i := range p.Changes {
 		byID[p.Changes[i].ID] = &p.Changes[i]
 	}
-	for _, o := range next.Objects() {
+	for _, o := range next {
 		c := byID[o.ID]
 		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
@@ -78,19 +100,28 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 			c.Notes = append(c.Notes, "deprecated API: "+s.Message)
 		}
 	}
-	for _, o := range prev.Objects() {
+	for _, o := range prev {
 		c := byID[o.ID]
 		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
 		}
 		if s := check(o.GVK); s.Removed {
 			fix := "rewrite the stored release's manifest to served API versions with helm mapkubeapis (github.com/helm/helm-mapkubeapis), then upgrade"
-			if n := next.Get(o.ID); n != nil && n.GVK == o.GVK {
+			if n := find(next, o.ID); n != nil && n.GVK == o.GVK {
 				fix = "update the chart to a served API version, " + fix
 			}
 			invalid(c, plan.Reason{Path: "apiVersion", Source: s.Source, Message: fmt.Sprintf(
 				"the release's current manifest holds %s %s %q: %s. Helm cannot build the current release to diff against and refuses the whole upgrade (resource mapping not found). Fix: %s",
 				o.GVK.GroupVersion(), o.GVK.Kind, o.ID.Name, s.Message, fix)})
+		}
+	}
+}
+
+// find returns the object of objs with identity id, nil when none has it.
+func find(objs []Object, id manifest.ObjectID) *Object {
+	for i := range objs {
+		if objs[i].ID == id {
+			return &objs[i]
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -54,6 +55,9 @@ type Input struct {
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
 	TakeOwnership bool
+	// APIs, when set, judges the API versions of both manifests' objects
+	// (apis.MarkObjects), from the manifests the planner parsed.
+	APIs apis.Checker
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -148,6 +152,10 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
+	var prevKinds, nextKinds []apis.Object
+	if in.APIs != nil {
+		prevKinds, nextKinds = apis.Objects(prev), apis.Objects(next)
+	}
 	var work []evaluation
 	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next) })
 	// ids are sorted, so changes come out in report order.
@@ -193,6 +201,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	if out.Offline {
 		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
+	}
+	if in.APIs != nil {
+		apis.MarkObjects(out, prevKinds, nextKinds, crdKinds, in.APIs)
 	}
 	return out, nil
 }

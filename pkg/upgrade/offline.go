@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -87,11 +86,9 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		in.SecondRender = again.Next.Manifest
 	}
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
+	in.APIs = apis.ForMinor(target.Minor)
 	p, err := c.planner(offline, "").Plan(ctx, in)
 	if err != nil {
-		return nil, err
-	}
-	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, in.Release.Namespace, manifest.StaticScoper{}, apis.ForMinor(target.Minor)); err != nil {
 		return nil, err
 	}
 	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil

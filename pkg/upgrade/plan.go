@@ -113,6 +113,9 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
 	addHookSecrets(c.Sanitizer, res)
+	// APIs the cluster no longer serves, in the last release or the new render.
+	minor, _ := apis.ParseMinor(c.ServerVersion)
+	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster)}, c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
 	stats := &planner.Stats{Requests: c.Requests}
@@ -122,11 +125,6 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	c.logStages(stats)
-	// APIs the cluster no longer serves, in the last release or the new render.
-	minor, _ := apis.ParseMinor(c.ServerVersion)
-	if err := apis.Mark(p, in.PreviousManifest, in.NextManifest, c.Namespace, c.Cluster, apis.ForCluster(c.Cluster.Mapper, minor)); err != nil {
-		return nil, err
-	}
 	if req.Saved != nil {
 		if err := req.Saved.unmoved(p); err != nil {
 			return nil, err
