@@ -31,6 +31,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	tool "github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
@@ -98,6 +99,7 @@ func (e *e2e) apply(t *testing.T, opts render.Options, rendered *render.Result, 
 	rel, err := apply.Apply(t.Context(), apply.Request{
 		Config: e.cfg, Cluster: e.cluster(t), Settings: e.settings, ReleaseName: e.name, ChartRef: e.chart, Render: opts,
 		Rendered: rendered, Recreate: recreate, Force: force, Description: "safe-upgrade: e2e", Log: t.Logf,
+		ApplyMethod: rendered.ApplyMethod, // as planned with --server-side=auto
 	}, &out)
 	if err != nil {
 		t.Fatalf("apply: %v\noutput:\n%s", err, out.String())
@@ -139,45 +141,6 @@ func (e *e2e) plannedObject(t *testing.T, m string, id manifest.ObjectID) *unstr
 	return o.Obj
 }
 
-// eventually polls cond every 200ms for up to a minute.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 1m, still not %s: %s", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// podsAndClaims returns the UIDs, by name, of the pods matching selector
-// and of all PVCs in the namespace.
-func (e *e2e) podsAndClaims(t *testing.T, selector string) (pods, claims map[string]types.UID) {
-	t.Helper()
-	cs := e.c.Clientset(t)
-	pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := cs.CoreV1().PersistentVolumeClaims(e.ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, claims = map[string]types.UID{}, map[string]types.UID{}
-	for _, p := range pl.Items {
-		pods[p.Name] = p.UID
-	}
-	for _, c := range cl.Items {
-		claims[c.Name] = c.UID
-	}
-	return pods, claims
-}
-
 func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t, "db", "db")
@@ -188,8 +151,8 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	// The controller manager creates the pods and their claims.
 	var pods map[string]types.UID
 	var claims map[string]types.UID
-	eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
-		pods, claims = e.podsAndClaims(t, "app="+sts)
+	testcluster.Eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
+		pods, claims = e.c.PodsAndClaims(t, e.ns, "app="+sts)
 		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
 	})
 	before, err := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), sts, metav1.GetOptions{})
@@ -217,7 +180,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired, Destructive: true, Acknowledged: true,
 	}
 	rel, printed := e.apply(t, opts, rendered, false, change)
-	want := fmt.Sprintf("StatefulSet/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
+	want := fmt.Sprintf("StatefulSet.apps/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
 	if !strings.Contains(printed, want) {
 		t.Errorf("printed %q, want %q", printed, want)
 	}
@@ -236,7 +199,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		t.Errorf("claim template storage = %s, want 2Gi", got)
 	}
 	// The same pods and claims, adopted by the new StatefulSet.
-	eventually(t, "the pods adopted by the new StatefulSet", func() (bool, string) {
+	testcluster.Eventually(t, "the pods adopted by the new StatefulSet", func() (bool, string) {
 		pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + sts})
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +216,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		}
 		return adopted == len(pods), fmt.Sprintf("owners %v, new StatefulSet %s", owners, after.UID)
 	})
-	podsAfter, claimsAfter := e.podsAndClaims(t, "app="+sts)
+	podsAfter, claimsAfter := e.c.PodsAndClaims(t, e.ns, "app="+sts)
 	if fmt.Sprint(podsAfter) != fmt.Sprint(pods) {
 		t.Errorf("pods after %v, before %v", podsAfter, pods)
 	}
@@ -266,10 +229,28 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	}
 }
 
+// installers install a release with helm v3 (a client-side release) or
+// helm v4 (server-side, applied with Helm 4's SDK).
+var installers = []struct {
+	name string
+	helm func(*testcluster.Cluster) func(testing.TB, ...string) string
+}{
+	{"helm 3", func(c *testcluster.Cluster) func(testing.TB, ...string) string { return c.Helm }},
+	{"helm 4", func(c *testcluster.Cluster) func(testing.TB, ...string) string { return c.HelmV4 }},
+}
+
 func TestE2ERandomSecretIsThePlannedOne(t *testing.T) {
-	t.Parallel()
+	for _, in := range installers {
+		t.Run(in.name, func(t *testing.T) {
+			t.Parallel()
+			testRandomSecretIsThePlannedOne(t, in.helm)
+		})
+	}
+}
+
+func testRandomSecretIsThePlannedOne(t *testing.T, helm func(*testcluster.Cluster) func(testing.TB, ...string) string) {
 	e := newE2E(t, "app", "rand")
-	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+	helm(e.c)(t, "install", e.name, e.chart, "-n", e.ns)
 
 	opts := e.options()
 	rendered := e.plan(t, opts)
@@ -304,15 +285,22 @@ func TestE2ENoForceUnlessAsked(t *testing.T) {
 	tests := []struct {
 		name  string
 		force bool
+		helm4 bool
 	}{
 		{name: "without force", force: false},
 		{name: "with force", force: true},
+		// Server-side apply: no force=true (--force-conflicts) and no PUT.
+		{name: "helm 4, without force", helm4: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newE2E(t, "app", "rand")
-			e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+			if tt.helm4 {
+				e.c.HelmV4(t, "install", e.name, e.chart, "-n", e.ns)
+			} else {
+				e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+			}
 			opts := e.options("message=changed")
 			rendered := e.plan(t, opts)
 			start := len(e.c.AuditEvents(t, nil))
@@ -405,9 +393,15 @@ func (e *e2e) revision(t *testing.T, version int) (string, string) {
 // 2 claims; it returns their UIDs.
 func (e *e2e) installDB(t *testing.T, node string) (pods, claims map[string]types.UID) {
 	t.Helper()
-	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
-	eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
-		pods, claims = e.podsAndClaims(t, "app="+e.name+"-db")
+	return e.installDBWith(t, e.c.Helm, node)
+}
+
+// installDBWith is installDB with helm v3 (Cluster.Helm) or v4 (HelmV4).
+func (e *e2e) installDBWith(t *testing.T, helm func(testing.TB, ...string) string, node string) (pods, claims map[string]types.UID) {
+	t.Helper()
+	helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
+	testcluster.Eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
+		pods, claims = e.c.PodsAndClaims(t, e.ns, "app="+e.name+"-db")
 		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
 	})
 	return pods, claims
@@ -425,7 +419,7 @@ func (e *e2e) assertRestored(t *testing.T, pods, claims map[string]types.UID) {
 	if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String(); got != "1Gi" {
 		t.Errorf("claim template storage = %s, want revision 1's 1Gi", got)
 	}
-	eventually(t, "the pods adopted by the StatefulSet", func() (bool, string) {
+	testcluster.Eventually(t, "the pods adopted by the StatefulSet", func() (bool, string) {
 		pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + sts.Name})
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +432,7 @@ func (e *e2e) assertRestored(t *testing.T, pods, claims map[string]types.UID) {
 		}
 		return adopted == len(pods), fmt.Sprintf("%d of %d adopted", adopted, len(pods))
 	})
-	podsAfter, claimsAfter := e.podsAndClaims(t, "app="+sts.Name)
+	podsAfter, claimsAfter := e.c.PodsAndClaims(t, e.ns, "app="+sts.Name)
 	if fmt.Sprint(podsAfter) != fmt.Sprint(pods) || fmt.Sprint(claimsAfter) != fmt.Sprint(claims) {
 		t.Errorf("pods %v, claims %v; before: %v, %v", podsAfter, claimsAfter, pods, claims)
 	}
@@ -473,7 +467,7 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1", code)
 			}
-			sts := "StatefulSet/" + e.ns + "/db-db"
+			sts := "StatefulSet.apps/" + e.ns + "/db-db"
 			want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
 			for _, w := range []string{want, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
 				if !strings.Contains(stderr, w) {
@@ -485,6 +479,34 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 				t.Errorf("revision 2 is %s %q, want failed naming the restore", status, desc)
 			}
 		})
+	}
+}
+
+// TestE2EFailedUpgradeRestoresStatefulSetHelm4 is
+// TestE2EFailedUpgradeRestoresStatefulSet for a Helm 4 (ssa) release,
+// applied with Helm 4's SDK: the StatefulSet is put back after a pre-upgrade
+// hook the server rejects, and the failed revision says so and still
+// records apply_method ssa (Helm 4's next upgrade stays server-side).
+func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "db", "db")
+	node := e.node(t)
+	pods, claims := e.installDBWith(t, e.c.HelmV4, node)
+	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "storage=2Gi", "--set", "hook=reject", "--ack-all-destructive")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	sts := "StatefulSet/" + e.ns + "/db-db"
+	want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
+	for _, w := range []string{want, "pre-upgrade hooks failed", "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr does not say %q", w)
+		}
+	}
+	e.assertRestored(t, pods, claims)
+	rec := helmtest.ReadRecord(t, e.c.Clientset(t), e.ns, e.name, 2)
+	if rec.Info.Status != "failed" || !strings.Contains(rec.Info.Description, want) || rec.ApplyMethod != "ssa" {
+		t.Errorf("revision 2 is %s %q apply_method %q, want failed naming the restore, ssa", rec.Info.Status, rec.Info.Description, rec.ApplyMethod)
 	}
 }
 
@@ -526,7 +548,7 @@ func (e *e2e) signalApplyWaitingOnHook(t *testing.T, node string, sig os.Signal)
 		t.Fatal(err)
 	}
 	defer child.Process.Kill() //nolint:errcheck // ended already when the test got that far
-	eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
+	testcluster.Eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
 		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
 		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
 		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
@@ -550,7 +572,7 @@ func TestE2EInterruptedApplyRestores(t *testing.T) {
 	node := e.node(t)
 	pods, claims := e.installDB(t, node)
 	out := e.signalApplyWaitingOnHook(t, node, syscall.SIGTERM)
-	want := "safe-upgrade deleted StatefulSet/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet/" + e.ns + "/db-db re-created with its previous spec"
+	want := "safe-upgrade deleted StatefulSet.apps/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet.apps/" + e.ns + "/db-db re-created with its previous spec"
 	if !strings.Contains(out, want) || !strings.Contains(out, "safe-upgrade: exit 1") {
 		t.Errorf("the interrupted apply did not exit 1 saying %q", want)
 	}
@@ -576,7 +598,7 @@ func TestE2EKilledApplyRecovers(t *testing.T) {
 	}
 
 	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run")
-	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet/"+e.ns+"/db-db") {
+	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
 	code, stderr = e.tool(t, e.name, e.chart, "--recover")
@@ -614,7 +636,7 @@ func TestE2EClaimIsNeverRecreated(t *testing.T) {
 		return pvc
 	}
 	before := claim()
-	eventually(t, "the claim protected", func() (bool, string) {
+	testcluster.Eventually(t, "the claim protected", func() (bool, string) {
 		fin := claim().Finalizers
 		return len(fin) > 0, fmt.Sprint(fin)
 	})
@@ -693,7 +715,7 @@ func TestE2EGrowClaims(t *testing.T) {
 				}
 				return pvc.Spec.Resources.Requests.Storage().String(), pvc.Status.Phase
 			}
-			eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
+			testcluster.Eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
 				var phases []string
 				n := 0
 				for i := 0; i < 2; i++ {

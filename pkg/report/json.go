@@ -51,6 +51,7 @@ type jsonSummary struct {
 	Invalid     int `json:"invalid"`
 	Regenerated int `json:"regenerated"`
 	Ignored     int `json:"ignored"`
+	Manual      int `json:"manual,omitempty"`
 }
 
 type jsonChange struct {
@@ -84,8 +85,10 @@ type jsonReason struct {
 	Source  string `json:"source"`
 	// Regenerated: the value differs on every render (never counted).
 	Regenerated bool `json:"regenerated,omitempty"`
-	// IgnoredBy: the user's --ignore rule that covers the field.
+	// IgnoredBy: the user's rule that covers the field; IgnoredIn: where
+	// it was given (--ignore, or a rules file and the rule's position).
 	IgnoredBy string `json:"ignoredBy,omitempty"`
+	IgnoredIn string `json:"ignoredIn,omitempty"`
 	Manager   string `json:"manager,omitempty"`
 }
 
@@ -229,6 +232,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Invalid:     s.Invalid,
 			Regenerated: s.Regenerated,
 			Ignored:     s.Ignored,
+			Manual:      s.Manual,
 		},
 		Changes:       []jsonChange{},
 		ServerVersion: p.ServerVersion,
@@ -274,7 +278,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, Manager: r.Manager})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

@@ -26,6 +26,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	kube4 "helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,13 +42,14 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
-// InitProcess sets what Helm 3's SDK takes only as process-wide state, once,
+// InitProcess sets what Helm's SDKs (3 and 4) take only as process-wide state, once,
 // before anything runs: its kube client names the field manager of its
 // patches after the binary unless told; a real `helm upgrade` is "helm", and
 // so are our dry-runs, so managedFields end up as Helm would leave them.
 // main calls it, and so does TestMain of tests that run the tool in-process.
 func InitProcess() {
 	kube.ManagedFieldsManager = predict.FieldManager
+	kube4.ManagedFieldsManager = predict.FieldManager // Helm 4's server-side apply
 }
 
 // HelmSDKVersion is the version of the Helm SDK the tool renders and applies
@@ -108,11 +110,25 @@ type Config struct {
 	requests *atomic.Int64
 }
 
+// Masker masks Secret values in plans with a key of the run's (see
+// redact.Masker); Sanitizer removes the release's Secret values from
+// messages (see redact.Sanitizer).
+type (
+	Masker    = redact.Masker
+	Sanitizer = redact.Sanitizer
+)
+
 // NewConfig returns the configuration of one run. userAgent marks every
 // request (audit logs show it); with settings.Debug (--debug, HELM_DEBUG)
-// debug lines go to out. The API server's warnings and the debug lines pass
-// through san.
-func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *redact.Masker, san *redact.Sanitizer) *Config {
+// debug lines go to out. Secret values are masked with masker, or with a
+// fresh random key that lives only in the process when masker is nil. The
+// API server's warnings and the debug lines pass through the run's
+// Sanitizer.
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *Masker) *Config {
+	if masker == nil {
+		masker = redact.NewMasker()
+	}
+	san := redact.NewSanitizer(masker)
 	logf := func(string, ...interface{}) {}
 	if settings.Debug {
 		logf = san.Logf(func(format string, args ...interface{}) {
@@ -133,6 +149,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 				c.UserAgent = userAgent
 			}
 			c.WarningHandler = warnings
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return secretReads{next: rt, san: san} })
 			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, requests} })
 			return c
 		}
