@@ -63,31 +63,34 @@ func Mark(p *plan.Plan, prevManifest, nextManifest, namespace string, scoper man
 	return nil
 }
 
-// Object is what marking needs of an object: its identity and kind.
+// Object is what Mark needs of a manifest's object: its identity and kind.
 type Object struct {
 	ID  manifest.ObjectID
 	GVK schema.GroupVersionKind
 }
 
-// Objects lists the identities and kinds of set's objects, in order.
-func Objects(set *manifest.Set) []Object {
-	objs := set.Objects()
-	out := make([]Object, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, Object{ID: o.ID, GVK: o.GVK})
+// Objects lists the objects of s as Mark needs them: far smaller than s,
+// so a planner can keep them after dropping s.
+func Objects(s *manifest.Set) []Object {
+	objs := s.Objects()
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = Object{ID: o.ID, GVK: o.GVK}
 	}
 	return out
 }
 
-// MarkObjects is Mark for manifests already parsed (the planner's): prev
-// and next are their objects, newCRDs the kinds whose CRD the new render
-// brings (the planner judges those).
+// MarkObjects is Mark over the objects of both manifests, already parsed:
+// newCRDs are the kinds whose CRD the new render brings (the planner judges
+// those).
 func MarkObjects(p *plan.Plan, prev, next []Object, newCRDs map[schema.GroupKind]bool, check Checker) {
 	byID := map[manifest.ObjectID]*plan.Change{}
 	for i := range p.Changes {
 		byID[p.Changes[i].ID] = &p.Changes[i]
 	}
+	nextGVK := make(map[manifest.ObjectID]schema.GroupVersionKind, len(next))
 	for _, o := range next {
+		nextGVK[o.ID] = o.GVK
 		c := byID[o.ID]
 		if c == nil || newCRDs[o.GVK.GroupKind()] {
 			continue
@@ -107,7 +110,7 @@ func MarkObjects(p *plan.Plan, prev, next []Object, newCRDs map[schema.GroupKind
 		}
 		if s := check(o.GVK); s.Removed {
 			fix := "rewrite the stored release's manifest to served API versions with helm mapkubeapis (github.com/helm/helm-mapkubeapis), then upgrade"
-			if n := find(next, o.ID); n != nil && n.GVK == o.GVK {
+			if gvk, ok := nextGVK[o.ID]; ok && gvk == o.GVK {
 				fix = "update the chart to a served API version, " + fix
 			}
 			invalid(c, plan.Reason{Path: "apiVersion", Source: s.Source, Message: fmt.Sprintf(
@@ -115,16 +118,6 @@ func MarkObjects(p *plan.Plan, prev, next []Object, newCRDs map[schema.GroupKind
 				o.GVK.GroupVersion(), o.GVK.Kind, o.ID.Name, s.Message, fix)})
 		}
 	}
-}
-
-// find returns the object of objs with identity id, nil when none has it.
-func find(objs []Object, id manifest.ObjectID) *Object {
-	for i := range objs {
-		if objs[i].ID == id {
-			return &objs[i]
-		}
-	}
-	return nil
 }
 
 // invalid makes a change invalid and blocking, the reason first.

@@ -125,11 +125,22 @@ func (c *Cluster) Get(ctx context.Context, o *manifest.Object) State {
 // which a LIST is cheaper than a GET each.
 const MinListGroup = 8
 
-// Prefetch reads, with one LIST per kind and namespace, the objects that
-// come in groups of at least minGroup, and returns their states: an object
-// missing from its LIST does not exist. Objects in smaller groups, or whose
-// LIST failed (RBAC may allow get but not list), are left for Get.
-func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGroup int) map[manifest.ObjectID]State {
+// ListPage is the most objects one LIST request returns: a page is read,
+// its objects trimmed and the rest dropped before the next is requested, so
+// memory holds one page of a kind's objects as the server sends them, not
+// all of them.
+const ListPage = 500
+
+// Trim removes from obj, an object just read for o, what the caller will
+// not need (nil: keep everything).
+type Trim func(o *manifest.Object, obj *unstructured.Unstructured)
+
+// Prefetch reads, with paged LISTs per kind and namespace, the objects that
+// come in groups of at least minGroup, and returns their states, each
+// trimmed by trim: an object missing from its LIST does not exist. Objects
+// in smaller groups, or whose LIST failed (RBAC may allow get but not
+// list), are left for Get.
+func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGroup int, trim Trim) map[manifest.ObjectID]State {
 	type groupKey struct {
 		gvk       schema.GroupVersionKind
 		namespace string
@@ -149,35 +160,63 @@ func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGrou
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ri, _, err := c.Resource(k.gvk, k.namespace)
+			states, err := c.list(ctx, k.gvk, k.namespace, members, trim)
 			if err != nil {
 				return
-			}
-			list, err := ri.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return
-			}
-			// Copies of the items, not pointers into list.Items: the objects
-			// of the LIST that are not the release's (other releases, Helm's
-			// own release records) are garbage once the LIST is read.
-			byName := make(map[string]*unstructured.Unstructured, len(list.Items))
-			for _, item := range list.Items {
-				byName[item.GetName()] = &unstructured.Unstructured{Object: item.Object}
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for _, o := range members {
-				// Items of a LIST carry no apiVersion/kind of their own.
-				if obj := byName[o.ID.Name]; obj != nil {
-					obj.SetAPIVersion(list.GetAPIVersion())
-					obj.SetKind(o.GVK.Kind)
-					out[o.ID] = State{Obj: obj}
-				} else {
-					out[o.ID] = State{}
-				}
+			for id, st := range states {
+				out[id] = st
 			}
 		}()
 	}
 	wg.Wait()
 	return out
+}
+
+// list reads the states of members, objects of gvk in namespace, page by
+// page. Only members are kept (as trimmed copies, never pointers into a
+// page's items): the other objects of the kind (other releases, Helm's own
+// release records) are garbage once their page is read.
+func (c *Cluster) list(ctx context.Context, gvk schema.GroupVersionKind, namespace string, members []*manifest.Object, trim Trim) (map[manifest.ObjectID]State, error) {
+	ri, _, err := c.Resource(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*manifest.Object, len(members))
+	for _, o := range members {
+		byName[o.ID.Name] = o
+	}
+	states := make(map[manifest.ObjectID]State, len(members))
+	opts := metav1.ListOptions{Limit: ListPage}
+	for {
+		page, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			o := byName[item.GetName()]
+			if o == nil {
+				continue
+			}
+			obj := &unstructured.Unstructured{Object: item.Object}
+			// Items of a LIST carry no apiVersion/kind of their own.
+			obj.SetAPIVersion(page.GetAPIVersion())
+			obj.SetKind(gvk.Kind)
+			if trim != nil {
+				trim(o, obj)
+			}
+			states[o.ID] = State{Obj: obj}
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	for _, o := range members {
+		if _, ok := states[o.ID]; !ok {
+			states[o.ID] = State{} // absent: to be created
+		}
+	}
+	return states, nil
 }

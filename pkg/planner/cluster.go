@@ -25,9 +25,10 @@ type Cluster interface {
 	// Offline reports that no server answers: verdicts come from the
 	// catalogue, and drift cannot be seen.
 	Offline() bool
-	// Prefetch reads in bulk what it can (one LIST per large group of one
-	// kind); the states it returns need no Get.
-	Prefetch(ctx context.Context, objs []*manifest.Object) map[manifest.ObjectID]live.State
+	// Prefetch reads in bulk what it can (paged LISTs per large group of
+	// one kind), each object trimmed by trim (nil: kept whole) as it is
+	// read; the states it returns need no Get.
+	Prefetch(ctx context.Context, objs []*manifest.Object, trim live.Trim) map[manifest.ObjectID]live.State
 	// Get returns one object's live state; prev is its form in the last
 	// release (nil if new).
 	Get(ctx context.Context, obj, prev *manifest.Object) live.State
@@ -153,8 +154,8 @@ var _ Cluster = Live{}
 func (Live) Offline() bool { return false }
 
 // Prefetch implements Cluster.
-func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object) map[manifest.ObjectID]live.State {
-	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup)
+func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object, trim live.Trim) map[manifest.ObjectID]live.State {
+	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, trim)
 }
 
 // Get implements Cluster.
@@ -221,7 +222,7 @@ var _ Cluster = Offline{}
 func (Offline) Offline() bool { return true }
 
 // Prefetch implements Cluster.
-func (Offline) Prefetch(context.Context, []*manifest.Object) map[manifest.ObjectID]live.State {
+func (Offline) Prefetch(context.Context, []*manifest.Object, live.Trim) map[manifest.ObjectID]live.State {
 	return nil
 }
 

@@ -54,13 +54,13 @@ type Input struct {
 	// Ignore are the user's rules (--ignore, the rules file); the default
 	// rules (defaultRules) follow them.
 	Ignore []IgnoreRule
+	// APIs, when set, judges the API versions of both manifests' objects
+	// against the target cluster (apis.Mark); nil: not judged.
+	APIs apis.Checker
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
 	TakeOwnership bool
-	// APIs, when set, judges the API versions of both manifests' objects
-	// (apis.MarkObjects), from the manifests the planner parsed.
-	APIs apis.Checker
 	// CRDs are the files of the chart's crds/ directories (see crdChanges);
 	// SkipCRDs is --skip-crds. Offline, PreviousCRDs are the base chart's,
 	// and BaseCRDsUnknown says the base has none to compare with (a
@@ -170,12 +170,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.Release.Install && !in.SkipCRDs {
 		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
 	}
-	var prevKinds, nextKinds []apis.Object
+	// What the API check needs, kept small: the sets are dropped below.
+	var prevAPIs, nextAPIs []apis.Object
 	if in.APIs != nil {
-		prevKinds, nextKinds = apis.Objects(prev), apis.Objects(next)
+		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
 	}
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next) })
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -223,14 +224,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Hooks:         hooks,
 		Notes:         append(slices.Clone(in.Notes), crdNotes...),
 	}
+	if in.APIs != nil {
+		apis.MarkObjects(out, prevAPIs, nextAPIs, crdKinds, in.APIs)
+	}
 	if in.HooksDisabled && len(hooks) > 0 {
 		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")
 	}
 	if out.Offline {
 		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
-	}
-	if in.APIs != nil {
-		apis.MarkObjects(out, prevKinds, nextKinds, crdKinds, in.APIs)
 	}
 	return out, nil
 }
@@ -247,7 +248,7 @@ type evaluation struct {
 // Nothing else holds them once the sets are dropped, so each object's
 // parsed and live forms become garbage as soon as its change is evaluated:
 // memory grows with the changes, not with the release.
-func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set) []evaluation {
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool) []evaluation {
 	work := make([]evaluation, len(ids))
 	objs := make([]*manifest.Object, 0, len(ids))
 	for i, id := range ids {
@@ -258,13 +259,29 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 			objs = append(objs, work[i].prev)
 		}
 	}
-	prefetched := p.Cluster.Prefetch(ctx, objs)
+	prefetched := p.Cluster.Prefetch(ctx, objs, leanLive(prev, ssa))
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
 			work[i].prefetched = &st
 		}
 	}
 	return work
+}
+
+// leanLive drops from the live objects what a client-side (Helm 3) plan
+// never reads: metadata.managedFields, server-side apply's field ownership,
+// often more than half of an object. A Helm 4 server-side apply reads them
+// (conflicts, owners of drift), and so does an object without a last-release
+// form, which Helm diffs against the live object itself.
+func leanLive(prev *manifest.Set, ssa bool) live.Trim {
+	if ssa {
+		return nil
+	}
+	return func(o *manifest.Object, obj *unstructured.Unstructured) {
+		if prev.Get(o.ID) != nil {
+			unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		}
+	}
 }
 
 // change evaluates one object.

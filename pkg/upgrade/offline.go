@@ -89,8 +89,8 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		}
 		in.SecondRender = again.Next.Manifest
 	}
+	in.APIs = apis.ForMinor(target.Minor) // APIs the target no longer serves
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
-	in.APIs = apis.ForMinor(target.Minor)
 	p, err := c.planner(offline, "").Plan(ctx, in)
 	if err != nil {
 		return nil, err

@@ -112,10 +112,10 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
-	addHookSecrets(c.Sanitizer, res)
 	// APIs the cluster no longer serves, in the last release or the new render.
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
+	addHookSecrets(c.Sanitizer, res)
 	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster)}, c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
 	stats := &planner.Stats{Requests: c.Requests}
