@@ -154,6 +154,7 @@ var summaryBuckets = []struct{ key, label string }{
 	{string(plan.ActionDelete), "to delete"},
 	{regeneratedBucket, "regenerated"},
 	{ignoredBucket, "ignored"},
+	{string(plan.ClassManual), "manual (crds/, not applied by Helm)"},
 }
 
 // ignoredBucket holds the updates that change only fields ignored by the
@@ -173,6 +174,8 @@ func noiseLabel(r plan.Reason) string {
 	switch {
 	case r.Regenerated:
 		return regeneratedLabel
+	case r.IgnoredBy != "" && r.IgnoredIn != "":
+		return " (ignored by rule " + r.IgnoredIn + " " + r.IgnoredBy + ")"
 	case r.IgnoredBy != "":
 		return " (ignored by rule --ignore " + r.IgnoredBy + ")"
 	}
@@ -181,6 +184,9 @@ func noiseLabel(r plan.Reason) string {
 
 // bucketKey is an update's class, or another change's action.
 func bucketKey(c *plan.Change) string {
+	if c.Class == plan.ClassManual {
+		return string(plan.ClassManual)
+	}
 	if c.Regenerated {
 		return regeneratedBucket
 	}
@@ -207,7 +213,7 @@ func SummaryLine(p *plan.Plan) string {
 	}
 	parts := make([]string, 0, len(summaryBuckets))
 	for _, b := range summaryBuckets {
-		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket) && count[b.key] == 0 {
+		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket || b.key == string(plan.ClassManual)) && count[b.key] == 0 {
 			continue
 		}
 		part := fmt.Sprintf("%d %s", count[b.key], b.label)
@@ -427,6 +433,9 @@ func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
 type Flags struct {
 	Output      string // -o/--output
 	DiffContext int    // --diff-context
+	// GitHubActions adds workflow-command annotations for destructive
+	// changes (the command sets it when GITHUB_ACTIONS=true).
+	GitHubActions bool
 }
 
 // AddFlags registers -o/--output and --diff-context with their defaults.
@@ -454,4 +463,21 @@ func (f Flags) Options(color bool) Options {
 		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
 	}
 	return Options{Format: f.Output, Color: color, Context: ctx}
+}
+
+// Write writes p as the flags ask: the report on out (coloured when color
+// is set; SARIF results located in the chart chartRef names; Secrets'
+// contents hidden with hideSecrets) and, in GitHub Actions, the workflow
+// annotations on errOut: out carries the report, and JSON must stay clean.
+func (f Flags) Write(out, errOut io.Writer, p *plan.Plan, color bool, chartRef string, hideSecrets bool) error {
+	opts := f.Options(color)
+	opts.ChartDir = ChartDir(chartRef)
+	opts.HideSecrets = hideSecrets
+	if err := Write(out, p, opts); err != nil {
+		return err
+	}
+	if f.GitHubActions {
+		return GitHubAnnotations(errOut, p)
+	}
+	return nil
 }

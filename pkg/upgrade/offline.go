@@ -52,7 +52,7 @@ func (r OfflineRequest) Validate(offline bool) error {
 // target Kubernetes version (--kube-version, --api-versions), with removed
 // APIs marked; nothing reaches a cluster, and the result cannot be applied.
 func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
-	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	rules, err := req.Rules.load(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +72,13 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 	if err != nil {
+		// A template's `fail` can echo a value the base keeps in a Secret
+		// (lookup answers with the base's objects).
+		c.Sanitizer.AddManifest(base.Manifest)
 		return nil, err
 	}
-	in := plannerInput(head)
+	in := plannerInput(head, req.Render.SkipCRDs)
+	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), req.FromManifest != ""
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules
