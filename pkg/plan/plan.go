@@ -34,6 +34,11 @@ const (
 	ClassRolling          Class = "rolling"
 	ClassRecreateRequired Class = "recreate-required"
 	ClassInvalid          Class = "invalid"
+	// ClassManual is a change Helm does not make: a CRD of the chart's
+	// crds/ directory that differs from the live one (helm upgrade never
+	// applies crds/), or is absent from the cluster on an upgrade. The user
+	// applies it; the plan says what that does.
+	ClassManual Class = "manual"
 )
 
 // Source says who established a reason.
@@ -60,9 +65,11 @@ type Reason struct {
 	// checksum of such a value): shown, but never counted as a pending
 	// change, never blocking on its own, and left out of fingerprints.
 	Regenerated bool
-	// IgnoredBy is the user's rule (--ignore) that covers this field, with
-	// the same effect as Regenerated; "" when none.
+	// IgnoredBy is the user's rule that covers this field, with the same
+	// effect as Regenerated; "" when none. IgnoredIn says where the rule was
+	// given: "--ignore", or its rules file and position ("chart/.safe-upgrade.yaml#2").
 	IgnoredBy string
+	IgnoredIn string
 	// Manager, on a server-side apply conflict, is the field manager that
 	// owns Path (the apply takes the field from it only with
 	// --force-conflicts).
@@ -216,6 +223,9 @@ type Summary struct {
 	Regenerated int
 	// Ignored counts updates that change only fields ignored by rules.
 	Ignored int
+	// Manual counts the changes Helm does not make (ClassManual); they are
+	// not counted by action.
+	Manual int
 }
 
 // Summary counts the plan's changes. Blocked counts destructive changes that
@@ -223,14 +233,16 @@ type Summary struct {
 func (p *Plan) Summary() Summary {
 	var s Summary
 	for _, c := range p.Changes {
-		switch c.Action {
-		case ActionCreate:
+		switch {
+		case c.Class == ClassManual:
+			s.Manual++
+		case c.Action == ActionCreate:
 			s.Create++
-		case ActionDelete:
+		case c.Action == ActionDelete:
 			s.Delete++
-		case ActionNoop:
+		case c.Action == ActionNoop:
 			s.Noop++
-		case ActionUpdate:
+		case c.Action == ActionUpdate:
 			if c.Regenerated {
 				s.Regenerated++
 				break
@@ -280,10 +292,11 @@ func (c *Change) AckFlag() string {
 }
 
 // HasChanges reports whether anything would change, regenerated fields
-// aside (they change on every render, whatever the chart and values).
+// aside (they change on every render, whatever the chart and values), and
+// manual changes aside (the upgrade does not make them).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != ActionNoop && !c.Regenerated && !c.Ignored {
+		if c.Action != ActionNoop && !c.Regenerated && !c.Ignored && c.Class != ClassManual {
 			return true
 		}
 	}

@@ -45,7 +45,7 @@ func (p *Planner) noteBudgets(ctx context.Context, changes []plan.Change) {
 			}
 			note := fmt.Sprintf("PodDisruptionBudget %s covers these pods and allows %d disruption(s) now", b.Name, b.DisruptionsAllowed)
 			if b.DisruptionsAllowed == 0 {
-				note += ": the rollout does not stall on it (controllers delete pods, they do not evict them) but takes availability below its budget, and node drains are blocked meanwhile"
+				note += ": the rollout itself is not blocked by it (workload controllers delete the pods they replace, they do not evict them), but evictions are refused while it allows none, so a node drain during the rollout waits"
 			} else {
 				note += "; the rollout does not consult it (controllers delete pods, they do not evict them)"
 			}

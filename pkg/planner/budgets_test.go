@@ -38,7 +38,7 @@ func TestRolloutBudgets(t *testing.T) {
 		budgets []Budget
 		want    string // in a note; "" means no budget note
 	}{
-		{"budget at zero", []Budget{{Name: "web", Selector: web}}, "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now: the rollout does not stall on it"},
+		{"budget at zero", []Budget{{Name: "web", Selector: web}}, "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now: the rollout itself is not blocked by it (workload controllers delete the pods they replace, they do not evict them), but evictions are refused while it allows none, so a node drain during the rollout waits"},
 		{"budget with room", []Budget{{Name: "web", Selector: web, DisruptionsAllowed: 1}}, "allows 1 disruption(s) now; the rollout does not consult it"},
 		{"budget for other pods", []Budget{{Name: "db", Selector: labels.SelectorFromSet(labels.Set{"app": "db"})}}, ""},
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,38 +10,55 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// IgnoreRule is one --ignore: a field path, optionally for one kind or one
-// object: "metadata.annotations[checksum/config]",
+// IgnoreRule is one --ignore, or one rule of a rules file: a field path,
+// optionally for one kind or one object: "metadata.annotations[checksum/config]",
 // "Deployment:spec.replicas", "Deployment/web:spec.replicas".
 type IgnoreRule struct {
 	Rule       string // as given
 	Kind, Name string // "" matches any
 	Path       string
+	// In is where the rule was given: "--ignore", or a rules file and the
+	// rule's position ("chart/.safe-upgrade.yaml#2"), or "default ...".
+	In string
+	// Injected rules cover only objects that ask a controller to inject
+	// their CA bundle (see defaultRules).
+	Injected bool
 }
 
 // ParseIgnoreRules parses --ignore values.
 func ParseIgnoreRules(rules []string) ([]IgnoreRule, error) {
 	out := make([]IgnoreRule, 0, len(rules))
 	for _, s := range rules {
-		r := IgnoreRule{Rule: s, Path: s}
-		// A selector has no '.' or '[' before its ':' (field paths do).
-		if sel, path, ok := strings.Cut(s, ":"); ok && !strings.ContainsAny(sel, ".[") {
-			r.Kind, r.Path = sel, path
-			if kind, name, ok := strings.Cut(sel, "/"); ok {
-				r.Kind, r.Name = kind, name
-			}
+		r, err := parseIgnoreRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("--ignore %q: %w", s, err)
 		}
-		if r.Path == "" || r.Kind == "" && r.Path != s {
-			return nil, fmt.Errorf("--ignore %q: want FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH", s)
-		}
+		r.In = "--ignore"
 		out = append(out, r)
 	}
 	return out, nil
 }
 
+// parseIgnoreRule parses one rule: FIELD_PATH, KIND:FIELD_PATH or
+// KIND/NAME:FIELD_PATH.
+func parseIgnoreRule(s string) (IgnoreRule, error) {
+	r := IgnoreRule{Rule: s, Path: s}
+	// A selector has no '.' or '[' before its ':' (field paths do).
+	if sel, path, ok := strings.Cut(s, ":"); ok && !strings.ContainsAny(sel, ".[") {
+		r.Kind, r.Path = sel, path
+		if kind, name, ok := strings.Cut(sel, "/"); ok {
+			r.Kind, r.Name = kind, name
+		}
+	}
+	if r.Path == "" || r.Kind == "" && r.Path != s {
+		return r, errors.New("want FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH")
+	}
+	return r, nil
+}
+
 func (r IgnoreRule) matches(id manifest.ObjectID, path string) bool {
 	return path != "" && (r.Kind == "" || strings.EqualFold(r.Kind, id.Kind)) && (r.Name == "" || r.Name == id.Name) &&
-		classify.Under(path, r.Path)
+		classify.UnderPattern(path, r.Path)
 }
 
 // markIgnored labels an update's reasons that a rule covers, and marks the
@@ -55,8 +73,8 @@ func markIgnored(c *plan.Change, rules []IgnoreRule) {
 	for i := range c.Reasons {
 		r := &c.Reasons[i]
 		for _, rule := range rules {
-			if rule.matches(c.ID, r.Path) {
-				r.IgnoredBy, ignored = rule.Rule, true
+			if rule.matches(c.ID, r.Path) && (!rule.Injected || caInjected(c)) {
+				r.IgnoredBy, r.IgnoredIn, ignored = rule.Rule, rule.In, true
 				break
 			}
 		}

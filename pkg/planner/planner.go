@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -47,12 +49,20 @@ type Input struct {
 	// regenerated on every render (see plan.Reason.Regenerated). Empty: no
 	// second render, nothing is marked.
 	SecondRender string
-	// Ignore are the user's --ignore rules.
+	// Ignore are the user's rules (--ignore, the rules file); the default
+	// rules (defaultRules) follow them.
 	Ignore []IgnoreRule
 	// TakeOwnership is --take-ownership: Helm adopts objects that exist in
 	// the cluster without this release's ownership metadata instead of
 	// refusing the upgrade.
 	TakeOwnership bool
+	// CRDs are the files of the chart's crds/ directories (see crdChanges);
+	// SkipCRDs is --skip-crds. Offline, PreviousCRDs are the base chart's,
+	// and BaseCRDsUnknown says the base has none to compare with (a
+	// manifest).
+	CRDs, PreviousCRDs []CRDFile
+	SkipCRDs           bool
+	BaseCRDsUnknown    bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -83,6 +93,7 @@ func New(cluster Cluster, serverVersion string) *Planner {
 // Plan predicts and classifies every object of both releases.
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
+	in.Ignore = append(slices.Clone(in.Ignore), defaultRules()...)
 	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
@@ -114,6 +125,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	ids := manifest.UnionIDs(prev, next)
 	crdKinds := manifest.CRDKinds(next)
+	crds, err := splitCRDs(in.CRDs, p.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if in.Release.Install && !in.SkipCRDs {
+		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
+	}
 	objs := make([]*manifest.Object, 0, len(ids))
 	for _, id := range ids {
 		if o := next.Get(id); o != nil {
@@ -139,6 +157,15 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err := g.Wait(); err != nil {
 		return nil, san.Error(err)
 	}
+	p.templateCRDs(ctx, changes)
+	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, prev, next)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, crdChanges...)
+	if len(crdChanges) > 0 {
+		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	}
 	sanitizeChanges(changes, san) // before fingerprints
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
@@ -153,7 +180,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
 		Hooks:         hooks,
-		Notes:         in.Notes,
+		Notes:         append(slices.Clone(in.Notes), crdNotes...),
 	}
 	if in.HooksDisabled && len(hooks) > 0 {
 		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")

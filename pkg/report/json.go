@@ -48,6 +48,7 @@ type jsonSummary struct {
 	Invalid     int `json:"invalid"`
 	Regenerated int `json:"regenerated"`
 	Ignored     int `json:"ignored"`
+	Manual      int `json:"manual,omitempty"`
 }
 
 type jsonChange struct {
@@ -77,8 +78,10 @@ type jsonReason struct {
 	Source  string `json:"source"`
 	// Regenerated: the value differs on every render (never counted).
 	Regenerated bool `json:"regenerated,omitempty"`
-	// IgnoredBy: the user's --ignore rule that covers the field.
+	// IgnoredBy: the user's rule that covers the field; IgnoredIn: where
+	// it was given (--ignore, or a rules file and the rule's position).
 	IgnoredBy string `json:"ignoredBy,omitempty"`
+	IgnoredIn string `json:"ignoredIn,omitempty"`
 	Manager   string `json:"manager,omitempty"`
 }
 
@@ -146,6 +149,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Invalid:     s.Invalid,
 			Regenerated: s.Regenerated,
 			Ignored:     s.Ignored,
+			Manual:      s.Manual,
 		},
 		Changes:       make([]jsonChange, 0, len(p.Changes)),
 		ServerVersion: p.ServerVersion,
@@ -203,7 +207,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, Manager: r.Manager})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

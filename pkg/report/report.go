@@ -154,6 +154,7 @@ var summaryBuckets = []struct{ key, label string }{
 	{string(plan.ActionDelete), "to delete"},
 	{regeneratedBucket, "regenerated"},
 	{ignoredBucket, "ignored"},
+	{string(plan.ClassManual), "manual (crds/, not applied by Helm)"},
 }
 
 // ignoredBucket holds the updates that change only fields ignored by the
@@ -173,6 +174,8 @@ func noiseLabel(r plan.Reason) string {
 	switch {
 	case r.Regenerated:
 		return regeneratedLabel
+	case r.IgnoredBy != "" && r.IgnoredIn != "":
+		return " (ignored by rule " + r.IgnoredIn + " " + r.IgnoredBy + ")"
 	case r.IgnoredBy != "":
 		return " (ignored by rule --ignore " + r.IgnoredBy + ")"
 	}
@@ -181,6 +184,9 @@ func noiseLabel(r plan.Reason) string {
 
 // bucketKey is an update's class, or another change's action.
 func bucketKey(c *plan.Change) string {
+	if c.Class == plan.ClassManual {
+		return string(plan.ClassManual)
+	}
 	if c.Regenerated {
 		return regeneratedBucket
 	}
@@ -207,7 +213,7 @@ func SummaryLine(p *plan.Plan) string {
 	}
 	parts := make([]string, 0, len(summaryBuckets))
 	for _, b := range summaryBuckets {
-		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket) && count[b.key] == 0 {
+		if (b.key == string(plan.ClassInvalid) || b.key == regeneratedBucket || b.key == ignoredBucket || b.key == string(plan.ClassManual)) && count[b.key] == 0 {
 			continue
 		}
 		part := fmt.Sprintf("%d %s", count[b.key], b.label)

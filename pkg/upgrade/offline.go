@@ -52,7 +52,7 @@ func (r OfflineRequest) Validate(offline bool) error {
 // target Kubernetes version (--kube-version, --api-versions), with removed
 // APIs marked; nothing reaches a cluster, and the result cannot be applied.
 func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
-	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	rules, err := req.Rules.load(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,8 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	if err != nil {
 		return nil, c.offlineFailed(err)
 	}
-	in := plannerInput(head)
+	in := plannerInput(head, req.Render.SkipCRDs)
+	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), req.FromManifest != ""
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules

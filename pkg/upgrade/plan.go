@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -24,10 +23,10 @@ type PlanRequest struct {
 	Render                RenderOptions
 	// Apply is how the plan will be applied (saved plans pin it).
 	Apply ApplyRequest
-	// Ignore are --ignore rules: field paths, optionally for a kind or an
-	// object, whose changes are shown but not counted (see
-	// planner.ParseIgnoreRules).
-	Ignore []string
+	// Rules are the user's ignore rules (--ignore, the rules file): field
+	// paths, optionally for a kind or an object, whose changes are shown but
+	// not counted.
+	Rules Rules
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
 	// replaces the new one, and the plan is refused if anything moved since,
 	// or if it is older than SavedMaxAge (0: no limit).
@@ -67,7 +66,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 			return nil, err
 		}
 	}
-	rules, err := planner.ParseIgnoreRules(req.Ignore)
+	rules, err := req.Rules.load(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +92,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	start = time.Now()
 	c.progress("Planning against the cluster: reading objects and sending dry-runs")
-	in := plannerInput(res)
+	in := plannerInput(res, req.Render.SkipCRDs)
 	in.TakeOwnership = req.Render.TakeOwnership
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
@@ -178,9 +177,9 @@ func hookManifests(hooks []*release.Hook) []planner.HookManifest {
 	return out
 }
 
-// plannerInput hands the render to the planner, with Helm's rules for the
-// chart's crds/ directory as a note.
-func plannerInput(res *render.Result) planner.Input {
+// plannerInput hands the render to the planner, with the chart's crds/
+// directory and Helm's rule for it as a note (skipCRDs is --skip-crds).
+func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 	next := res.Next
 	in := planner.Input{
 		Release: plan.Release{
@@ -200,16 +199,9 @@ func plannerInput(res *render.Result) planner.Input {
 	if res.Previous != nil {
 		in.PreviousHooks = hookManifests(res.Previous.Hooks)
 	}
-	if crds := res.Chart.CRDObjects(); len(crds) > 0 {
-		names := make([]string, 0, len(crds))
-		for _, c := range crds {
-			names = append(names, c.Filename)
-		}
-		verb := "are not upgraded or deleted by helm upgrade"
-		if res.Install {
-			verb = "are created by the install if absent, and never upgraded afterwards"
-		}
-		in.Notes = append(in.Notes, fmt.Sprintf("CRDs in the chart's crds/ directory (%s) %s", strings.Join(names, ", "), verb))
+	in.CRDs, in.SkipCRDs = chartCRDs(res.Chart), skipCRDs
+	if note := crdsNote(res.Chart, res.Install, skipCRDs); note != "" {
+		in.Notes = append(in.Notes, note)
 	}
 	return in
 }

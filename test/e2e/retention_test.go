@@ -37,7 +37,9 @@ func TestStatefulSetClaimsDeletedWithIt(t *testing.T) {
 
 // TestRolloutUnderExhaustedBudget: a Deployment whose pods a
 // PodDisruptionBudget covers with 0 disruptions allowed (no kubelet: no pod
-// is ever healthy) says so in its rollout notes.
+// is ever healthy) says so in its rollout notes, and says what it does: it
+// does not block the rollout (controllers delete pods, the eviction API is
+// not involved), it blocks evictions such as node drains meanwhile.
 func TestRolloutUnderExhaustedBudget(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
@@ -45,7 +47,9 @@ func TestRolloutUnderExhaustedBudget(t *testing.T) {
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
 	p, _ := planJSON(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 1), "pdb.yaml": pdb}), "-n", ns)
 	ch := p.change(t, "Deployment", "web")
-	if ch.Class != "rolling" || !strings.Contains(strings.Join(ch.Notes, "\n"), "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now") {
+	notes := strings.Join(ch.Notes, "\n")
+	if ch.Class != "rolling" || !strings.Contains(notes, "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now: the rollout itself is not blocked by it") ||
+		!strings.Contains(notes, "a node drain during the rollout waits") || strings.Contains(notes, "stall") {
 		t.Errorf("Deployment web: class %s notes %q", ch.Class, ch.Notes)
 	}
 }

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// gadgetCRD is a CRD of group GROUP served as v1 (storage) and, unless
+// dropAlpha, v1alpha1 too.
+func gadgetCRD(group string, dropAlpha bool) string {
+	alpha := `
+  - name: v1alpha1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}`
+	if dropAlpha {
+		alpha = ""
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.%s}
+spec:
+  group: %s
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:%s
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
+`, group, group, alpha)
+}
+
+// TestCRDDropsServedVersion: a chart whose crds/ CRD drops a served version
+// while 3 custom resources exist is destructive (exit 2), names the count
+// and says that helm upgrade will not apply it; the plan sends no write.
+// Once acknowledged, the upgrade goes through without touching the CRD.
+func TestCRDDropsServedVersion(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // leaves a CRD behind
+	ns := c.Namespace(t)
+	group := ns + ".example.com" // one CRD per test namespace
+	gadgets := ""
+	for i := range 3 {
+		gadgets += fmt.Sprintf("---\napiVersion: %s/v1\nkind: Gadget\nmetadata: {name: g%d}\nspec: {size: %d}\n", group, i, i)
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, false), "gadgets.yaml": gadgets}), "-n", ns)
+
+	v2 := writeChart(t, "app", "2.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, true), "gadgets.yaml": gadgets})
+	before := auditMark(t, c)
+	p, r := planJSON(t, c, "app", v2, "-n", ns, "--detailed-exitcode")
+	if r.Code != 2 {
+		t.Errorf("exit %d, want 2 (blocked)\n%s", r.Code, r.Stderr)
+	}
+	ch := p.change(t, "CustomResourceDefinition", "gadgets."+group)
+	if ch.Action != "update" || ch.Class != "manual" || !ch.Destructive || ch.Blocking || ch.Fingerprint == "" {
+		t.Fatalf("CRD: %+v, want a destructive manual update with a fingerprint", ch)
+	}
+	var reasons []string
+	for _, reason := range ch.Reasons {
+		reasons = append(reasons, reason.Path+": "+reason.Message)
+	}
+	text := strings.Join(append(reasons, ch.Notes...), "\n")
+	for _, want := range []string{
+		"spec.versions[v1alpha1]: served version v1alpha1 removed",
+		"3 existing Gadget resource(s) in all namespaces are affected",
+		"helm upgrade never applies crds/",
+		"kubectl apply -f app/crds/gadgets.yaml",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reasons and notes lack %q:\n%s", want, text)
+		}
+	}
+	if p.Summary["manual"] != 1 {
+		t.Errorf("summary %v, want manual 1", p.Summary)
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
+
+	// Acknowledged, nothing else changes: no pending change (the upgrade
+	// does not apply crds/), and the apply leaves the CRD as it is.
+	ack := "CustomResourceDefinition/gadgets." + group + "@" + ch.Fingerprint
+	// (Helm's spelling --dry-run=server plans as --dry-run does.)
+	if r := run(t, c, "app", v2, "-n", ns, "--dry-run=server", "--detailed-exitcode", "--ack", ack); r.Code != 0 {
+		t.Errorf("acknowledged: exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := run(t, c, "app", v2, "-n", ns, "--ack", ack); r.Code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	crd, err := c.Dynamic(t).Resource(crdGVR).Get(t.Context(), "gadgets."+group, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if len(versions) != 2 {
+		t.Errorf("the live CRD has %d versions after the upgrade, want 2 (Helm does not apply crds/)", len(versions))
+	}
+}
+
+// TestInstallCreatesCRDs: an install of a chart whose crds/ CRD its
+// templates use plans the CRD as a create and the custom resources as not
+// validated (their kind is not served yet), not as a refused create; the
+// apply installs both, as helm install does.
+func TestInstallCreatesCRDs(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // leaves a CRD behind
+	ns := c.Namespace(t)
+	group := ns + ".example.com"
+	chart := writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, false),
+		"gadget.yaml": fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n", group)})
+	p, r := planJSON(t, c, "app", chart, "-n", ns, "--install")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	crd := p.change(t, "CustomResourceDefinition", "gadgets."+group)
+	gadget := p.change(t, "Gadget", "g")
+	if crd.Action != "create" || crd.Class != "" || gadget.Action != "create" || gadget.Blocking ||
+		!strings.Contains(strings.Join(gadget.Notes, "\n"), "its CustomResourceDefinition is created by this release") {
+		t.Fatalf("CRD %+v\nGadget %+v", crd, gadget)
+	}
+	if r := run(t, c, "app", chart, "-n", ns, "--install"); r.Code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
+	if _, err := c.Dynamic(t).Resource(gvr).Namespace(ns).Get(t.Context(), "g", metav1.GetOptions{}); err != nil {
+		t.Errorf("the installed Gadget: %v", err)
+	}
+}
