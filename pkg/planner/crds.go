@@ -59,7 +59,9 @@ func splitCRDs(files []CRDFile, scoper manifest.Scoper) (*manifest.Set, error) {
 // CRDs the last release's manifest or the new render holds too are planned
 // with them: Helm applies (or deletes) those.
 // Offline, the base chart's crds/ stand in for the live CRDs.
-func (p *Planner) crdChanges(ctx context.Context, in Input, crds, prev, next *manifest.Set) ([]plan.Change, []string, error) {
+// templated are the objects of the last release's manifest and the new
+// render (the sets themselves are dropped by then, see evaluations).
+func (p *Planner) crdChanges(ctx context.Context, in Input, crds *manifest.Set, templated map[manifest.ObjectID]bool) ([]plan.Change, []string, error) {
 	if crds.Len() == 0 {
 		return nil, nil, nil
 	}
@@ -77,7 +79,7 @@ func (p *Planner) crdChanges(ctx context.Context, in Input, crds, prev, next *ma
 	var changes []plan.Change
 	var notes []string
 	for _, o := range crds.Objects() {
-		if prev.Get(o.ID) != nil || next.Get(o.ID) != nil {
+		if templated[o.ID] {
 			continue
 		}
 		c := plan.Change{ID: o.ID, APIVersion: o.GVK.GroupVersion().String(), Source: o.Source}

@@ -170,7 +170,15 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.Release.Install && !in.SkipCRDs {
 		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
 	}
-	// What the API check needs, kept small: the sets are dropped below.
+	// What the CRD and API checks need, kept small: the sets are dropped
+	// below.
+	var templated map[manifest.ObjectID]bool
+	if crds.Len() > 0 {
+		templated = make(map[manifest.ObjectID]bool, len(ids))
+		for _, id := range ids {
+			templated[id] = true
+		}
+	}
 	var prevAPIs, nextAPIs []apis.Object
 	if in.APIs != nil {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
@@ -200,7 +208,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		return nil, san.Error(err)
 	}
 	p.templateCRDs(ctx, changes)
-	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, prev, next)
+	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, templated)
 	if err != nil {
 		return nil, err
 	}
@@ -455,34 +463,29 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 		return nil
 	}
 	c.Before = p.shown(liveObj)
+	local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.ID, err)
+	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: p.Masker.Object(liveObj), Secret: secret,
+		Live: p.Masker.Object(liveObj), Local: p.Masker.Object(local), Secret: secret,
 		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
 	start := time.Now()
-	if !ssa {
-		predicted = p.derive(ctx, next, liveObj, pt, patch)
+	switch {
+	case ssa:
+		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
+	default:
+		if predicted = p.derive(ctx, next, liveObj, pt, patch); predicted != nil {
+			u.Predicted, u.Derived = p.Masker.Object(predicted), true
+			c.Prediction = plan.PredictionDerived
+			break
+		}
+		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
 	}
-	if predicted != nil {
-		// The derived object is the patch applied locally, too.
-		masked := p.Masker.Object(predicted)
-		u.Predicted, u.Local, u.Derived = masked, masked, true
-		c.Prediction = plan.PredictionDerived
-	} else {
-		local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.ID, err)
-		}
-		u.Local = p.Masker.Object(local)
-		if ssa {
-			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
-		} else {
-			predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
-		}
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	p.Stats.add(stagePredict, start)
 	defer p.Stats.add(stageClassify, time.Now())

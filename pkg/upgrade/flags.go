@@ -26,8 +26,7 @@ type Flags struct {
 	Apply ApplyRequest
 	// Rules are the ignore rules: --ignore and the rules file (PlanRequest.Rules).
 	Rules Rules
-	// ServerDryRun is --server-dry-run: needed (derive where the server's
-	// answer cannot differ) or all.
+	// ServerDryRun is --server-dry-run: needed (default) or all.
 	ServerDryRun string
 	// PlanOut saves the plan; PlanIn applies the saved plan, refused when
 	// older than PlanMaxAge (0: no limit).
