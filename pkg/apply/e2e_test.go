@@ -485,8 +485,9 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 // TestE2EFailedUpgradeRestoresStatefulSetHelm4 is
 // TestE2EFailedUpgradeRestoresStatefulSet for a Helm 4 (ssa) release,
 // applied with Helm 4's SDK: the StatefulSet is put back after a pre-upgrade
-// hook the server rejects, and the failed revision says so and still
-// records apply_method ssa (Helm 4's next upgrade stays server-side).
+// hook the server rejects, with its field managers, and the failed revision
+// says so and still records apply_method ssa; a plain helm4 upgrade then
+// succeeds.
 func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t, "db", "db")
@@ -508,6 +509,9 @@ func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
 	if rec.Info.Status != "failed" || !strings.Contains(rec.Info.Description, want) || rec.ApplyMethod != "ssa" {
 		t.Errorf("revision 2 is %s %q apply_method %q, want failed naming the restore, ssa", rec.Info.Status, rec.Info.Description, rec.ApplyMethod)
 	}
+	// The restored StatefulSet has its field managers back: Helm 4's next
+	// upgrade finds no field owned by the tool and succeeds.
+	e.c.HelmV4(t, "upgrade", e.name, e.chart, "-n", e.ns, "--set", "node="+node, "--set", "replicas=3")
 }
 
 // killArgsEnv passes the command line of the apply that is signalled to
@@ -587,11 +591,20 @@ func TestE2EInterruptedApplyRestores(t *testing.T) {
 // deleted. The next plan exits 1 naming --recover; --recover puts the
 // StatefulSet back (pods and claims keep their UIDs) and marks the pending
 // revision failed; a plan then passes and an acknowledged apply succeeds.
+// For a Helm 4 release the revision marked failed keeps apply_method ssa.
 func TestE2EKilledApplyRecovers(t *testing.T) {
-	t.Parallel()
+	for _, in := range installers {
+		t.Run(in.name, func(t *testing.T) {
+			t.Parallel()
+			testKilledApplyRecovers(t, in.helm, in.name == "helm 4")
+		})
+	}
+}
+
+func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(testing.TB, ...string) string, ssa bool) {
 	e := newE2E(t, "db", "db")
 	node := e.node(t)
-	pods, claims := e.installDB(t, node)
+	pods, claims := e.installDBWith(t, helm(e.c), node)
 	e.signalApplyWaitingOnHook(t, node, syscall.SIGKILL)
 	if status, _ := e.revision(t, 2); status != "pending-upgrade" {
 		t.Fatalf("revision 2 is %s after the kill, want pending-upgrade", status)
@@ -608,6 +621,9 @@ func TestE2EKilledApplyRecovers(t *testing.T) {
 	e.assertRestored(t, pods, claims)
 	if status, desc := e.revision(t, 2); status != "failed" || !strings.Contains(desc, "interrupted") {
 		t.Errorf("revision 2 is %s %q, want failed, saying it was interrupted", status, desc)
+	}
+	if rec := helmtest.ReadRecord(t, e.c.Clientset(t), e.ns, e.name, 2); ssa && rec.ApplyMethod != "ssa" {
+		t.Errorf("revision 2 apply_method %q after --recover, want ssa kept", rec.ApplyMethod)
 	}
 	if code, _ := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run"); code != 0 {
 		t.Errorf("plan after --recover: exit %d, want 0", code)

@@ -65,6 +65,11 @@ type journalObject struct {
 	Deleted bool `json:"deleted"`
 	// Object is the live object as it was, ready to be created again.
 	Object map[string]interface{} `json:"object"`
+	// ManagedFields are its field managers as they were: a create makes
+	// the restoring client own every field, so they are put back after it.
+	// Helm 4's server-side apply conflicts with any other owner of a field
+	// the chart sets (empty in a journal written before they were kept).
+	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
 }
 
 // id is the object's ID, printed as everywhere (manifest.ObjectID.String).
@@ -108,7 +113,8 @@ func newJournal(secrets dynamic.ResourceInterface, release, namespace string, re
 			continue
 		}
 		j.rec.Objects = append(j.rec.Objects, journalObject{APIVersion: t.live.GetAPIVersion(), Kind: t.live.GetKind(),
-			Namespace: t.live.GetNamespace(), Name: t.live.GetName(), UID: t.live.GetUID(), Object: restorable(t.live)})
+			Namespace: t.live.GetNamespace(), Name: t.live.GetName(), UID: t.live.GetUID(), Object: restorable(t.live),
+			ManagedFields: t.live.GetManagedFields()})
 	}
 	return j
 }
@@ -257,6 +263,27 @@ func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, time
 	return msg, nil
 }
 
+// restoreManagers puts the field managers an object had before its
+// recreate back on the re-created object (an update whose managedFields are
+// set replaces them, and it changes nothing else, so no new entry is
+// added), retrying when a controller updated the object meanwhile.
+func restoreManagers(ctx context.Context, res dynamic.ResourceInterface, obj *unstructured.Unstructured, managers []metav1.ManagedFieldsEntry) error {
+	if len(managers) == 0 {
+		return nil
+	}
+	var err error
+	for range 5 {
+		obj.SetManagedFields(managers)
+		if _, err = res.Update(ctx, obj, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+			return err
+		}
+		if obj, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
 func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, poll time.Duration) (string, error) {
 	gvk := schema.FromAPIVersionAndKind(o.APIVersion, o.Kind)
 	res, _, err := cluster.Resource(gvk, o.Namespace)
@@ -287,6 +314,9 @@ func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, po
 			}
 			if err != nil {
 				return "", fmt.Errorf("creating it again: %w", err)
+			}
+			if err := restoreManagers(ctx, res, created, o.ManagedFields); err != nil {
+				note += fmt.Sprintf(", but not its field managers (%v)", err)
 			}
 			return fmt.Sprintf("re-created with its previous spec%s (uid %s)", note, created.GetUID()), nil
 		case err != nil && ctx.Err() == nil:

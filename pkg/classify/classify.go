@@ -108,14 +108,14 @@ type Verdict struct {
 // Classify decides the verdict for an update. Server answers win over the
 // catalogue; the catalogue is used only when no dry-run answer exists.
 func (c *Classifier) Classify(u Update) Verdict {
+	if u.Derived && u.DryRunErr == nil && u.Predicted != nil {
+		return derived(u)
+	}
 	live := comparable(u.Live).Object
 	if u.DryRunErr != nil {
 		return c.rejected(u, live, comparable(u.Local).Object)
 	}
 	source := plan.SourceServer
-	if u.Derived {
-		source = plan.SourceDerived
-	}
 	predicted := comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
@@ -155,6 +155,30 @@ func (c *Classifier) Classify(u Update) Verdict {
 		}
 	}
 	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", source, live, predicted.Object)}
+}
+
+// derived classifies a derived prediction: Live with other top-level
+// labels or annotations and nothing else (predict.Derive). The server's
+// form of an object leaves those maps of strings as they are, so comparing
+// them alone finds what comparing whole server forms would, without
+// decoding either object.
+func derived(u Update) Verdict {
+	changed := ChangedPaths(metadataMaps(u.Live), metadataMaps(u.Predicted))
+	if len(changed) == 0 {
+		return Verdict{Noop: true}
+	}
+	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", plan.SourceDerived, u.Live.Object, u.Predicted.Object)}
+}
+
+// metadataMaps is obj with nothing but its metadata labels and annotations.
+func metadataMaps(obj *unstructured.Unstructured) map[string]interface{} {
+	meta := map[string]interface{}{}
+	for _, f := range []string{"labels", "annotations"} {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", f); ok {
+			meta[f] = v
+		}
+	}
+	return map[string]interface{}{"metadata": meta}
 }
 
 // comparable is the form objects are compared in: as the server holds them

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,4 +265,54 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func pvcYAML(size string) string {
 	return "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: ns}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: " + size + "}}}\nstatus: {phase: Bound}\n"
+}
+
+// TestClassifyDerived: a derived prediction (live with other metadata labels
+// or annotations) is classified without decoding, to the verdict the same
+// object gets as a server's answer, with source derived.
+func TestClassifyDerived(t *testing.T) {
+	const live = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns, labels: {app: web, helm.sh/chart: app-1}, annotations: {note: a}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.25"}]}
+status: {replicas: 2}
+`
+	tests := []struct {
+		name      string
+		predicted string
+		noop      bool
+	}{
+		{name: "label changed", predicted: strings.Replace(live, "app-1", "app-2", 1)},
+		{name: "label removed", predicted: strings.Replace(live, ", helm.sh/chart: app-1", "", 1)},
+		{name: "every label removed", predicted: strings.Replace(live, "labels: {app: web, helm.sh/chart: app-1}, ", "", 1)},
+		{name: "annotation added", predicted: strings.Replace(live, "{note: a}", "{note: a, other: b}", 1)},
+		{name: "nothing", predicted: live, noop: true},
+	}
+	c := New()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := Update{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Live: obj(t, live), Local: obj(t, tc.predicted), Predicted: obj(t, tc.predicted)}
+			server := c.Classify(u)
+			u.Derived = true
+			got := c.Classify(u)
+			if got.Noop != tc.noop {
+				t.Fatalf("noop %v, want %v", got.Noop, tc.noop)
+			}
+			for i := range server.Reasons {
+				if got.Reasons[i].Source != plan.SourceDerived {
+					t.Errorf("reason %d source %q", i, got.Reasons[i].Source)
+				}
+				server.Reasons[i].Source = plan.SourceDerived
+			}
+			if !reflect.DeepEqual(got, server) {
+				t.Errorf("derived %+v\nserver  %+v", got, server)
+			}
+		})
+	}
 }

@@ -19,18 +19,20 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 	decodedLive := decoded(live)
 	orig, cur := Normalize(decoded(original)).Object, Normalize(decodedLive).Object
 	var want, got map[string]interface{}
-	if predicted != nil && target != nil {
-		want, got = decoded(target).Object, decodedLive.Object
-		if predicted != live { // a noop predicts live itself
-			got = decoded(predicted).Object
-		}
-	}
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {
 		if Lookup(orig, p) == nil || writeOnly(original, p) {
 			continue
 		}
 		d := plan.Drift{Path: p}
+		if want == nil && predicted != nil && target != nil {
+			// Decoded once, and only when there is drift (most objects have
+			// none).
+			want, got = decoded(target).Object, decodedLive.Object
+			if predicted != live { // a noop predicts live itself
+				got = decoded(predicted).Object
+			}
+		}
 		if want != nil {
 			w, g := Lookup(want, p), Lookup(got, p)
 			d.Reverted = w != nil && equalValues(w, g) && !equalValues(g, Lookup(cur, p))

@@ -122,13 +122,13 @@ func (o *Observers) readAdmission(ctx context.Context) ([]admissionRule, error) 
 	return out, nil
 }
 
-// rulesAt reads the rules at path of obj. A policy or webhook without rules
-// there (or with rules it cannot read) matches everything: over-matching
-// only costs a dry-run.
+// rulesAt reads the rules at path of obj. Without rules there, a webhook or
+// a policy matches no request, as the API server matches them; rules it
+// cannot read match everything: over-matching only costs a dry-run.
 func rulesAt(owner string, obj map[string]interface{}, path ...string) []admissionRule {
 	all := admissionRule{Owner: owner, Operations: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
-	rules, ok, err := unstructured.NestedSlice(obj, path...)
-	if err != nil || !ok || len(rules) == 0 {
+	rules, _, err := unstructured.NestedSlice(obj, path...)
+	if err != nil {
 		return []admissionRule{all}
 	}
 	var out []admissionRule

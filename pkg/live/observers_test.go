@@ -83,8 +83,9 @@ func TestAdmissionSees(t *testing.T) {
 		{name: "a webhook for configmap updates", objs: []runtime.Object{webhookConfig("cm", rule([]interface{}{"UPDATE"}, []interface{}{""}, []interface{}{"configmaps"}))},
 			sees: "ValidatingWebhookConfiguration cm"},
 		{name: "subresource rules over-match", objs: []runtime.Object{webhookConfig("sub", rule(all, []interface{}{""}, []interface{}{"configmaps/*"}))}, sees: "sub"},
-		{name: "a webhook without rules", objs: []runtime.Object{webhookConfig("bare")}, sees: "bare"},
-		{name: "a policy without constraints", objs: []runtime.Object{policy("p", nil)}, sees: "ValidatingAdmissionPolicy p"},
+		{name: "a webhook without rules matches nothing", objs: []runtime.Object{webhookConfig("bare")}},
+		{name: "a policy without constraints matches nothing", objs: []runtime.Object{policy("p", nil)}},
+		{name: "rules that cannot be read match everything", objs: []runtime.Object{policy("odd", map[string]interface{}{"resourceRules": "?"})}, sees: "ValidatingAdmissionPolicy odd"},
 		{name: "a policy for deployments", objs: []runtime.Object{policy("d", map[string]interface{}{"resourceRules": []interface{}{
 			rule(all, []interface{}{"apps"}, []interface{}{"deployments"})}})}},
 		{name: "a policy for configmaps", objs: []runtime.Object{policy("c", map[string]interface{}{"resourceRules": []interface{}{

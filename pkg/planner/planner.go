@@ -463,29 +463,34 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 		return nil
 	}
 	c.Before = p.shown(liveObj)
-	local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.ID, err)
-	}
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: p.Masker.Object(liveObj), Local: p.Masker.Object(local), Secret: secret,
+		Live: p.Masker.Object(liveObj), Secret: secret,
 		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
 	start := time.Now()
-	switch {
-	case ssa:
-		predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
-	default:
-		if predicted = p.derive(ctx, next, liveObj, pt, patch); predicted != nil {
-			u.Predicted, u.Derived = p.Masker.Object(predicted), true
-			c.Prediction = plan.PredictionDerived
-			break
-		}
-		predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+	if !ssa {
+		predicted = p.derive(ctx, next, liveObj, pt, patch)
 	}
-	if err != nil {
-		return err
+	if predicted != nil {
+		// The derived object is the patch applied locally, too.
+		masked := p.Masker.Object(predicted)
+		u.Predicted, u.Local, u.Derived = masked, masked, true
+		c.Prediction = plan.PredictionDerived
+	} else {
+		local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.ID, err)
+		}
+		u.Local = p.Masker.Object(local)
+		if ssa {
+			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
+		} else {
+			predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	p.Stats.add(stagePredict, start)
 	defer p.Stats.add(stageClassify, time.Now())

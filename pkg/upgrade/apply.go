@@ -44,7 +44,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		}
 	}
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
-	if req.Force {
+	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
 	}
 	rel, err := apply.Apply(ctx, apply.Request{

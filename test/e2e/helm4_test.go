@@ -326,6 +326,31 @@ func TestHelm3ReleaseToServerSide(t *testing.T) {
 	}
 }
 
+// TestHelm4InstallServerSide: --install --server-side=true installs with
+// Helm 4's action, as helm4 install does (server-side by default): the same
+// record, object and managed fields as a twin helm4 installed; a plain
+// helm4 upgrade follows without conflict. Under auto the tool installs as
+// Helm 3 does (no apply_method).
+func TestHelm4InstallServerSide(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	ns, twin, auto := c.Namespace(t), c.Namespace(t), c.Namespace(t)
+	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	if r := run(t, c, "r", chart, "-n", ns, "--install", "--server-side=true"); r.Code != 0 {
+		t.Fatalf("install --server-side=true: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	mustBin(t, c, c.Helm4, "install", "r", chart, "-n", twin)
+	assertTwins(t, c, ns, twin, 1)
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=z")
+
+	if r := run(t, c, "r", chart, "-n", auto, "--install"); r.Code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if rec := helmtest.ReadRecord(t, c.Clientset(t), auto, "r", 1); rec.ApplyMethod != "" {
+		t.Errorf("install under auto: apply_method %q, want none (Helm 3's install)", rec.ApplyMethod)
+	}
+}
+
 // TestHelm4Create: a Helm 4 release creates new objects with server-side
 // apply and strict field validation: a new object with an unknown field is
 // a blocking create, as helm4 upgrade fails on it; a valid one is a create.
