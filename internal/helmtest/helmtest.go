@@ -75,3 +75,21 @@ func Settings(t testing.TB) *cli.EnvSettings {
 	s.RegistryConfig = filepath.Join(dir, "registry.json")
 	return s
 }
+
+// NextRevision stores, in cfg's release storage, a copy of release name's
+// last revision as the next one, in status (an interrupted or a failed
+// upgrade, a newer deploy), and returns it.
+func NextRevision(t testing.TB, cfg *action.Configuration, name string, status release.Status) *release.Release {
+	t.Helper()
+	last, err := cfg.Releases.Last(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *last
+	next.Info = &release.Info{Status: status}
+	next.Version = last.Version + 1
+	if err := cfg.Releases.Create(&next); err != nil {
+		t.Fatal(err)
+	}
+	return &next
+}

@@ -87,12 +87,21 @@ var (
 	startOnce  sync.Once
 	shared     *Cluster
 	startErr   error
-	// ownedState is the kube-up.sh state dir of the cluster this binary
-	// started, supervisor its supervising kube-up.sh process; both unset when
-	// none was started or an existing one was reused.
-	ownedState string
-	supervisor *exec.Cmd
+	// anotherOnce starts the second cluster (Another).
+	anotherOnce sync.Once
+	another     *Cluster
+	anotherErr  error
+	// owned are the clusters this binary started (kube-up.sh state dir and
+	// supervising process), stopped by Main; none when an existing one was
+	// reused.
+	owned []ownedCluster
 )
+
+// ownedCluster is a control plane this binary started.
+type ownedCluster struct {
+	state      string
+	supervisor *exec.Cmd
+}
 
 // Main runs the tests of a package (call it from TestMain), then stops the
 // control plane if a test started one, and exits with the tests' code. The
@@ -152,38 +161,11 @@ func start() (*Cluster, error) {
 	case kc != "":
 		c.Kubeconfig = kc
 	default:
-		runDir := filepath.Join(cacheDir(root), "run")
-		if err := os.MkdirAll(runDir, 0o755); err != nil {
-			return nil, err
-		}
-		state, err := os.MkdirTemp(runDir, "test-"+filepath.Base(mustGetwd())+"-")
-		if err != nil {
-			return nil, err
-		}
-		ownedState = state
-		if c.Kubeconfig, err = kubeUp(root, state); err != nil {
+		if c.Kubeconfig, err = startOwned(root, "test-", nil); err != nil {
 			return nil, err
 		}
 	}
-	if audit := filepath.Join(filepath.Dir(c.Kubeconfig), "audit.log"); fileExists(audit) {
-		c.AuditLogPath = audit
-	}
-
-	if c.RESTConfig, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", c.Kubeconfig, err)
-	}
-	c.RESTConfig.QPS, c.RESTConfig.Burst = 100, 200
-	dc, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig)
-	if err != nil {
-		return nil, err
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("asking the API server for its version: %w", err)
-	}
-	c.ServerVersion = v.GitVersion
-
-	if c.helmHome, err = os.MkdirTemp("", "testcluster-helm-"); err != nil {
+	if err := c.connect(); err != nil {
 		return nil, err
 	}
 	if c.UserCluster {
@@ -191,6 +173,70 @@ func start() (*Cluster, error) {
 			c.RESTConfig.Host, c.ServerVersion)
 	}
 	return c, nil
+}
+
+// startOwned starts a control plane with kube-up.sh in a new state dir
+// under the cache's run/ (named prefix...), with env added, and returns its
+// kubeconfig; Main stops it.
+func startOwned(root, prefix string, env []string) (string, error) {
+	runDir := filepath.Join(cacheDir(root), "run")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return "", err
+	}
+	state, err := os.MkdirTemp(runDir, prefix+filepath.Base(mustGetwd())+"-")
+	if err != nil {
+		return "", err
+	}
+	kc, supervisor, err := kubeUp(root, state, env)
+	owned = append(owned, ownedCluster{state: state, supervisor: supervisor})
+	return kc, err
+}
+
+// connect reads the cluster's kubeconfig, version and audit log, and makes
+// its private helm homes.
+func (c *Cluster) connect() error {
+	var err error
+	if audit := filepath.Join(filepath.Dir(c.Kubeconfig), "audit.log"); fileExists(audit) {
+		c.AuditLogPath = audit
+	}
+	if c.RESTConfig, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return fmt.Errorf("reading kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	c.RESTConfig.QPS, c.RESTConfig.Burst = 100, 200
+	dc, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig)
+	if err != nil {
+		return err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("asking the API server for its version: %w", err)
+	}
+	c.ServerVersion = v.GitVersion
+	c.helmHome, err = os.MkdirTemp("", "testcluster-helm-")
+	return err
+}
+
+// Another returns a second control plane, of its own: another etcd and API
+// server (no controllers), started on first use (once per test binary) and
+// stopped by Main, for what must not carry over from one cluster to another
+// (a plan saved against one and applied to the other). It skips the test on
+// the user's cluster (UserClusterEnv), where there is no second one.
+func Another(t testing.TB) *Cluster {
+	t.Helper()
+	first := Get(t) // the binaries are built
+	first.RequireOwnCluster(t)
+	anotherOnce.Do(func() {
+		c := &Cluster{Root: first.Root, Helm3: first.Helm3, Helm4: first.Helm4, Kubectl: first.Kubectl}
+		fmt.Fprintln(os.Stderr, "testcluster: starting a second control plane")
+		if c.Kubeconfig, anotherErr = startOwned(c.Root, "another-", []string{"KUBE_COMPONENTS=kube-apiserver kubectl"}); anotherErr == nil {
+			anotherErr = c.connect()
+		}
+		another = c
+	})
+	if anotherErr != nil {
+		t.Fatalf("testcluster: the second control plane is not available: %v", anotherErr)
+	}
+	return another
 }
 
 // userKubeconfig writes the current context of the user's kubeconfig
@@ -229,67 +275,75 @@ func (c *Cluster) RequireOwnCluster(t testing.TB) {
 	}
 }
 
-// stop stops the cluster this binary started and removes what it made; the
-// state dir (logs, audit log) is kept unless the tests passed.
+// stop stops the clusters this binary started and removes what it made;
+// their state dirs (logs, audit log) are kept unless the tests passed.
 func stop(passed bool) error {
-	if shared != nil && shared.helmHome != "" {
-		os.RemoveAll(shared.helmHome)
+	for _, c := range []*Cluster{shared, another} {
+		if c != nil && c.helmHome != "" {
+			os.RemoveAll(c.helmHome)
+		}
 	}
 	if shared != nil && shared.UserCluster {
 		os.RemoveAll(filepath.Dir(shared.Kubeconfig)) // the private copy of the user's context
 	}
-	if ownedState == "" {
-		return nil
+	var errs []error
+	for _, o := range owned {
+		errs = append(errs, o.stop(passed))
 	}
+	return errors.Join(errs...)
+}
+
+// stop stops one control plane this binary started.
+func (o ownedCluster) stop(passed bool) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	_, err = runScript(root, nil, "kube-down.sh", ownedState)
-	if supervisor != nil {
+	_, err = runScript(root, nil, "kube-down.sh", o.state)
+	if o.supervisor != nil {
 		if err != nil { // kube-down failed: the supervisor must go anyway
-			supervisor.Process.Kill()
+			o.supervisor.Process.Kill()
 		}
-		supervisor.Wait() // reaps it; its exit status tells nothing new
+		o.supervisor.Wait() // reaps it; its exit status tells nothing new
 	}
 	if err != nil {
 		return err
 	}
 	if passed {
-		return os.RemoveAll(ownedState)
+		return os.RemoveAll(o.state)
 	}
-	fmt.Fprintf(os.Stderr, "testcluster: control-plane logs and audit log kept in %s\n", ownedState)
+	fmt.Fprintf(os.Stderr, "testcluster: control-plane logs and audit log kept in %s\n", o.state)
 	return nil
 }
 
 // kubeUp runs scripts/kube-up.sh --foreground as a child of this process (so
-// the supervisor, and through it the components, are reaped when they exit)
-// and returns the kubeconfig once the script says the cluster is ready.
+// the supervisor, and through it the components, are reaped when they exit),
+// with env added, and returns the kubeconfig once the script says the
+// cluster is ready, and the supervisor.
 // KUBE_UP_OWNER_PID makes the supervisor stop the cluster if this binary dies
 // without reaching the end of Main (panic, test timeout, kill).
-func kubeUp(root, state string) (string, error) {
+func kubeUp(root, state string, env []string) (string, *exec.Cmd, error) {
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "kube-up.sh"), "--foreground", state)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBE_UP_OWNER_PID="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(append(os.Environ(), env...), "KUBE_UP_OWNER_PID="+strconv.Itoa(os.Getpid()))
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {
 		if kc, ok := strings.CutPrefix(lines.Text(), "export KUBECONFIG="); ok {
-			supervisor = cmd
 			go io.Copy(io.Discard, stdout) // nothing more is expected; never block the script
-			return kc, nil
+			return kc, cmd, nil
 		}
 	}
 	err = cmd.Wait()
-	return "", fmt.Errorf("scripts/kube-up.sh --foreground %s: %v\n%s", state, err, tail(stderr.String(), 60))
+	return "", nil, fmt.Errorf("scripts/kube-up.sh --foreground %s: %v\n%s", state, err, tail(stderr.String(), 60))
 }
 
 // syncBuffer is a bytes.Buffer safe for the exec package's copying goroutine

@@ -140,21 +140,6 @@ func (f *fixture) seed(t *testing.T) *release.Release {
 	return rel
 }
 
-// addRevision stores a copy of the last revision as the next one.
-func (f *fixture) addRevision(t *testing.T, status release.Status) {
-	t.Helper()
-	last, err := f.cfg.Releases.Last(relName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := *last
-	next.Info = &release.Info{Status: status}
-	next.Version++
-	if err := f.cfg.Releases.Create(&next); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // writes counts the writes to the cluster and to the release storage.
 func (f *fixture) writes() (kube, store int) {
 	f.kube.mu.Lock()
@@ -331,7 +316,7 @@ func TestApplyRefuses(t *testing.T) {
 			name:     "CustomResourceDefinition recreate",
 			recreate: []plan.Change{recreateChange("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com")},
 			wantIs:   ErrRecreateRefused,
-			wantErr:  []string{"CustomResourceDefinition/widgets.example.com: recreate refused", "deletes every custom resource of its kind"},
+			wantErr:  []string{"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com: recreate refused", "deletes every custom resource of its kind"},
 		},
 		{
 			name:     "Namespace recreate",
@@ -369,17 +354,17 @@ func TestApplyRefuses(t *testing.T) {
 				return c
 			}()},
 			wantIs:  ErrRecreateRefused,
-			wantErr: []string{"Deployment/demo/web: recreate refused: the plan says update (rolling)"},
+			wantErr: []string{"Deployment.apps/demo/web: recreate refused: the plan says update (rolling)"},
 		},
 		{
 			name:    "pending upgrade since the plan",
-			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusPendingUpgrade) },
+			after:   func(t *testing.T, f *fixture) { helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade) },
 			wantIs:  render.ErrReleasePending,
 			wantErr: []string{"is pending-upgrade at revision 2", "helm rollback app 1 -n demo"},
 		},
 		{
 			name:    "another upgrade since the plan",
-			after:   func(t *testing.T, f *fixture) { f.addRevision(t, release.StatusDeployed) },
+			after:   func(t *testing.T, f *fixture) { helmtest.NextRevision(t, f.cfg, relName, release.StatusDeployed) },
 			wantIs:  ErrStale,
 			wantErr: []string{`release "app" in namespace demo moved from revision 1 to 2 since the plan; plan again`},
 		},
@@ -573,7 +558,7 @@ func TestApplyUpgradeFailsAfterRecreate(t *testing.T) {
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %v is not an *UpgradeError", err)
 			}
-			want := "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec"
+			want := "safe-upgrade deleted StatefulSet.apps/demo/app-db for recreation; restored from the recreate journal: StatefulSet.apps/demo/app-db re-created with its previous spec"
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "boom") {
 				t.Errorf("error %q does not say %q", err, want)
 			}
@@ -608,7 +593,7 @@ func TestApplyRefusesWithLeftoverJournal(t *testing.T) {
 	kube0, store0 := f.writes()
 	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
 	var je *JournalError
-	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet/demo/app-db") {
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet.apps/demo/app-db") {
 		t.Fatalf("error %v, want a *JournalError naming --recover and the object", err)
 	}
 	if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 || len(fc.deletes) > 0 {
@@ -628,7 +613,7 @@ func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.client.PrependReactor("delete", "statefulsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if len(a.(clienttesting.DeleteActionImpl).DeleteOptions.DryRun) == 0 {
-			f.addRevision(t, release.StatusDeployed)
+			helmtest.NextRevision(t, f.cfg, relName, release.StatusDeployed)
 		}
 		return false, nil, nil
 	})
@@ -640,7 +625,7 @@ func TestApplyStaleAfterDeletesSaysSo(t *testing.T) {
 	}
 	msg := err.Error()
 	if strings.Contains(strings.ToLower(msg), "nothing was written") ||
-		!strings.Contains(msg, "safe-upgrade deleted StatefulSet/demo/app-db for recreation; restored from the recreate journal: StatefulSet/demo/app-db re-created with its previous spec") {
+		!strings.Contains(msg, "safe-upgrade deleted StatefulSet.apps/demo/app-db for recreation; restored from the recreate journal: StatefulSet.apps/demo/app-db re-created with its previous spec") {
 		t.Errorf("error %q does not say what was deleted and restored", msg)
 	}
 	if !fc.exists(t, stsGVR, "app-db") {

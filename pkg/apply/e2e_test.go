@@ -139,45 +139,6 @@ func (e *e2e) plannedObject(t *testing.T, m string, id manifest.ObjectID) *unstr
 	return o.Obj
 }
 
-// eventually polls cond every 200ms for up to a minute.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 1m, still not %s: %s", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// podsAndClaims returns the UIDs, by name, of the pods matching selector
-// and of all PVCs in the namespace.
-func (e *e2e) podsAndClaims(t *testing.T, selector string) (pods, claims map[string]types.UID) {
-	t.Helper()
-	cs := e.c.Clientset(t)
-	pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := cs.CoreV1().PersistentVolumeClaims(e.ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, claims = map[string]types.UID{}, map[string]types.UID{}
-	for _, p := range pl.Items {
-		pods[p.Name] = p.UID
-	}
-	for _, c := range cl.Items {
-		claims[c.Name] = c.UID
-	}
-	return pods, claims
-}
-
 func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t, "db", "db")
@@ -188,8 +149,8 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	// The controller manager creates the pods and their claims.
 	var pods map[string]types.UID
 	var claims map[string]types.UID
-	eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
-		pods, claims = e.podsAndClaims(t, "app="+sts)
+	testcluster.Eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
+		pods, claims = e.c.PodsAndClaims(t, e.ns, "app="+sts)
 		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
 	})
 	before, err := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), sts, metav1.GetOptions{})
@@ -217,7 +178,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired, Destructive: true, Acknowledged: true,
 	}
 	rel, printed := e.apply(t, opts, rendered, false, change)
-	want := fmt.Sprintf("StatefulSet/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
+	want := fmt.Sprintf("StatefulSet.apps/%s/%s: deleted with --cascade=orphan; its 2 pods and 2 PVCs are kept and adopted by the new StatefulSet", e.ns, sts)
 	if !strings.Contains(printed, want) {
 		t.Errorf("printed %q, want %q", printed, want)
 	}
@@ -236,7 +197,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		t.Errorf("claim template storage = %s, want 2Gi", got)
 	}
 	// The same pods and claims, adopted by the new StatefulSet.
-	eventually(t, "the pods adopted by the new StatefulSet", func() (bool, string) {
+	testcluster.Eventually(t, "the pods adopted by the new StatefulSet", func() (bool, string) {
 		pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + sts})
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +214,7 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 		}
 		return adopted == len(pods), fmt.Sprintf("owners %v, new StatefulSet %s", owners, after.UID)
 	})
-	podsAfter, claimsAfter := e.podsAndClaims(t, "app="+sts)
+	podsAfter, claimsAfter := e.c.PodsAndClaims(t, e.ns, "app="+sts)
 	if fmt.Sprint(podsAfter) != fmt.Sprint(pods) {
 		t.Errorf("pods after %v, before %v", podsAfter, pods)
 	}
@@ -406,8 +367,8 @@ func (e *e2e) revision(t *testing.T, version int) (string, string) {
 func (e *e2e) installDB(t *testing.T, node string) (pods, claims map[string]types.UID) {
 	t.Helper()
 	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
-	eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
-		pods, claims = e.podsAndClaims(t, "app="+e.name+"-db")
+	testcluster.Eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
+		pods, claims = e.c.PodsAndClaims(t, e.ns, "app="+e.name+"-db")
 		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
 	})
 	return pods, claims
@@ -425,7 +386,7 @@ func (e *e2e) assertRestored(t *testing.T, pods, claims map[string]types.UID) {
 	if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String(); got != "1Gi" {
 		t.Errorf("claim template storage = %s, want revision 1's 1Gi", got)
 	}
-	eventually(t, "the pods adopted by the StatefulSet", func() (bool, string) {
+	testcluster.Eventually(t, "the pods adopted by the StatefulSet", func() (bool, string) {
 		pl, err := cs.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + sts.Name})
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +399,7 @@ func (e *e2e) assertRestored(t *testing.T, pods, claims map[string]types.UID) {
 		}
 		return adopted == len(pods), fmt.Sprintf("%d of %d adopted", adopted, len(pods))
 	})
-	podsAfter, claimsAfter := e.podsAndClaims(t, "app="+sts.Name)
+	podsAfter, claimsAfter := e.c.PodsAndClaims(t, e.ns, "app="+sts.Name)
 	if fmt.Sprint(podsAfter) != fmt.Sprint(pods) || fmt.Sprint(claimsAfter) != fmt.Sprint(claims) {
 		t.Errorf("pods %v, claims %v; before: %v, %v", podsAfter, claimsAfter, pods, claims)
 	}
@@ -473,7 +434,7 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1", code)
 			}
-			sts := "StatefulSet/" + e.ns + "/db-db"
+			sts := "StatefulSet.apps/" + e.ns + "/db-db"
 			want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
 			for _, w := range []string{want, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
 				if !strings.Contains(stderr, w) {
@@ -526,7 +487,7 @@ func (e *e2e) signalApplyWaitingOnHook(t *testing.T, node string, sig os.Signal)
 		t.Fatal(err)
 	}
 	defer child.Process.Kill() //nolint:errcheck // ended already when the test got that far
-	eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
+	testcluster.Eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
 		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
 		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
 		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
@@ -550,7 +511,7 @@ func TestE2EInterruptedApplyRestores(t *testing.T) {
 	node := e.node(t)
 	pods, claims := e.installDB(t, node)
 	out := e.signalApplyWaitingOnHook(t, node, syscall.SIGTERM)
-	want := "safe-upgrade deleted StatefulSet/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet/" + e.ns + "/db-db re-created with its previous spec"
+	want := "safe-upgrade deleted StatefulSet.apps/" + e.ns + "/db-db for recreation; restored from the recreate journal: StatefulSet.apps/" + e.ns + "/db-db re-created with its previous spec"
 	if !strings.Contains(out, want) || !strings.Contains(out, "safe-upgrade: exit 1") {
 		t.Errorf("the interrupted apply did not exit 1 saying %q", want)
 	}
@@ -576,7 +537,7 @@ func TestE2EKilledApplyRecovers(t *testing.T) {
 	}
 
 	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--dry-run")
-	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet/"+e.ns+"/db-db") {
+	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
 	code, stderr = e.tool(t, e.name, e.chart, "--recover")
@@ -614,7 +575,7 @@ func TestE2EClaimIsNeverRecreated(t *testing.T) {
 		return pvc
 	}
 	before := claim()
-	eventually(t, "the claim protected", func() (bool, string) {
+	testcluster.Eventually(t, "the claim protected", func() (bool, string) {
 		fin := claim().Finalizers
 		return len(fin) > 0, fmt.Sprint(fin)
 	})
@@ -693,7 +654,7 @@ func TestE2EGrowClaims(t *testing.T) {
 				}
 				return pvc.Spec.Resources.Requests.Storage().String(), pvc.Status.Phase
 			}
-			eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
+			testcluster.Eventually(t, fmt.Sprintf("%d claims bound", tt.bound), func() (bool, string) {
 				var phases []string
 				n := 0
 				for i := 0; i < 2; i++ {

@@ -63,7 +63,7 @@ func (r *recreator) grow(ctx context.Context, targets []*recreateTarget) {
 		}
 		list, err := r.cluster.Dynamic.Resource(pvcsGVR).Namespace(t.live.GetNamespace()).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			fmt.Fprintf(r.out, "%s: its claims were not grown: listing them: %v\n", ref(t.id), err)
+			fmt.Fprintf(r.out, "%s: its claims were not grown: listing them: %v\n", t.id, err)
 			continue
 		}
 		for i := range list.Items {

@@ -67,8 +67,10 @@ type journalObject struct {
 	Object map[string]interface{} `json:"object"`
 }
 
-func (o *journalObject) ref() string {
-	return ref(manifest.ObjectID{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+// id is the object's ID, printed as everywhere (manifest.ObjectID.String).
+func (o *journalObject) id() manifest.ObjectID {
+	gv, _ := schema.ParseGroupVersion(o.APIVersion)
+	return manifest.ObjectID{Group: gv.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 }
 
 // journalRecord is what the journal Secret holds.
@@ -154,7 +156,7 @@ func (j *journal) save(ctx context.Context) error {
 	s.SetKind("Secret")
 	s.SetName(JournalName(j.rec.Release))
 	s.SetNamespace(j.rec.Namespace)
-	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, "app.kubernetes.io/managed-by": journalManagedBy})
+	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, manifest.ManagedByLabel: journalManagedBy})
 	s.Object["type"] = JournalType
 	s.Object["stringData"] = map[string]interface{}{journalKey: string(data)}
 	if !j.written {
@@ -213,7 +215,7 @@ func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release
 func (j *journal) refs() string {
 	var out []string
 	for i := range j.rec.Objects {
-		out = append(out, j.rec.Objects[i].ref())
+		out = append(out, j.rec.Objects[i].id().String())
 	}
 	return strings.Join(out, ", ")
 }
@@ -239,10 +241,10 @@ func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, time
 		o := &j.rec.Objects[i]
 		what, err := restoreOne(ctx, cluster, o, poll)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", o.ref(), err))
+			failed = append(failed, fmt.Sprintf("%s: %v", o.id(), err))
 			continue
 		}
-		done = append(done, o.ref()+" "+what)
+		done = append(done, o.id().String()+" "+what)
 	}
 	msg := "restored from the recreate journal: " + strings.Join(done, "; ")
 	if len(done) == 0 {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -109,19 +110,19 @@ func TestJournalRestoreAtEachStep(t *testing.T) {
 		wantUID string // "" : a new object was created
 	}{
 		{name: "deleting: killed before the delete", step: StepDeleting,
-			want: "StatefulSet/demo/app-db was not deleted", wantUID: "sts-uid"},
+			want: "StatefulSet.apps/demo/app-db was not deleted", wantUID: "sts-uid"},
 		{name: "deleting: killed after the delete, before the mark", step: StepDeleting, cluster: deleteSts,
-			want: "StatefulSet/demo/app-db re-created with its previous spec"},
+			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 		{name: "deleting: deleted and marked", step: StepDeleting, deleted: true, cluster: deleteSts,
-			want: "StatefulSet/demo/app-db re-created with its previous spec"},
+			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 		{name: "deleting: deletion still finishing", step: StepDeleting, deleted: true, cluster: terminating,
-			want: "StatefulSet/demo/app-db re-created with its previous spec"},
+			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 		{name: "upgrading: Helm did not create it", step: StepUpgrading, deleted: true, cluster: deleteSts,
-			want: "StatefulSet/demo/app-db re-created with its previous spec"},
+			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 		{name: "upgrading: Helm (or its rollback) created it", step: StepUpgrading, deleted: true, cluster: replaced,
-			want: "StatefulSet/demo/app-db was created again since, by Helm's upgrade or rollback (uid new-uid), left as it is", wantUID: "new-uid"},
+			want: "StatefulSet.apps/demo/app-db was created again since, by Helm's upgrade or rollback (uid new-uid), left as it is", wantUID: "new-uid"},
 		{name: "restoring: a restore was interrupted", step: StepRestoring, deleted: true, cluster: deleteSts,
-			want: "StatefulSet/demo/app-db re-created with its previous spec"},
+			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,7 +223,7 @@ func TestRecover(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.seed(t)
-			f.addRevision(t, tt.status)
+			helmtest.NextRevision(t, f.cfg, relName, tt.status)
 			fc := newFakeCluster(t)
 			writeJournal(t, fc, StepUpgrading, true)
 			deleteSts(t, fc)

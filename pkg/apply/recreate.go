@@ -33,14 +33,6 @@ var (
 	pvcsGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 )
 
-// ref names an object as users read it: Kind/namespace/name or Kind/name.
-func ref(id manifest.ObjectID) string {
-	if id.Namespace == "" {
-		return id.Kind + "/" + id.Name
-	}
-	return id.Kind + "/" + id.Namespace + "/" + id.Name
-}
-
 // refuseRecreate checks, without the cluster, that every change may be
 // recreated: an acknowledged recreate-required update of a kind whose
 // deletion does not take other objects with it.
@@ -62,7 +54,7 @@ func refuseRecreate(changes []plan.Change, install bool) error {
 			why = "the change is not acknowledged"
 		}
 		if why != "" {
-			return fmt.Errorf("%s: %w: %s", ref(c.ID), ErrRecreateRefused, why)
+			return fmt.Errorf("%s: %w: %s", c.ID.String(), ErrRecreateRefused, why)
 		}
 	}
 	return nil
@@ -121,7 +113,7 @@ func (r *recreator) prepare(ctx context.Context, changes []plan.Change, nextMani
 	var targets []*recreateTarget
 	for _, c := range changes {
 		t := &recreateTarget{id: c.ID, planned: set.Get(c.ID)}
-		name := ref(c.ID)
+		name := c.ID.String()
 		if t.planned == nil {
 			return nil, fmt.Errorf("%s: %w: it is not in the planned manifest", name, ErrRecreateRefused)
 		}
@@ -181,7 +173,7 @@ func (r *recreator) deleteOptions(t *recreateTarget, dryRun []string) metav1.Del
 // announce prints what will happen to each object and its dependants.
 func (r *recreator) announce(targets []*recreateTarget) {
 	for _, t := range targets {
-		fmt.Fprintf(r.out, "%s: %s\n", ref(t.id), t.impact)
+		fmt.Fprintf(r.out, "%s: %s\n", t.id.String(), t.impact)
 	}
 }
 
@@ -195,10 +187,10 @@ func (r *recreator) run(targets []*recreateTarget) error {
 		if t.live == nil {
 			continue
 		}
-		r.log("deleting %s (propagation %s) for recreation", ref(t.id), t.policy)
+		r.log("deleting %s (propagation %s) for recreation", t.id.String(), t.policy)
 		err := t.res.Delete(ctx, t.id.Name, r.deleteOptions(t, nil))
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s: deleting it for recreation: %w", ref(t.id), err)
+			return fmt.Errorf("%s: deleting it for recreation: %w", t.id.String(), err)
 		}
 		r.deleted(ctx, t)
 	}
@@ -207,7 +199,7 @@ func (r *recreator) run(targets []*recreateTarget) error {
 			continue
 		}
 		if err := r.waitGone(ctx, t); err != nil {
-			return fmt.Errorf("%s: %w", ref(t.id), err)
+			return fmt.Errorf("%s: %w", t.id.String(), err)
 		}
 	}
 	return nil
@@ -237,7 +229,7 @@ func (r *recreator) undo(j *journal) (string, error) {
 	var deleted []string
 	for i := range j.rec.Objects {
 		if j.rec.Objects[i].Deleted {
-			deleted = append(deleted, j.rec.Objects[i].ref())
+			deleted = append(deleted, j.rec.Objects[i].id().String())
 		}
 	}
 	line := "safe-upgrade deleted nothing"

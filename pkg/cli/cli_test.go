@@ -75,6 +75,11 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	badValues := filepath.Join(dir, "values.yaml")
 	os.WriteFile(badValues, []byte("web:\n  replicas: 2\n bad: [\n"), 0o644)
+	planFile := func(content string) string {
+		path := filepath.Join(dir, fmt.Sprintf("plan-%d.json", len(content)))
+		os.WriteFile(path, []byte(content), 0o600)
+		return path
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -92,12 +97,27 @@ func TestBadInput(t *testing.T) {
 		{"offline without base", []string{"demo", demo, "--offline"}, []string{"--from-chart", "--from-manifest"}},
 		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},
+		{"missing values file", []string{"demo", demo, "--offline", "--from-chart", demo, "-f", "/no/values.yaml"}, []string{"/no/values.yaml"}},
+		{"bad --dry-run value", []string{"demo", demo, "--dry-run=maybe"}, []string{"maybe"}},
+		{"bad --diff-context", []string{"demo", demo, "--diff-context", "-1"}, []string{"--diff-context"}},
+		{"missing saved plan", []string{"demo", demo, "--plan", "/no/plan.json"}, []string{"--plan", "/no/plan.json"}},
+		{"saved plan not JSON", []string{"demo", demo, "--plan", planFile("{")}, []string{"--plan", "not JSON"}},
+		{"saved plan with a null hook", []string{"demo", demo, "--plan", planFile(`{"hooks": [null]}`)}, []string{"--plan", "hooks[0] is null"}},
+		{"saved plan with a null", []string{"demo", demo, "--plan", planFile(`{"hooks": null}`)}, []string{"--plan", "hooks is null"}},
+		{"saved plan with a wrong type", []string{"demo", demo, "--plan", planFile(`{"hooks": "x"}`)}, []string{"--plan", "hooks"}},
+		{"saved plan with an unknown field", []string{"demo", demo, "--plan", planFile(`{"extra": 1}`)}, []string{"--plan", "extra"}},
+		{"--plan-max-age without --plan", []string{"demo", demo, "--plan-max-age", "1h"}, []string{"--plan-max-age", "--plan"}},
+		{"--plan with --offline", []string{"demo", demo, "--offline", "--from-chart", demo, "--plan-out", "/tmp/x.json"}, []string{"--plan-out", "--offline"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, errOut, code := execute(t, "helm-safe-upgrade", tt.args...)
 			if code != ExitError {
 				t.Fatalf("exit %d, want 1\n%s", code, errOut)
+			}
+			// One error line, never a Go stack (that needs --debug).
+			if strings.Contains(errOut, "goroutine ") || strings.Contains(errOut, ".go:") || strings.Contains(errOut, "panic") {
+				t.Errorf("stderr shows a Go stack or panic:\n%s", errOut)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(errOut, w) {

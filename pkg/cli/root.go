@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
@@ -52,17 +51,9 @@ Exit codes:
      (and 0 means no changes at all)
 `
 
-// NewRootCommand builds the command for the given invocation name; Secret
-// values are masked with a fresh key (redact.NewMasker).
-func NewRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo) *cobra.Command {
-	masker := redact.NewMasker()
-	return newRootCommand(argv0, streams, build, masker, redact.NewSanitizer(masker))
-}
-
-func newRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker, san *redact.Sanitizer) *cobra.Command {
+// newRootCommand builds the command for the given invocation name over o.
+func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Command {
 	name := commandName(argv0)
-	o := NewUpgradeOptions(streams)
-	o.Masker, o.Sanitizer = masker, san
 	o.UserAgent = "helm-safe-upgrade/" + build.Version
 	cmd := &cobra.Command{
 		Use: "safe-upgrade RELEASE CHART [flags]",
@@ -90,14 +81,12 @@ func newRootCommand(argv0 string, streams iostreams.Streams, build BuildInfo, ma
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			// What the API server or Helm said reaches stderr without the
-			// release's Secret values.
-			return o.Sanitizer.Error(o.Run(cmd.Context()))
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetIn(streams.In)
-	cmd.SetOut(streams.Out)
-	cmd.SetErr(streams.ErrOut)
+	cmd.SetIn(o.Streams.In)
+	cmd.SetOut(o.Streams.Out)
+	cmd.SetErr(o.Streams.ErrOut)
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -109,9 +98,9 @@ func versionLine(argv0 string, build BuildInfo) string {
 
 // Execute runs the command with args and returns the process exit code.
 // Secret values are masked with a key made for this run, which lives only
-// in the process (redact.NewMasker).
+// in the process.
 func Execute(argv0 string, args []string, streams iostreams.Streams, build BuildInfo) int {
-	return ExecuteWithMasker(argv0, args, streams, build, redact.NewMasker())
+	return ExecuteWithMasker(argv0, args, streams, build, nil)
 }
 
 // ExecuteWithMasker is Execute masking Secret values with masker: tests use
@@ -120,12 +109,12 @@ func Execute(argv0 string, args []string, streams iostreams.Streams, build Build
 // Any panic ends in exit 1 with a one-line error (the stack only with
 // --debug or HELM_DEBUG): exit 2 means "blocked by the gate" and nothing
 // else.
-func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker) (code int) {
-	debug := debugRequested(args)
-	san := redact.NewSanitizer(masker)
+func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *upgrade.Masker) (code int) {
+	o := NewUpgradeOptions(streams)
+	o.Masker = masker
 	defer func() {
 		if r := recover(); r != nil {
-			code = recovered(r, streams.ErrOut, debug, san)
+			code = o.exit(upgrade.Panicked(r))
 		}
 	}()
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
@@ -134,12 +123,12 @@ func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, b
 		fmt.Fprint(streams.Out, versionLine(argv0, build))
 		return ExitOK
 	}
-	cmd := newRootCommand(argv0, streams, build, masker, san)
+	cmd := newRootCommand(argv0, o, build)
 	cmd.SetArgs(args)
 	// Flag errors are bad input: exit 1 with the message, as for any error.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	// Ctrl-C cancels the run; before the apply starts nothing is written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return exitCode(cmd.ExecuteContext(ctx), streams.ErrOut, debug)
+	return o.exit(cmd.ExecuteContext(ctx))
 }

@@ -257,6 +257,15 @@ func (s *Sanitizer) AddManifest(text string) {
 	}
 }
 
+// AddJSON collects the secret values of an object or a list as the API
+// server returns them (JSON). Anything else is skipped.
+func (s *Sanitizer) AddJSON(data []byte) {
+	var content map[string]interface{}
+	if json.Unmarshal(data, &content) == nil && content != nil {
+		s.addContent(content)
+	}
+}
+
 // addContent adds an object, and the items of a list.
 func (s *Sanitizer) addContent(content map[string]interface{}) {
 	s.Add(&unstructured.Unstructured{Object: content})

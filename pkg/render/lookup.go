@@ -55,18 +55,7 @@ func newBaseCluster(manifestText, name, namespace string) (*baseCluster, error) 
 	b.add(ns)
 	for _, o := range set.Objects() {
 		obj := classify.ServerForm(o.Obj)
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels["app.kubernetes.io/managed-by"] = "Helm"
-		obj.SetLabels(labels)
-		ann := obj.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann["meta.helm.sh/release-name"], ann["meta.helm.sh/release-namespace"] = name, namespace
-		obj.SetAnnotations(ann)
+		manifest.SetHelmOwnership(obj, name, namespace)
 		b.addKind(o.GVK)
 		b.add(obj)
 	}

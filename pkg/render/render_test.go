@@ -102,22 +102,6 @@ func (f *fixture) seed(t *testing.T, chart string, status release.Status, set ..
 	return rel
 }
 
-// seedStatus stores a copy of the last revision as the next one, in status.
-func (f *fixture) seedStatus(t *testing.T, status release.Status) *release.Release {
-	t.Helper()
-	last, err := f.cfg.Releases.Last(relName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := *last
-	next.Info = &release.Info{Status: status}
-	next.Version = last.Version + 1
-	if err := f.cfg.Releases.Create(&next); err != nil {
-		t.Fatal(err)
-	}
-	return &next
-}
-
 func baseOptions() Options {
 	return Options{Namespace: relNS, Timeout: DefaultTimeout}
 }
@@ -333,7 +317,7 @@ func TestRender(t *testing.T) {
 			name: "pending-upgrade is refused with a rollback hint",
 			setup: func(t *testing.T, f *fixture) {
 				f.seed(t, chartDir, release.StatusDeployed)
-				f.seedStatus(t, release.StatusPendingUpgrade)
+				helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade)
 			},
 			opts:      func(o *Options) { o.Install = true },
 			wantErrIs: ErrReleasePending,
@@ -351,8 +335,8 @@ func TestRender(t *testing.T) {
 			name: "after a failed upgrade helm diffs against the last deployed revision",
 			setup: func(t *testing.T, f *fixture) {
 				f.seed(t, chartDir, release.StatusSuperseded, "message=one")
-				f.seedStatus(t, release.StatusDeployed)
-				f.seedStatus(t, release.StatusFailed)
+				helmtest.NextRevision(t, f.cfg, relName, release.StatusDeployed)
+				helmtest.NextRevision(t, f.cfg, relName, release.StatusFailed)
 			},
 			check: func(t *testing.T, _ *fixture, res *Result) {
 				if res.Previous.Version != 2 || res.Last.Version != 3 || res.Next.Version != 4 {

@@ -433,6 +433,9 @@ func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
 type Flags struct {
 	Output      string // -o/--output
 	DiffContext int    // --diff-context
+	// GitHubActions adds workflow-command annotations for destructive
+	// changes (the command sets it when GITHUB_ACTIONS=true).
+	GitHubActions bool
 }
 
 // AddFlags registers -o/--output and --diff-context with their defaults.
@@ -460,4 +463,21 @@ func (f Flags) Options(color bool) Options {
 		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
 	}
 	return Options{Format: f.Output, Color: color, Context: ctx}
+}
+
+// Write writes p as the flags ask: the report on out (coloured when color
+// is set; SARIF results located in the chart chartRef names; Secrets'
+// contents hidden with hideSecrets) and, in GitHub Actions, the workflow
+// annotations on errOut: out carries the report, and JSON must stay clean.
+func (f Flags) Write(out, errOut io.Writer, p *plan.Plan, color bool, chartRef string, hideSecrets bool) error {
+	opts := f.Options(color)
+	opts.ChartDir = ChartDir(chartRef)
+	opts.HideSecrets = hideSecrets
+	if err := Write(out, p, opts); err != nil {
+		return err
+	}
+	if f.GitHubActions {
+		return GitHubAnnotations(errOut, p)
+	}
+	return nil
 }

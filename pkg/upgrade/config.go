@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -103,11 +104,25 @@ type Config struct {
 	server   string
 }
 
+// Masker masks Secret values in plans with a key of the run's (see
+// redact.Masker); Sanitizer removes the release's Secret values from
+// messages (see redact.Sanitizer).
+type (
+	Masker    = redact.Masker
+	Sanitizer = redact.Sanitizer
+)
+
 // NewConfig returns the configuration of one run. userAgent marks every
 // request (audit logs show it); with settings.Debug (--debug, HELM_DEBUG)
-// debug lines go to out. The API server's warnings and the debug lines pass
-// through san.
-func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *redact.Masker, san *redact.Sanitizer) *Config {
+// debug lines go to out. Secret values are masked with masker, or with a
+// fresh random key that lives only in the process when masker is nil. The
+// API server's warnings and the debug lines pass through the run's
+// Sanitizer.
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *Masker) *Config {
+	if masker == nil {
+		masker = redact.NewMasker()
+	}
+	san := redact.NewSanitizer(masker)
 	logf := func(string, ...interface{}) {}
 	if settings.Debug {
 		logf = san.Logf(func(format string, args ...interface{}) {
@@ -127,6 +142,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 				c.UserAgent = userAgent
 			}
 			c.WarningHandler = warnings
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return secretReads{next: rt, san: san} })
 			return c
 		}
 	}

@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -60,8 +59,7 @@ current-context: c
 			if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, tt.args...)); err != nil {
 				t.Fatal(err)
 			}
-			m := redact.NewMasker()
-			c := NewConfig(settings, io.Discard, "helm-safe-upgrade/test", m, redact.NewSanitizer(m))
+			c := NewConfig(settings, io.Discard, "helm-safe-upgrade/test", nil)
 			rc, err := c.restConfig(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -72,6 +72,9 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 	if err != nil {
+		// A template's `fail` can echo a value the base keeps in a Secret
+		// (lookup answers with the base's objects).
+		c.Sanitizer.AddManifest(base.Manifest)
 		return nil, err
 	}
 	in := plannerInput(head, req.Render.SkipCRDs)

@@ -57,6 +57,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	if req.Saved != nil {
+		c.Masker.Key = req.Saved.MaskKey // masked values compare with the reviewed plan's
 		id, err := c.identity(ctx)
 		if err != nil {
 			return nil, err
@@ -74,7 +75,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	c.progress("Rendering %s", req.ChartRef)
 	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
-		return nil, err
+		return nil, c.renderFailed(req.ReleaseName, err)
 	}
 	c.Logf("rendered %s in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
 	for _, w := range res.Warnings {
@@ -151,7 +152,7 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.C
 	start := time.Now()
 	res, err := render.Render(ctx, cfg, c.Settings, req.ReleaseName, req.ChartRef, opts)
 	if err != nil {
-		return "", fmt.Errorf("second render (to find regenerated fields): %w", err)
+		return "", c.renderFailed(req.ReleaseName, fmt.Errorf("second render (to find regenerated fields): %w", err))
 	}
 	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
 	return res.Next.Manifest, nil

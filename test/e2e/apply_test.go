@@ -13,6 +13,7 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,45 +33,29 @@ func stsRelease(t *testing.T, c *testcluster.Cluster) (string, string) {
 	// Without a kubelet pod db-0 never gets ready, so the controller (policy
 	// OrderedReady) stops at one pod and its claim: enough to prove survival.
 	waitFor(t, "the first pod and claim of StatefulSet db", func() bool {
-		uids := dataUIDs(t, c, ns)
-		return uids["Pod/db-0"] != "" && uids["PersistentVolumeClaim/data-db-0"] != ""
+		pods, claims := c.PodsAndClaims(t, ns, "")
+		return pods["db-0"] != "" && claims["data-db-0"] != ""
 	})
 	bigger := baseSTS
 	bigger.size = "2Gi"
 	return ns, writeChart(t, "app", "2.0.0", map[string]string{"sts.yaml": bigger.yaml()})
 }
 
+// waitFor polls ok (see testcluster.Eventually).
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testcluster.Eventually(t, what, func() (bool, string) { return ok(), "" })
 }
 
-// dataUIDs returns the UIDs of the namespace's pods and claims, keyed
-// "Pod/name" and "PersistentVolumeClaim/name".
-func dataUIDs(t *testing.T, c *testcluster.Cluster, ns string) map[string]types.UID {
-	core := c.Clientset(t).CoreV1()
-	pods, err := core.Pods(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+// keptUIDs fails the test for each pod or claim of before whose UID changed
+// in after: it was deleted.
+func keptUIDs(t *testing.T, what string, before, after map[string]types.UID) {
+	t.Helper()
+	for name, uid := range before {
+		if after[name] != uid {
+			t.Errorf("%s %s: UID %s before, %q after: it was deleted", what, name, uid, after[name])
+		}
 	}
-	claims, err := core.PersistentVolumeClaims(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]types.UID{}
-	for _, p := range pods.Items {
-		out["Pod/"+p.Name] = p.UID
-	}
-	for _, p := range claims.Items {
-		out["PersistentVolumeClaim/"+p.Name] = p.UID
-	}
-	return out
 }
 
 func templateStorage(t *testing.T, c *testcluster.Cluster, ns string) string {
@@ -146,7 +131,7 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 			}
 			p, _ := planJSON(t, c, "app", v2, "-n", ns)
 			fp := p.change(t, "StatefulSet", "db").Fingerprint
-			before := dataUIDs(t, c, ns)
+			podsBefore, claimsBefore := c.PodsAndClaims(t, ns, "")
 
 			stale := run(t, c, "app", v2, "-n", ns, "--ack", "StatefulSet/db@0123456789ab")
 			if stale.Code != 2 || !strings.Contains(stale.Stderr, "stale") {
@@ -160,12 +145,9 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 			if got := templateStorage(t, c, ns); got != "2Gi" {
 				t.Fatalf("claim template after apply: %s, want 2Gi", got)
 			}
-			after := dataUIDs(t, c, ns)
-			for name, uid := range before {
-				if after[name] != uid {
-					t.Errorf("%s: UID %s before, %q after: it was deleted", name, uid, after[name])
-				}
-			}
+			podsAfter, claimsAfter := c.PodsAndClaims(t, ns, "")
+			keptUIDs(t, "Pod", podsBefore, podsAfter)
+			keptUIDs(t, "PersistentVolumeClaim", claimsBefore, claimsAfter)
 			history := c.Helm(t, "history", "app", "-n", ns)
 			if !strings.Contains(history, "safe-upgrade: 1 destructive acked (recreate-required StatefulSet.apps/"+ns+"/db "+tt.via+")") {
 				t.Errorf("helm history lacks the audit line:\n%s", history)
@@ -342,6 +324,31 @@ func TestSavedPlan(t *testing.T) {
 		}
 		if w := toolWrites(t, c, ns, before); len(w) > 0 {
 			t.Errorf("an edited plan was refused, yet the tool wrote: %+v", w)
+		}
+	})
+	t.Run("refused on another cluster holding the same release, and nothing is written", func(t *testing.T) {
+		ns := c.Namespace(t)
+		c.Helm(t, "install", "app", v1, "-n", ns)
+		path, _ := save(t, ns)
+		other := testcluster.Another(t)
+		if _, err := other.Clientset(t).CoreV1().Namespaces().Create(t.Context(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		other.Helm(t, "install", "app", v1, "-n", ns)
+		before, beforeHere := len(other.AuditEvents(t, nil)), len(c.AuditEvents(t, nil))
+		r := run(t, other, "app", v2, "-n", ns, "--plan", path)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "saved plan was made for another cluster") || !strings.Contains(r.Stderr, "kube-system UID") {
+			t.Fatalf("want exit 1 naming the cluster's identity, got %d\n%s", r.Code, r.Stderr)
+		}
+		if w := toolWrites(t, other, ns, before); len(w) > 0 {
+			t.Errorf("a plan of another cluster was refused, yet the tool wrote: %+v", w)
+		}
+		if w := toolWrites(t, c, ns, beforeHere); len(w) > 0 {
+			t.Errorf("the tool wrote to the cluster the plan was made for: %+v", w)
+		}
+		if hist := other.Helm(t, "history", "app", "-n", ns); strings.Contains(hist, "\n2 ") {
+			t.Errorf("the release moved on the other cluster:\n%s", hist)
 		}
 	})
 	t.Run("refused after another upgrade moved the revision", func(t *testing.T) {

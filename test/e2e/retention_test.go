@@ -15,7 +15,7 @@ func TestStatefulSetClaimsDeletedWithIt(t *testing.T) {
 	ns := c.Namespace(t)
 	sts := strings.Replace(baseSTS.yaml(), "  replicas: 2\n", "  replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete}\n", 1)
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": sts, "cm.yaml": configMap(false, "a")}), "-n", ns)
-	waitFor(t, "the claim of pod db-0", func() bool { return dataUIDs(t, c, ns)["PersistentVolumeClaim/data-db-0"] != "" })
+	waitFor(t, "the claim of pod db-0", func() bool { _, claims := c.PodsAndClaims(t, ns, ""); return claims["data-db-0"] != "" })
 
 	p, r := planJSON(t, c, "app", writeChart(t, "app", "2.0.0", map[string]string{"cm.yaml": configMap(false, "a")}), "-n", ns)
 	if r.Code != 2 {

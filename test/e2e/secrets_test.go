@@ -226,3 +226,37 @@ func TestReleaseWithListUpgrades(t *testing.T) {
 		t.Fatal("ConfigMap/dropped is still there")
 	}
 }
+
+// TestRenderErrorsKeepSecrets (issue 10): a chart template whose `fail`
+// echoes a value the release keeps in a Secret, or a Secret it read with
+// lookup, exits 1 saying why; neither value, plain or base64, reaches any
+// report format, stderr or the --debug log.
+func TestRenderErrorsKeepSecrets(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	const kept, external = "kept-in-release-canary-1", "looked-up-canary-2"
+	creds := "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pw: {{ .Values.pw | quote }}}\n"
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"creds.yaml": creds}), "-n", ns, "--set", "pw="+kept)
+	if _, err := c.Clientset(t).CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "external"},
+		StringData: map[string]string{"token": external}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, template, says string
+	}{
+		{"fail with a value of the release's Secret", `{{ fail (printf "bad password: %s" .Values.pw) }}`, "bad password: "},
+		{"fail with a looked-up Secret", `{{ $s := lookup "v1" "Secret" .Release.Namespace "external" }}{{ fail (printf "found: %v %s" $s.data ($s.data.token | b64dec)) }}`, "found: "},
+	}
+	canaries := secretCanaries(kept, external)
+	for _, tt := range tests {
+		v2 := writeChart(t, "app", "2.0.0", map[string]string{"creds.yaml": creds, "fail.yaml": tt.template})
+		for _, args := range [][]string{{"-o", "text"}, {"-o", "json"}, {"-o", "markdown"}, {"-o", "sarif"}, {"-o", "text", "--debug"}} {
+			r := run(t, c, append([]string{"app", v2, "-n", ns, "--reuse-values", "--dry-run"}, args...)...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, tt.says) {
+				t.Fatalf("%s %v: want exit 1 saying %q, got %d\n%s", tt.name, args, tt.says, r.Code, r.Stderr)
+			}
+			noCanary(t, fmt.Sprintf("%s: stdout %v", tt.name, args), r.Stdout, canaries)
+			noCanary(t, fmt.Sprintf("%s: stderr %v", tt.name, args), r.Stderr, canaries)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRenderErrorsKeepSecrets (issue 10): a template whose `fail` echoes a
+// Secret value of the release — from the values, or read with lookup — exits
+// 1 saying why, and the value, plain or base64, reaches no output format,
+// stderr or the --debug log. Offline, the base manifest is the release
+// (lookup answers with its objects).
+func TestRenderErrorsKeepSecrets(t *testing.T) {
+	const pw = "render-error-canary-7"
+	b64 := base64.StdEncoding.EncodeToString([]byte(pw))
+	base := filepath.Join(t.TempDir(), "base.yaml")
+	if err := os.WriteFile(base, []byte("---\n# Source: app/templates/creds.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {pw: "+b64+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, template, says string
+		args                 []string
+	}{
+		{"fail with a value", `{{ fail (printf "bad password: %s" .Values.pw) }}`, "bad password: ", []string{"--set", "pw=" + pw}},
+		{"fail with a lookup", `{{ $s := lookup "v1" "Secret" .Release.Namespace "creds" }}{{ fail (printf "found: %v" $s.data) }}`, "found: ", nil},
+	}
+	for _, tt := range tests {
+		chart := tempChart(t, "2.0.0", "", map[string]string{"creds.yaml": tt.template})
+		for _, format := range []string{"text", "json", "markdown", "sarif", "text --debug"} {
+			t.Run(tt.name+"/"+format, func(t *testing.T) {
+				args := append([]string{"app", chart, "-n", "demo", "--offline", "--from-manifest", base, "-o"}, strings.Fields(format)...)
+				out, errOut, code := execute(t, "helm-safe-upgrade", append(args, tt.args...)...)
+				if code != ExitError || !strings.Contains(errOut, tt.says) {
+					t.Fatalf("exit %d, want 1 saying %q:\n%s", code, tt.says, errOut)
+				}
+				for _, c := range []string{pw, b64} {
+					if strings.Contains(out, c) || strings.Contains(errOut, c) {
+						t.Errorf("the output holds %q:\n%s\n%s", c, out, errOut)
+					}
+				}
+			})
+		}
+	}
+}
