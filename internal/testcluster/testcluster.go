@@ -467,6 +467,20 @@ func (c *Cluster) HelmErr(args ...string) (string, error) {
 	return string(out), err
 }
 
+// HelmV4 runs the helm v4 CLI (Helm4) with Env like Helm runs helm v3.
+func (c *Cluster) HelmV4(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Helm4, args...)
+	cmd.Env = c.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm4 %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -16,9 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -51,9 +49,15 @@ type Request struct {
 	// Recreate are the acknowledged recreate-required changes to delete
 	// before the upgrade so that it creates them again.
 	Recreate []plan.Change
-	// Force passes --force to Helm (objects replaced with PUT). Only when
-	// the user asked for it.
+	// Force passes --force-replace (Helm 3's --force) to Helm: objects
+	// replaced with PUT. Only when the user asked for it; Helm 4 refuses it
+	// with server-side apply.
 	Force bool
+	// ApplyMethod is the planned apply method (plan.Release.ApplyMethod):
+	// plan.ApplyMethodSSA runs Helm 4's action (server-side apply, the
+	// record's apply_method ssa, --force-conflicts as Render.ForceConflicts),
+	// anything else Helm 3's.
+	ApplyMethod string
 	// Description is the release description `helm history` shows (the
 	// audit trail); empty means Render.Description.
 	Description string
@@ -166,6 +170,12 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	if err := checkRelease(req.Config.Releases, name, ns, req.Rendered.Last); err != nil {
 		return nil, err
 	}
+	// Helm's SDK is set up before anything is deleted: an SDK that cannot
+	// run this release refuses it while nothing was written.
+	helm, err := req.sdk(ctx, log)
+	if err != nil {
+		return nil, fmt.Errorf("release %q in namespace %s: %w; nothing was written", name, ns, err)
+	}
 
 	var rec *recreator
 	var targets []*recreateTarget
@@ -217,28 +227,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		jr = nil
 	}
 
-	run := *req.Config
-	if run.Log == nil {
-		run.Log = log
-	} else if req.Sanitizer != nil {
-		run.Log = req.Sanitizer.Logf(run.Log)
-	}
-	if kc, ok := run.KubeClient.(*kube.Client); ok && req.Sanitizer != nil {
-		// Helm's kube client logs the API server's errors as they come.
-		kc.Log = req.Sanitizer.Logf(kc.Log)
-	}
-	store := &plannedStore{Driver: req.Config.Releases.Driver, ctx: ctx, next: next, sanitize: req.Sanitizer.String}
-	run.Releases = &storage.Storage{Driver: store, MaxHistory: req.Config.Releases.MaxHistory, Log: req.Config.Releases.Log}
-	if run.Releases.Log == nil {
-		run.Releases.Log = log
-	}
-	var rel *release.Release
-	var err error
-	if req.Rendered.Install {
-		rel, err = req.install(ctx, &run, store)
-	} else {
-		rel, err = req.upgrade(ctx, &run, store)
-	}
+	rel, err := helm.run(ctx)
 	if err == nil {
 		if jr != nil {
 			if err := jr.remove(context.WithoutCancel(ctx)); err != nil {
@@ -261,7 +250,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		}
 		return nil, stale
 	}
-	if !store.started() {
+	if !helm.started() {
 		err = fmt.Errorf("release %q in namespace %s: Helm stopped before storing revision %d: %w", name, ns, next.Version, err)
 		if line != "" {
 			err = fmt.Errorf("%w; %s", err, line)
@@ -271,7 +260,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	ue := failure(req.Config.Releases, name, ns, next.Version, err)
 	ue.Recreate = line
 	if line != "" {
-		describeFailure(req.Config.Releases, name, next.Version, line, log)
+		helm.describe(next.Version, line)
 	}
 	return rel, ue
 }
@@ -310,51 +299,43 @@ func (req *Request) description() string {
 	return req.Render.Description
 }
 
-// upgrade runs Helm's upgrade as `helm upgrade` with the plan's flags.
-func (req *Request) upgrade(ctx context.Context, cfg *action.Configuration, store *plannedStore) (*release.Release, error) {
-	up := req.Render.NewUpgrade(cfg, store.next.Namespace)
-	up.Description = req.description()
-	up.Force = req.Force
-	up.PostRenderer = plannedManifest{manifest: store.next.Manifest}
-	return up.RunWithContext(ctx, store.next.Name, req.Rendered.Chart, copyValues(req.Rendered.Values))
-}
-
-// install runs Helm's install as `helm upgrade --install` does for a
-// release that does not exist (or whose revisions are all uninstalled).
-func (req *Request) install(ctx context.Context, cfg *action.Configuration, store *plannedStore) (*release.Release, error) {
-	inst := req.Render.NewInstall(cfg, store.next.Name, store.next.Namespace)
-	inst.Description = req.description()
-	inst.Force = req.Force
-	inst.Replace = req.Rendered.Last != nil
-	inst.PostRenderer = plannedManifest{manifest: store.next.Manifest}
-	return inst.RunWithContext(ctx, req.Rendered.Chart, copyValues(req.Rendered.Values))
-}
-
 // copyValues deep-copies user values: Helm merges the previous release's
 // values into the map it is given (--reuse-values), and the plan must stay
 // as it was.
 func copyValues(v map[string]interface{}) map[string]interface{} {
-	if v == nil {
-		return nil
-	}
-	m, _ := deepCopy(v).(map[string]interface{})
+	m, _ := deepCopy(v, false).(map[string]interface{})
 	return m
 }
 
-func deepCopy(v interface{}) interface{} {
+// plainValues is copyValues for Helm 4, which does not know Helm 3's
+// chartutil.Values type: every map becomes a plain one.
+func plainValues(v map[string]interface{}) map[string]interface{} {
+	m, _ := deepCopy(v, true).(map[string]interface{})
+	return m
+}
+
+func deepCopy(v interface{}, plain bool) interface{} {
 	switch t := v.(type) {
+	case nil:
+		return nil
 	case chartutil.Values:
+		if plain {
+			return deepCopy(map[string]interface{}(t), plain)
+		}
 		return chartutil.Values(copyValues(t))
 	case map[string]interface{}:
+		if t == nil {
+			return map[string]interface{}(nil)
+		}
 		m := make(map[string]interface{}, len(t))
 		for k, x := range t {
-			m[k] = deepCopy(x)
+			m[k] = deepCopy(x, plain)
 		}
 		return m
 	case []interface{}:
 		s := make([]interface{}, len(t))
 		for i, x := range t {
-			s[i] = deepCopy(x)
+			s[i] = deepCopy(x, plain)
 		}
 		return s
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	tool "github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
@@ -98,6 +99,7 @@ func (e *e2e) apply(t *testing.T, opts render.Options, rendered *render.Result, 
 	rel, err := apply.Apply(t.Context(), apply.Request{
 		Config: e.cfg, Cluster: e.cluster(t), Settings: e.settings, ReleaseName: e.name, ChartRef: e.chart, Render: opts,
 		Rendered: rendered, Recreate: recreate, Force: force, Description: "safe-upgrade: e2e", Log: t.Logf,
+		ApplyMethod: rendered.ApplyMethod, // as planned with --server-side=auto
 	}, &out)
 	if err != nil {
 		t.Fatalf("apply: %v\noutput:\n%s", err, out.String())
@@ -227,10 +229,28 @@ func TestE2ERecreateStatefulSetKeepsPodsAndPVCs(t *testing.T) {
 	}
 }
 
+// installers install a release with helm v3 (a client-side release) or
+// helm v4 (server-side, applied with Helm 4's SDK).
+var installers = []struct {
+	name string
+	helm func(*testcluster.Cluster) func(testing.TB, ...string) string
+}{
+	{"helm 3", func(c *testcluster.Cluster) func(testing.TB, ...string) string { return c.Helm }},
+	{"helm 4", func(c *testcluster.Cluster) func(testing.TB, ...string) string { return c.HelmV4 }},
+}
+
 func TestE2ERandomSecretIsThePlannedOne(t *testing.T) {
-	t.Parallel()
+	for _, in := range installers {
+		t.Run(in.name, func(t *testing.T) {
+			t.Parallel()
+			testRandomSecretIsThePlannedOne(t, in.helm)
+		})
+	}
+}
+
+func testRandomSecretIsThePlannedOne(t *testing.T, helm func(*testcluster.Cluster) func(testing.TB, ...string) string) {
 	e := newE2E(t, "app", "rand")
-	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+	helm(e.c)(t, "install", e.name, e.chart, "-n", e.ns)
 
 	opts := e.options()
 	rendered := e.plan(t, opts)
@@ -265,15 +285,22 @@ func TestE2ENoForceUnlessAsked(t *testing.T) {
 	tests := []struct {
 		name  string
 		force bool
+		helm4 bool
 	}{
 		{name: "without force", force: false},
 		{name: "with force", force: true},
+		// Server-side apply: no force=true (--force-conflicts) and no PUT.
+		{name: "helm 4, without force", helm4: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newE2E(t, "app", "rand")
-			e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+			if tt.helm4 {
+				e.c.HelmV4(t, "install", e.name, e.chart, "-n", e.ns)
+			} else {
+				e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns)
+			}
 			opts := e.options("message=changed")
 			rendered := e.plan(t, opts)
 			start := len(e.c.AuditEvents(t, nil))
@@ -366,7 +393,13 @@ func (e *e2e) revision(t *testing.T, version int) (string, string) {
 // 2 claims; it returns their UIDs.
 func (e *e2e) installDB(t *testing.T, node string) (pods, claims map[string]types.UID) {
 	t.Helper()
-	e.c.Helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
+	return e.installDBWith(t, e.c.Helm, node)
+}
+
+// installDBWith is installDB with helm v3 (Cluster.Helm) or v4 (HelmV4).
+func (e *e2e) installDBWith(t *testing.T, helm func(testing.TB, ...string) string, node string) (pods, claims map[string]types.UID) {
+	t.Helper()
+	helm(t, "install", e.name, e.chart, "-n", e.ns, "--set", "node="+node)
 	testcluster.Eventually(t, "2 pods and 2 PVCs", func() (bool, string) {
 		pods, claims = e.c.PodsAndClaims(t, e.ns, "app="+e.name+"-db")
 		return len(pods) == 2 && len(claims) == 2, fmt.Sprintf("pods %v, PVCs %v", pods, claims)
@@ -446,6 +479,34 @@ func TestE2EFailedUpgradeRestoresStatefulSet(t *testing.T) {
 				t.Errorf("revision 2 is %s %q, want failed naming the restore", status, desc)
 			}
 		})
+	}
+}
+
+// TestE2EFailedUpgradeRestoresStatefulSetHelm4 is
+// TestE2EFailedUpgradeRestoresStatefulSet for a Helm 4 (ssa) release,
+// applied with Helm 4's SDK: the StatefulSet is put back after a pre-upgrade
+// hook the server rejects, and the failed revision says so and still
+// records apply_method ssa (Helm 4's next upgrade stays server-side).
+func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t, "db", "db")
+	node := e.node(t)
+	pods, claims := e.installDBWith(t, e.c.HelmV4, node)
+	code, stderr := e.tool(t, e.name, e.chart, "--set", "node="+node, "--set", "storage=2Gi", "--set", "hook=reject", "--ack-all-destructive")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	sts := "StatefulSet/" + e.ns + "/db-db"
+	want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
+	for _, w := range []string{want, "pre-upgrade hooks failed", "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr does not say %q", w)
+		}
+	}
+	e.assertRestored(t, pods, claims)
+	rec := helmtest.ReadRecord(t, e.c.Clientset(t), e.ns, e.name, 2)
+	if rec.Info.Status != "failed" || !strings.Contains(rec.Info.Description, want) || rec.ApplyMethod != "ssa" {
+		t.Errorf("revision 2 is %s %q apply_method %q, want failed naming the restore, ssa", rec.Info.Status, rec.Info.Description, rec.ApplyMethod)
 	}
 }
 

@@ -48,8 +48,16 @@ func (p plannedManifest) Run(*bytes.Buffer) (*bytes.Buffer, error) {
 //     (upgrade.go performUpgrade → releasingUpgrade → execHook; install.go
 //     RunWithContext → performInstall → execHook), so the replacement is
 //     what runs and what is stored.
+//
+// The checks are plannedGuard's, shared with Helm 4's store (helm4.go).
 type plannedStore struct {
 	driver.Driver
+	*plannedGuard
+}
+
+// plannedGuard is what the planned store of either Helm SDK checks when
+// Helm writes to the release storage.
+type plannedGuard struct {
 	ctx  context.Context
 	next *release.Release // the planned revision
 	// sanitize cleans the descriptions Helm stores (a failed revision's
@@ -63,7 +71,7 @@ type plannedStore struct {
 }
 
 // beforeWrite refuses the first write when ctx is done.
-func (s *plannedStore) beforeWrite(key string) error {
+func (s *plannedGuard) beforeWrite(key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.written {
@@ -77,26 +85,36 @@ func (s *plannedStore) beforeWrite(key string) error {
 }
 
 // started reports whether Helm wrote to the release storage.
-func (s *plannedStore) started() bool {
+func (s *plannedGuard) started() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.written
 }
 
-// Create stores rls, the planned revision with the planned hooks and notes.
-func (s *plannedStore) Create(key string, rls *release.Release) error {
+// create checks the record Helm is about to create under key: the release
+// name, revision and whether it is a pending install or upgrade, and
+// whether its manifest is the planned one (asked only of the planned
+// revision). planned reports whether it is the planned revision, whose
+// hooks and notes the caller then replaces by the planned ones.
+func (s *plannedGuard) create(key, name string, version int, pending bool, planManifest func() bool) (planned bool, err error) {
 	s.mu.Lock()
-	planned := !s.created && rls.Name == s.next.Name && rls.Info != nil &&
-		(rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall)
+	planned = !s.created && name == s.next.Name && pending
 	s.created = s.created || planned
 	s.mu.Unlock()
-	if planned && rls.Version != s.next.Version {
-		return &StaleError{Name: rls.Name, Namespace: rls.Namespace, Planned: s.next.Version - 1, Current: rls.Version - 1}
+	if planned && version != s.next.Version {
+		return false, &StaleError{Name: name, Namespace: s.next.Namespace, Planned: s.next.Version - 1, Current: version - 1}
 	}
-	if planned && rls.Manifest != s.next.Manifest {
-		return fmt.Errorf("release %q revision %d: Helm rendered a manifest other than the planned one; nothing was applied", rls.Name, rls.Version)
+	if planned && !planManifest() {
+		return false, fmt.Errorf("release %q revision %d: Helm rendered a manifest other than the planned one; nothing was applied", name, version)
 	}
-	if err := s.beforeWrite(key); err != nil {
+	return planned, s.beforeWrite(key)
+}
+
+// Create stores rls, the planned revision with the planned hooks and notes.
+func (s *plannedStore) Create(key string, rls *release.Release) error {
+	pending := rls.Info != nil && (rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall)
+	planned, err := s.create(key, rls.Name, rls.Version, pending, func() bool { return rls.Manifest == s.next.Manifest })
+	if err != nil {
 		return err
 	}
 	if planned {

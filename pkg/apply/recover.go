@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -81,14 +82,20 @@ func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *liv
 	fmt.Fprintln(out, line)
 	if attempted != nil && attempted.Info.Status.IsPending() {
 		was := attempted.Info.Status
-		attempted.Info.Status = release.StatusFailed
-		attempted.Info.Description = fmt.Sprintf("Upgrade %q interrupted (%s)", name, line)
-		if uerr := cfg.Releases.Update(attempted); uerr != nil {
+		uerr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
+			info.Status = release.StatusFailed
+			info.Description = fmt.Sprintf("Upgrade %q interrupted (%s)", name, line)
+		})
+		if uerr != nil {
 			return fmt.Errorf("release %q: marking the pending revision %d failed: %w", name, attempted.Version, uerr)
 		}
 		fmt.Fprintf(out, "Revision %d was left %s: marked failed\n", attempted.Version, was)
 	} else if attempted != nil && attempted.Info.Status == release.StatusFailed {
-		describeFailure(cfg.Releases, name, attempted.Version, line, rec.log)
+		if derr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
+			info.Description = strings.TrimSpace(info.Description + " (" + line + ")")
+		}); derr != nil {
+			fmt.Fprintf(out, "warning: adding the restore to the description of revision %d: %v\n", attempted.Version, derr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)

@@ -94,6 +94,7 @@ func TestBadInput(t *testing.T) {
 		{"missing ack file", []string{"demo", demo, "--ack-file", "/no/acks.yaml"}, []string{"/no/acks.yaml"}},
 		{"bad --server-side", []string{"demo", demo, "--server-side", "yes"}, []string{"--server-side", "yes"}},
 		{"--force with --force-conflicts", []string{"demo", demo, "--force", "--force-conflicts"}, []string{"--force", "--force-conflicts"}},
+		{"--force-replace with --force-conflicts", []string{"demo", demo, "--force-replace", "--force-conflicts"}, []string{"--force-replace", "--force-conflicts"}},
 		{"offline without base", []string{"demo", demo, "--offline"}, []string{"--from-chart", "--from-manifest"}},
 		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},

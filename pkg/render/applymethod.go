@@ -37,9 +37,9 @@ func ValidateServerSide(v string) error {
 // ServerSideApply reports whether the next revision is applied with
 // server-side apply, as Helm 4's upgrade decides it
 // (getUpgradeServerSideValue): "auto" keeps the method recorded in the last
-// revision. An install with "auto" stays client-side: Helm 4 would install
-// server-side, but this tool installs with Helm 3's client (see
-// docs/limitations.md); --server-side=true asks for server-side.
+// revision. An install with "auto" stays client-side, as Helm 3 installs
+// (Helm 4 would install server-side; see docs/helm4.md);
+// --server-side=true asks for server-side.
 func (r *Result) ServerSideApply(serverSide string) bool {
 	switch serverSide {
 	case ServerSideTrue:

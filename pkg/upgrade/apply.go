@@ -2,10 +2,11 @@ package upgrade
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -14,9 +15,18 @@ import (
 
 // ApplyRequest is how to apply a reviewed plan.
 type ApplyRequest struct {
-	// Force passes --force to Helm (objects replaced with PUT); only when
-	// the user asked for it.
+	// Force passes --force-replace (Helm 3's --force) to Helm: objects
+	// replaced with PUT; only when the user asked for it. Helm 4 refuses it
+	// with server-side apply, and so does the apply.
 	Force bool
+}
+
+// AddFlags registers the apply flags of helm upgrade that are not render
+// flags: Helm 4's --force-replace and Helm 3's name of it, --force (both
+// set Force; off unless given).
+func (r *ApplyRequest) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&r.Force, "force-replace", false, "pass --force-replace to Helm (replace changed objects with PUT; client-side apply only); the plan is still gated")
+	fs.BoolVar(&r.Force, "force", false, "Helm 3's name of --force-replace")
 }
 
 // Apply hands exactly the reviewed render of planned to Helm, as
@@ -24,9 +34,6 @@ type ApplyRequest struct {
 // objects, and says on Out what became of the release.
 func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	req := planned.Apply
-	if err := applicable(planned.Plan.Release); err != nil {
-		return err
-	}
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
@@ -38,7 +45,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force {
-		fmt.Fprintln(c.Out, "WARNING: --force: Helm replaces changed objects with PUT instead of patching them")
+		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
 	}
 	rel, err := apply.Apply(ctx, apply.Request{
 		Config:      c.Helm,
@@ -50,6 +57,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Rendered:    planned.Rendered,
 		Recreate:    recreate,
 		Force:       req.Force,
+		ApplyMethod: planned.Plan.Release.ApplyMethod,
 		Description: report.AuditLine(planned.Plan, planned.Render.Description),
 		Sanitizer:   c.Sanitizer,
 		Log:         c.Logf,
@@ -73,22 +81,4 @@ func writeNotes(w io.Writer, notes string, hide bool) {
 		return
 	}
 	fmt.Fprintf(w, "NOTES:\n%s\n", strings.TrimRight(notes, "\n"))
-}
-
-// ErrServerSideApply is matched (errors.Is) by the error Apply returns for a
-// server-side apply upgrade.
-var ErrServerSideApply = errors.New("server-side apply is planned, not applied")
-
-// applicable refuses what the apply cannot do faithfully: it applies with
-// Helm 3's client, whose three-way patch would take the fields other field
-// managers own and mix two apply methods in one release (see
-// docs/limitations.md).
-func applicable(rel plan.Release) error {
-	if !rel.ServerSide() {
-		return nil
-	}
-	return fmt.Errorf("%w: release %q in namespace %s is applied with server-side apply (Helm 4 recorded apply_method ssa, or --server-side=true); "+
-		"this tool applies with Helm 3's client-side patch and refuses to mix the two. Nothing was written. "+
-		"Review the plan with --dry-run, then upgrade with Helm 4 (helm upgrade, same flags), or pass --server-side=false to move the release to client-side apply",
-		ErrServerSideApply, rel.Name, rel.Namespace)
 }

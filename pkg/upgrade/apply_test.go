@@ -2,9 +2,6 @@ package upgrade
 
 import (
 	"bytes"
-	"errors"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"strings"
 	"testing"
 )
 
@@ -24,19 +21,5 @@ func TestWriteNotes(t *testing.T) {
 		if b.String() != tt.want {
 			t.Errorf("writeNotes(%q, hide %v) = %q, want %q", tt.notes, tt.hide, b.String(), tt.want)
 		}
-	}
-}
-
-// TestApplicable: the apply refuses a server-side apply upgrade before
-// touching anything, and lets a client-side one through.
-func TestApplicable(t *testing.T) {
-	for _, m := range []string{"", plan.ApplyMethodCSA} {
-		if err := applicable(plan.Release{Name: "r", Namespace: "ns", ApplyMethod: m}); err != nil {
-			t.Errorf("apply method %q: %v", m, err)
-		}
-	}
-	err := applicable(plan.Release{Name: "r", Namespace: "ns", ApplyMethod: plan.ApplyMethodSSA})
-	if !errors.Is(err, ErrServerSideApply) || !strings.Contains(err.Error(), "Nothing was written") || !strings.Contains(err.Error(), "--server-side=false") {
-		t.Errorf("ssa: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	kube4 "helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,13 +41,14 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
-// InitProcess sets what Helm 3's SDK takes only as process-wide state, once,
+// InitProcess sets what Helm's SDKs (3 and 4) take only as process-wide state, once,
 // before anything runs: its kube client names the field manager of its
 // patches after the binary unless told; a real `helm upgrade` is "helm", and
 // so are our dry-runs, so managedFields end up as Helm would leave them.
 // main calls it, and so does TestMain of tests that run the tool in-process.
 func InitProcess() {
 	kube.ManagedFieldsManager = predict.FieldManager
+	kube4.ManagedFieldsManager = predict.FieldManager // Helm 4's server-side apply
 }
 
 // HelmSDKVersion is the version of the Helm SDK the tool renders and applies

@@ -14,16 +14,16 @@ import (
 
 // Flags are the run's own flags (helm upgrade's render flags are
 // RenderOptions): whether the plan is applied, how, saved plans, offline
-// mode and ignore rules. PlanRequest turns them into the actions' request.
+// mode and --ignore. PlanRequest turns them into the actions' request.
 type Flags struct {
 	// DryRun plans and reports only (--dry-run in any of helm upgrade's
 	// spellings, see dryRunFlag; implied by Offline).
 	DryRun bool
 	// DetailedExitcode: with DryRun, exit 3 when changes pass the gate.
 	DetailedExitcode bool
-	// Force passes --force to Helm (ApplyRequest.Force).
-	Force bool
-	// Rules are --ignore and --rules (PlanRequest.Rules).
+	// Apply is how the plan is applied: --force-replace (--force).
+	Apply ApplyRequest
+	// Rules are the ignore rules: --ignore and the rules file (PlanRequest.Rules).
 	Rules Rules
 	// PlanOut saves the plan; PlanIn applies the saved plan, refused when
 	// older than PlanMaxAge (0: no limit).
@@ -43,7 +43,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&dryRunFlag{on: &f.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.BoolVar(&f.Force, "force", false, "pass --force to Helm (replace objects with PUT); the plan is still gated")
+	f.Apply.AddFlags(fs)
 	f.Rules.AddFlags(fs)
 	fs.StringVar(&f.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
 	fs.StringVar(&f.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
@@ -77,8 +77,8 @@ func (f *Flags) Validate(r RenderOptions) error {
 	if err := render.ValidateServerSide(r.ServerSide); err != nil {
 		return err
 	}
-	if f.Force && r.ForceConflicts {
-		return errors.New("--force and --force-conflicts cannot be used together (as in Helm 4)")
+	if f.Apply.Force && r.ForceConflicts {
+		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 		f.DryRun = true
 	}
 	req := PlanRequest{ReleaseName: release, ChartRef: chart, Render: r, Rules: f.Rules,
-		Apply: ApplyRequest{Force: f.Force}, SavedMaxAge: f.PlanMaxAge}
+		Apply: f.Apply, SavedMaxAge: f.PlanMaxAge}
 	if f.PlanIn == "" {
 		return req, nil
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
@@ -44,23 +46,91 @@ data:
   other: {{ .Values.other | default "x" | quote }}
 `
 
-// TestHelm4Conflict is issue 12's "done when", planning half: a Helm 4
-// release whose data.key another field manager took. The plan shows the
-// conflict on data.key with its owner and blocks, unackable, as the real
-// helm4 upgrade fails; with --force-conflicts the change is acknowledgeable,
-// as the real helm4 upgrade --force-conflicts succeeds. The tool's apply
-// refuses the ssa release and writes nothing.
-func TestHelm4Conflict(t *testing.T) {
-	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
-	mustBin(t, c, c.Helm4, "install", "r", chart, "-n", ns)
+// handEdit makes field manager someone-else take data.key of r-cm in ns,
+// as issue 12's kubectl apply --server-side does.
+func handEdit(t *testing.T, c *testcluster.Cluster, ns string) {
+	t.Helper()
 	edit := filepath.Join(t.TempDir(), "edit.yaml")
 	if err := os.WriteFile(edit, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r-cm, namespace: "+ns+"}\ndata: {key: hand-edited}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustBin(t, c, c.Kubectl, "apply", "--server-side", "--field-manager=someone-else", "--force-conflicts", "-f", edit)
+}
+
+// rcm returns r-cm's data and its managed fields (helmtest.ManagedFields).
+func rcm(t *testing.T, c *testcluster.Cluster, ns string) (map[string]string, []string) {
+	t.Helper()
+	cm, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "r-cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data, helmtest.ManagedFields(cm.ManagedFields)
+}
+
+// sameDocuments compares two release manifests document by document,
+// without the whitespace around each: the tool stores the reviewed manifest
+// as Helm 3 renders it, and Helm 4 keeps a template's trailing newline
+// where Helm 3 trims it ("...\n\n" against "...\n"), a difference of
+// rendering, not of what is applied.
+func sameDocuments(a, b string) bool {
+	docs := func(m string) []string {
+		var out []string
+		for _, d := range strings.Split(m, "\n---\n") {
+			out = append(out, strings.TrimSpace(strings.TrimPrefix(d, "---\n")))
+		}
+		return out
+	}
+	return strings.Join(docs(a), "\x00") == strings.Join(docs(b), "\x00")
+}
+
+// twins installs release r of the conflict chart with the helm binary
+// helm names (c.Helm3 or c.Helm4) in two namespaces, ns for the tool and
+// twin for helm, and runs setup (if any) on each.
+func twins(t *testing.T, helm func(*testcluster.Cluster) string, setup func(*testing.T, *testcluster.Cluster, string)) (c *testcluster.Cluster, ns, twin, chart string) {
+	t.Helper()
+	c = testcluster.Get(t)
+	ns, twin = c.Namespace(t), c.Namespace(t)
+	chart = writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
+	for _, n := range []string{ns, twin} {
+		mustBin(t, c, helm(c), "install", "r", chart, "-n", n)
+		if setup != nil {
+			setup(t, c, n)
+		}
+	}
+	return c, ns, twin, chart
+}
+
+// assertTwins checks that revision version of release r is the same in ns
+// (applied by the tool) as in twin (applied by helm v4.3.1): apply method
+// ssa, status, manifest (see sameDocuments), and r-cm's data and managed fields (so no Update
+// entry of the tool's where Helm 4 leaves none).
+func assertTwins(t *testing.T, c *testcluster.Cluster, ns, twin string, version int) {
+	t.Helper()
+	cs := c.Clientset(t)
+	got, want := helmtest.ReadRecord(t, cs, ns, "r", version), helmtest.ReadRecord(t, cs, twin, "r", version)
+	if got.ApplyMethod != "ssa" || got.ApplyMethod != want.ApplyMethod || got.Info.Status != want.Info.Status || !sameDocuments(got.Manifest, want.Manifest) {
+		t.Errorf("revision %d: tool's apply_method %q status %s, helm4's %q %s; manifests:\ntool:\n%q\nhelm4:\n%q",
+			version, got.ApplyMethod, got.Info.Status, want.ApplyMethod, want.Info.Status, got.Manifest, want.Manifest)
+	}
+	gotData, gotFields := rcm(t, c, ns)
+	wantData, wantFields := rcm(t, c, twin)
+	if fmt.Sprint(gotData) != fmt.Sprint(wantData) {
+		t.Errorf("r-cm data: tool %v, helm4 %v", gotData, wantData)
+	}
+	if strings.Join(gotFields, "\n") != strings.Join(wantFields, "\n") {
+		t.Errorf("r-cm managed fields:\ntool:\n%s\nhelm4:\n%s", strings.Join(gotFields, "\n"), strings.Join(wantFields, "\n"))
+	}
+}
+
+// TestHelm4Conflict is issue 12's "done when": a Helm 4 release whose
+// data.key another field manager took. The plan shows the conflict on
+// data.key with its owner and blocks, unackable, as the real helm4 upgrade
+// fails; with --force-conflicts the change is acknowledgeable, and the
+// acknowledged apply leaves the same object, managed fields and release
+// record as helm4 upgrade --force-conflicts on an identical twin release.
+func TestHelm4Conflict(t *testing.T) {
+	t.Parallel()
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm4 }, handEdit)
 
 	before := auditMark(t, c)
 	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
@@ -81,9 +151,21 @@ func TestHelm4Conflict(t *testing.T) {
 		t.Errorf("text report: exit %d, want 2, the apply method and the conflict:\n%s\n%s", text.Code, text.Stdout, text.Stderr)
 	}
 	t.Logf("text report:\n%s%s", text.Stdout, text.Stderr)
-	// Not ackable: an acknowledgement does not let it through.
-	if _, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y", "--ack", "ConfigMap/"+ns+"/r-cm"); r.Code != 2 {
+	// Not ackable: an acknowledgement does not let it through, and the
+	// apply writes nothing.
+	before = auditMark(t, c)
+	if r := run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--ack", "ConfigMap/"+ns+"/r-cm"); r.Code != 2 {
 		t.Errorf("acknowledged conflict: exit %d, want 2 (blocking)\n%s", r.Code, r.Stderr)
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
+
+	// The truth: helm v4.3.1 fails on the conflict (in both, so that the
+	// twins keep the same history: revision 2 failed).
+	for _, n := range []string{ns, twin} {
+		out, err := bin(c, c.Helm4, "upgrade", "r", chart, "-n", n, "--set", "other=y")
+		if err == nil || !strings.Contains(out, `conflict with "someone-else": .data.key`) {
+			t.Errorf("helm4 upgrade: %v, want the conflict on .data.key\n%s", err, out)
+		}
 	}
 
 	// With --force-conflicts: destructive, acknowledgeable.
@@ -98,25 +180,38 @@ func TestHelm4Conflict(t *testing.T) {
 		t.Errorf("--force-conflicts --ack: exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 
-	// The apply refuses the ssa release: exit 1, nothing written.
+	// The acknowledged apply, and the twin upgraded by helm4.
 	r = run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts", "--ack", ack)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "server-side apply") || !strings.Contains(r.Stderr, "Nothing was written") {
-		t.Errorf("apply of an ssa release: exit %d, want 1 and a refusal\n%s", r.Code, r.Stderr)
+	if r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "revision 3, status deployed") {
+		t.Fatalf("apply with --force-conflicts: exit %d, want 0 and revision 3 deployed\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	cm, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "r-cm", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", twin, "--set", "other=y", "--force-conflicts")
+	assertTwins(t, c, ns, twin, 3)
+	if data, _ := rcm(t, c, ns); data["key"] != "a" || data["other"] != "y" {
+		t.Errorf("after the apply data = %v, want key a (taken back from someone-else), other y", data)
 	}
-	if cm.Data["key"] != "hand-edited" || cm.Data["other"] != "x" {
-		t.Errorf("after the refused apply data = %v, want it untouched", cm.Data)
-	}
+}
 
-	// The truth: helm v4.3.1 fails on the conflict, and forces through it.
-	out, err := bin(c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y")
-	if err == nil || !strings.Contains(out, `conflict with "someone-else": .data.key`) {
-		t.Errorf("helm4 upgrade: %v, want the conflict on .data.key\n%s", err, out)
+// TestHelm4ApplyNoConflict: a revision the tool applies to a Helm 4 release
+// is Helm 4's: managed fields helm/Apply only (no Update entry), the record
+// says apply_method ssa, the same as its twin upgraded by helm4; and a
+// following plain helm4 upgrade succeeds with no conflict.
+func TestHelm4ApplyNoConflict(t *testing.T) {
+	t.Parallel()
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm4 }, nil)
+	r := run(t, c, "r", chart, "-n", ns, "--set", "other=y")
+	if r.Code != 0 {
+		t.Fatalf("apply: exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--force-conflicts")
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", twin, "--set", "other=y")
+	assertTwins(t, c, ns, twin, 2)
+	if _, fields := rcm(t, c, ns); len(fields) != 1 || !strings.HasPrefix(fields[0], "helm Apply ") {
+		t.Errorf("managed fields %q, want one entry: helm Apply", fields)
+	}
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=z")
+	if data, _ := rcm(t, c, ns); data["other"] != "z" {
+		t.Errorf("after helm4 upgrade data = %v, want other z", data)
+	}
 }
 
 // ssaDiffers are the rows of the verdict table where a Helm 4 (ssa) release
@@ -203,14 +298,12 @@ func otherIPs(templates map[string]string) map[string]string {
 // TestHelm3ReleaseToServerSide: --server-side=true on a release Helm 3
 // installed. Helm 4 hands Helm's client-side fields to its apply first, so
 // changing a field Helm's patch owned is no conflict: the plan is a plain
-// in-place update, and the real helm4 upgrade --server-side=true succeeds.
-// Under auto the same release is planned client-side.
+// in-place update, and the tool's apply leaves the same record, object and
+// managed fields as helm4 upgrade --server-side=true on a twin. Under auto
+// the same release is planned client-side.
 func TestHelm3ReleaseToServerSide(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	chart := writeChart(t, "r", "1.0.0", map[string]string{"cm.yaml": conflictTemplate})
-	c.Helm(t, "install", "r", chart, "-n", ns)
+	c, ns, twin, chart := twins(t, func(c *testcluster.Cluster) string { return c.Helm3 }, nil)
 
 	p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=y")
 	if p.Release.ApplyMethod != "csa" || r.Code != 0 {
@@ -222,7 +315,15 @@ func TestHelm3ReleaseToServerSide(t *testing.T) {
 		t.Fatalf("--server-side=true: applyMethod %q exit %d class %s destructive %v reasons %+v; want ssa, 0, in-place on data.other\n%s",
 			p.Release.ApplyMethod, r.Code, got.Class, got.Destructive, got.Reasons, r.Stderr)
 	}
-	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", ns, "--set", "other=y", "--server-side=true")
+	if r := run(t, c, "r", chart, "-n", ns, "--set", "other=y", "--server-side=true"); r.Code != 0 {
+		t.Fatalf("apply --server-side=true: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	mustBin(t, c, c.Helm4, "upgrade", "r", chart, "-n", twin, "--set", "other=y", "--server-side=true")
+	assertTwins(t, c, ns, twin, 2)
+	// The release stays server-side: auto now plans and applies ssa.
+	if p, r := planJSON(t, c, "r", chart, "-n", ns, "--set", "other=z"); p.Release.ApplyMethod != "ssa" || r.Code != 0 {
+		t.Errorf("after the move, auto: applyMethod %q exit %d, want ssa and 0\n%s", p.Release.ApplyMethod, r.Code, r.Stderr)
+	}
 }
 
 // TestHelm4Create: a Helm 4 release creates new objects with server-side

@@ -294,7 +294,9 @@ func driftReverted(c jsonChange, path string) bool {
 }
 
 // assertOnlyDryRunWrites proves from the API server's audit log that the
-// tool sent no write without dryRun=All since event index before.
+// tool sent no write without dryRun=All since event index before, to
+// namespace ns or to cluster-scoped objects (other tests apply to their own
+// namespaces meanwhile).
 func assertOnlyDryRunWrites(t *testing.T, c *testcluster.Cluster, ns string, before int) {
 	t.Helper()
 	if c.UserCluster {
@@ -304,7 +306,7 @@ func assertOnlyDryRunWrites(t *testing.T, c *testcluster.Cluster, ns string, bef
 	events := c.AuditEvents(t, nil)
 	sawTool := false
 	for _, e := range events[before:] {
-		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") {
+		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") || (e.ObjectRef.Namespace != "" && e.ObjectRef.Namespace != ns) {
 			continue
 		}
 		sawTool = true
