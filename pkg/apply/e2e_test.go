@@ -496,7 +496,7 @@ func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	sts := "StatefulSet/" + e.ns + "/db-db"
+	sts := "StatefulSet.apps/" + e.ns + "/db-db"
 	want := "safe-upgrade deleted " + sts + " for recreation; restored from the recreate journal: " + sts
 	for _, w := range []string{want, "pre-upgrade hooks failed", "pre-upgrade hooks run after the deletes and before Helm creates the objects again: "} {
 		if !strings.Contains(stderr, w) {

@@ -20,18 +20,21 @@ func TestRenderErrorsKeepSecrets(t *testing.T) {
 	if err := os.WriteFile(base, []byte("---\n# Source: app/templates/creds.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {pw: "+b64+"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	baseChart := tempChart(t, "1.0.0", "", map[string]string{"creds.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pw: " + pw + "}\n"})
+	lookup := `{{ $s := lookup "v1" "Secret" .Release.Namespace "creds" }}{{ fail (printf "found: %v" $s.data) }}`
 	tests := []struct {
 		name, template, says string
 		args                 []string
 	}{
-		{"fail with a value", `{{ fail (printf "bad password: %s" .Values.pw) }}`, "bad password: ", []string{"--set", "pw=" + pw}},
-		{"fail with a lookup", `{{ $s := lookup "v1" "Secret" .Release.Namespace "creds" }}{{ fail (printf "found: %v" $s.data) }}`, "found: ", nil},
+		{"fail with a value", `{{ fail (printf "bad password: %s" .Values.pw) }}`, "bad password: ", []string{"--from-manifest", base, "--set", "pw=" + pw}},
+		{"fail with a lookup", lookup, "found: ", []string{"--from-manifest", base}},
+		{"fail with a lookup of the base chart's", lookup, "found: ", []string{"--from-chart", baseChart}},
 	}
 	for _, tt := range tests {
 		chart := tempChart(t, "2.0.0", "", map[string]string{"creds.yaml": tt.template})
 		for _, format := range []string{"text", "json", "markdown", "sarif", "text --debug"} {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
-				args := append([]string{"app", chart, "-n", "demo", "--offline", "--from-manifest", base, "-o"}, strings.Fields(format)...)
+				args := append([]string{"app", chart, "-n", "demo", "--offline", "-o"}, strings.Fields(format)...)
 				out, errOut, code := execute(t, "helm-safe-upgrade", append(args, tt.args...)...)
 				if code != ExitError || !strings.Contains(errOut, tt.says) {
 					t.Fatalf("exit %d, want 1 saying %q:\n%s", code, tt.says, errOut)

@@ -85,6 +85,18 @@ type Base struct {
 	Manifest string
 }
 
+// HeadError is RenderOffline's error when the head failed to render. Base
+// is the base release it was rendered over: the head's lookup answers with
+// its objects, so a template's `fail` can echo their Secrets' values.
+type HeadError struct {
+	Base *release.Release
+	err  error
+}
+
+func (e *HeadError) Error() string { return e.err.Error() }
+
+func (e *HeadError) Unwrap() error { return e.err }
+
 // RenderOffline renders the head chart as `helm upgrade` renders it over a
 // release installed from base, without any cluster: the base is rendered as
 // an install (revision 1) and kept in an in-memory release storage, then the
@@ -146,7 +158,7 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	cfg.RESTClientGetter = cluster.getter()
 	res, err := Render(ctx, cfg, settings, name, headChart, opts)
 	if err != nil {
-		return nil, fmt.Errorf("head chart %s: %w", headChart, err)
+		return nil, &HeadError{Base: baseRel, err: fmt.Errorf("head chart %s: %w", headChart, err)}
 	}
 	if res.Previous == nil {
 		return nil, errors.New("head chart " + headChart + ": rendered as an install, not as an upgrade of the base")

@@ -72,10 +72,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 	if err != nil {
-		// A template's `fail` can echo a value the base keeps in a Secret
-		// (lookup answers with the base's objects).
-		c.Sanitizer.AddManifest(base.Manifest)
-		return nil, err
+		return nil, c.offlineFailed(err)
 	}
 	in := plannerInput(head, req.Render.SkipCRDs)
 	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), req.FromManifest != ""
@@ -86,7 +83,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		c.progress("Rendering again to find the fields regenerated on every render")
 		again, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 		if err != nil {
-			return nil, fmt.Errorf("second render (to find regenerated fields): %w", err)
+			return nil, c.offlineFailed(fmt.Errorf("second render (to find regenerated fields): %w", err))
 		}
 		in.SecondRender = again.Next.Manifest
 	}
@@ -99,4 +96,15 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		return nil, err
 	}
 	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
+}
+
+// offlineFailed returns err, a failed offline render, once the sanitiser
+// knows the Secret values of the base it was rendered over: a template's
+// `fail` can echo them (lookup answers with the base's objects).
+func (c *Config) offlineFailed(err error) error {
+	var head *render.HeadError
+	if errors.As(err, &head) {
+		c.Sanitizer.AddManifest(head.Base.Manifest)
+	}
+	return err
 }
