@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -180,8 +181,15 @@ func bindPolicy(t *testing.T, c *testcluster.Cluster, ns string, policy *admissi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = adm.ValidatingAdmissionPolicyBindings().Delete(t.Context(), name, metav1.DeleteOptions{})
-		_ = adm.ValidatingAdmissionPolicies().Delete(t.Context(), name, metav1.DeleteOptions{})
+		// t.Context() is already cancelled when cleanups run: with it the
+		// cluster-scoped policy outlived the test, and later plans saw it.
+		ctx := context.Background()
+		if err := adm.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting binding %s: %v", name, err)
+		}
+		if err := adm.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting policy %s: %v", name, err)
+		}
 	})
 }
 
