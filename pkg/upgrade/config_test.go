@@ -21,13 +21,15 @@ import (
 func TestClientRate(t *testing.T) {
 	const requests = 5
 	tests := []struct {
-		name     string
-		env      map[string]string
-		args     []string
-		qps      float32
-		min, max time.Duration
+		name string
+		env  map[string]string
+		args []string
+		qps  float32
+		min  time.Duration
 	}{
-		{name: "default: unlimited", qps: -1, max: time.Second},
+		// Unlimited is asserted on the configuration (QPS -1), not by timing:
+		// an upper bound on elapsed time flakes on a loaded machine.
+		{name: "default: unlimited", qps: -1},
 		// 5 requests at 2/s with a burst of 1: 4 waits of 0.5 s.
 		{name: "--qps 2", args: []string{"--qps", "2", "--burst-limit", "1"}, qps: 2, min: 1900 * time.Millisecond},
 		{name: "HELM_QPS=2", env: map[string]string{"HELM_QPS": "2", "HELM_BURST_LIMIT": "1"}, qps: 2, min: 1900 * time.Millisecond},
@@ -78,8 +80,8 @@ current-context: c
 				}
 			}
 			took := time.Since(start)
-			if took < tt.min || tt.max > 0 && took > tt.max {
-				t.Errorf("%d requests took %s, want between %s and %s", requests, took, tt.min, tt.max)
+			if took < tt.min {
+				t.Errorf("%d requests took %s, want at least %s", requests, took, tt.min)
 			}
 		})
 	}
