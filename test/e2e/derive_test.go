@@ -200,6 +200,9 @@ func TestPlanVerdictsWithEveryDryRun(t *testing.T) {
 	c := testcluster.Get(t)
 	forEachPlanCase(t, c, func(t *testing.T, tc planCase, ns string) {
 		c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", tc.v1), "-n", ns)
+		// Frees what the table fixes (a Service's cluster IP) for
+		// TestPlanVerdicts, also where no controller deletes namespaces.
+		t.Cleanup(func() { c.Helm(t, "uninstall", "app", "-n", ns) })
 		if tc.setup != nil {
 			tc.setup(t, c, ns)
 		}
