@@ -21,7 +21,7 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 	var want, got map[string]interface{}
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {
-		if Lookup(orig, p) == nil || writeOnly(original, p) {
+		if !setBy(original, orig, p) || writeOnly(original, p) {
 			continue
 		}
 		d := plan.Drift{Path: p}
@@ -40,6 +40,22 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 		out = append(out, d)
 	}
 	return out
+}
+
+// setBy reports whether the release's manifest raw set the field at path
+// (decoded is its decoded form). Decoding adds zero values for fields JSON
+// never omits (a Service port's targetPort is an int-or-string struct): such
+// a field was left to the server's default, whose value is not drift. A
+// Secret's stringData is folded into data by decoding, so data is judged on
+// the decoded form.
+func setBy(raw *unstructured.Unstructured, decoded map[string]interface{}, path string) bool {
+	if Lookup(decoded, path) == nil {
+		return false
+	}
+	if raw.GetKind() == "Secret" && raw.GroupVersionKind().Group == "" && Under(path, "data") {
+		return true
+	}
+	return Lookup(raw.Object, path) != nil
 }
 
 // writeOnly reports fields the server never returns: a Secret's stringData
