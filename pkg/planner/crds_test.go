@@ -9,36 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
-
-// gadgetCRD is a CRD served as v1alpha1 and v1 (storage); without
-// v1alpha1 when dropAlpha.
-func gadgetCRD(dropAlpha bool) string {
-	alpha := `
-  - name: v1alpha1
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}`
-	if dropAlpha {
-		alpha = ""
-	}
-	return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget}
-  versions:` + alpha + `
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
-`
-}
 
 // crdCluster is a cluster whose only live object is its CRD (nil: none),
 // with count custom resources of it.
@@ -71,7 +46,7 @@ func (c crdCluster) CountResources(_ context.Context, gvr schema.GroupVersionRes
 }
 
 func TestCRDChanges(t *testing.T) {
-	file := []CRDFile{{Name: "app/crds/gadgets.yaml", Data: gadgetCRD(true)}}
+	file := []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", true)}}
 	tests := []struct {
 		name     string
 		live     string // the live CRD; "" none
@@ -84,11 +59,11 @@ func TestCRDChanges(t *testing.T) {
 		want     []string // in the reasons and notes
 		counted  int      // LISTs of custom resources
 	}{
-		{name: "same as live", live: gadgetCRD(true), action: plan.ActionNoop,
+		{name: "same as live", live: helmtest.GadgetCRD("example.com", true), action: plan.ActionNoop,
 			want: []string{"helm upgrade never applies crds/", "kubectl apply -f app/crds/gadgets.yaml"}},
-		{name: "drops a served version", live: gadgetCRD(false), action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
+		{name: "drops a served version", live: helmtest.GadgetCRD("example.com", false), action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
 			want: []string{"spec.versions[v1alpha1]: served version v1alpha1 removed", "3 existing Gadget resource(s) in all namespaces are affected", "so a change to it does not happen through the upgrade"}},
-		{name: "drops a served version, --skip-crds", live: gadgetCRD(false), skipCRDs: true, action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
+		{name: "drops a served version, --skip-crds", live: helmtest.GadgetCRD("example.com", false), skipCRDs: true, action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
 			want: []string{"--skip-crds changes nothing here"}},
 		{name: "absent on upgrade", action: plan.ActionCreate, class: plan.ClassManual,
 			want: []string{"not in the cluster: helm upgrade does not create it (Helm creates crds/ only on install)"}},
@@ -96,7 +71,7 @@ func TestCRDChanges(t *testing.T) {
 			want: []string{"the install creates it before the chart's other objects"}},
 		{name: "absent on install, --skip-crds", install: true, skipCRDs: true, action: plan.ActionCreate, class: plan.ClassManual,
 			want: []string{"--skip-crds: the install does not create it"}},
-		{name: "present on install", install: true, live: gadgetCRD(false), action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
+		{name: "present on install", install: true, live: helmtest.GadgetCRD("example.com", false), action: plan.ActionUpdate, class: plan.ClassManual, destr: true, counted: 1,
 			want: []string{"the install leaves it as it is"}},
 		{name: "in the templates too", template: true, action: plan.ActionCreate},
 	}
@@ -106,7 +81,7 @@ func TestCRDChanges(t *testing.T) {
 			cluster := crdCluster{offlineCluster{Release: "app", Namespace: "prod"}, tt.live, 3, &counted}
 			in := Input{Release: plan.Release{Name: "app", Namespace: "prod", Install: tt.install}, CRDs: file, SkipCRDs: tt.skipCRDs}
 			if tt.template {
-				in.NextManifest = "# Source: app/templates/crd.yaml\n" + gadgetCRD(true)
+				in.NextManifest = "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", true)
 			}
 			p, err := New(cluster, "").Plan(context.Background(), in)
 			if err != nil {
@@ -153,8 +128,8 @@ func TestCRDChanges(t *testing.T) {
 func TestCRDChangesOffline(t *testing.T) {
 	cluster := Offline{Release: "app", Namespace: "prod"}
 	in := Input{Release: plan.Release{Name: "app", Namespace: "prod"},
-		CRDs:         []CRDFile{{Name: "app/crds/gadgets.yaml", Data: gadgetCRD(true)}},
-		PreviousCRDs: []CRDFile{{Name: "app/crds/gadgets.yaml", Data: gadgetCRD(false)}}}
+		CRDs:         []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", true)}},
+		PreviousCRDs: []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", false)}}}
 	p, err := New(cluster, "").Plan(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +159,7 @@ func TestTemplateCRDs(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
 			Release:          plan.Release{Name: "app", Namespace: "prod"},
-			PreviousManifest: tmpl + gadgetCRD(false), NextManifest: tmpl + gadgetCRD(drop),
+			PreviousManifest: tmpl + helmtest.GadgetCRD("example.com", false), NextManifest: tmpl + helmtest.GadgetCRD("example.com", drop),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -203,8 +178,8 @@ func TestTemplateCRDs(t *testing.T) {
 func TestCRDMovedToCRDsDir(t *testing.T) {
 	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod"},
-		PreviousManifest: "# Source: app/templates/crd.yaml\n" + gadgetCRD(false),
-		CRDs:             []CRDFile{{Name: "app/crds/gadgets.yaml", Data: gadgetCRD(false)}},
+		PreviousManifest: "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", false),
+		CRDs:             []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", false)}},
 	})
 	if err != nil {
 		t.Fatal(err)

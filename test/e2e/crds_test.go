@@ -9,36 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// gadgetCRD is a CRD of group GROUP served as v1 (storage) and, unless
-// dropAlpha, v1alpha1 too.
-func gadgetCRD(group string, dropAlpha bool) string {
-	alpha := `
-  - name: v1alpha1
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}`
-	if dropAlpha {
-		alpha = ""
-	}
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.%s}
-spec:
-  group: %s
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget}
-  versions:%s
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
-`, group, group, alpha)
-}
 
 // TestCRDDropsServedVersion: a chart whose crds/ CRD drops a served version
 // while 3 custom resources exist is destructive (exit 2), names the count
@@ -53,9 +28,9 @@ func TestCRDDropsServedVersion(t *testing.T) {
 	for i := range 3 {
 		gadgets += fmt.Sprintf("---\napiVersion: %s/v1\nkind: Gadget\nmetadata: {name: g%d}\nspec: {size: %d}\n", group, i, i)
 	}
-	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, false), "gadgets.yaml": gadgets}), "-n", ns)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": helmtest.GadgetCRD(group, false), "gadgets.yaml": gadgets}), "-n", ns)
 
-	v2 := writeChart(t, "app", "2.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, true), "gadgets.yaml": gadgets})
+	v2 := writeChart(t, "app", "2.0.0", map[string]string{"crds/gadgets.yaml": helmtest.GadgetCRD(group, true), "gadgets.yaml": gadgets})
 	before := auditMark(t, c)
 	p, r := planJSON(t, c, "app", v2, "-n", ns, "--detailed-exitcode")
 	if r.Code != 2 {
@@ -114,7 +89,7 @@ func TestInstallCreatesCRDs(t *testing.T) {
 	c.RequireOwnCluster(t) // leaves a CRD behind
 	ns := c.Namespace(t)
 	group := ns + ".example.com"
-	chart := writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": gadgetCRD(group, false),
+	chart := writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": helmtest.GadgetCRD(group, false),
 		"gadget.yaml": fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n", group)})
 	p, r := planJSON(t, c, "app", chart, "-n", ns, "--install")
 	if r.Code != 0 {
