@@ -385,3 +385,54 @@ func TestJournalRestoresServiceWithNewIP(t *testing.T) {
 		t.Errorf("restored Service keeps clusterIP %q or node ports %v", ip, ports)
 	}
 }
+
+// TestJournalRestoresFieldManagers: a restored object gets its previous
+// field managers back (Helm 4's next server-side apply would otherwise
+// conflict with the restoring client); when the server refuses that update,
+// the object stays restored and the line says the managers were not.
+func TestJournalRestoresFieldManagers(t *testing.T) {
+	deployGVR := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	managers := []metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1"}}
+	tests := []struct {
+		name         string
+		refuseUpdate bool
+		wantLine     string
+		wantManagers []metav1.ManagedFieldsEntry
+	}{
+		{"managers put back", false, "Deployment.apps/demo/web re-created with its previous spec (uid", managers},
+		{"update refused", true, "Deployment.apps/demo/web re-created with its previous spec, but not its field managers (", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := newFakeCluster(t)
+			live, err := fc.client.Resource(deployGVR).Namespace(relNS).Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live.SetManagedFields(managers)
+			j := newJournal(fc.client.Resource(secretsGVR).Namespace(relNS), relName, relNS, 2, "m", []*recreateTarget{{live: live}})
+			if err := j.save(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := fc.client.Tracker().Delete(deployGVR, relNS, "web"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.refuseUpdate {
+				fc.client.PrependReactor("update", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", nil)
+				})
+			}
+			line, err := fc.recreator(&bytes.Buffer{}).undo(j)
+			if err != nil || !strings.Contains(line, tt.wantLine) {
+				t.Fatalf("undo: %v %q, want it to say %q", err, line, tt.wantLine)
+			}
+			got, err := fc.client.Resource(deployGVR).Namespace(relNS).Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the Deployment is not restored: %v", err)
+			}
+			if m := got.GetManagedFields(); len(m) != len(tt.wantManagers) || len(m) > 0 && m[0].Manager != "helm" {
+				t.Errorf("managed fields %+v, want %+v", m, tt.wantManagers)
+			}
+		})
+	}
+}
