@@ -104,6 +104,11 @@ staging_replaces() {
     while read -r mod; do echo "-replace=$mod=$mod@$minor_version"; done
 }
 
+# tool_module_version MOD prints the version of MOD the tool's go.mod requires.
+tool_module_version() {
+  sed -n "s#^[[:space:]]*\(require[[:space:]]*\)\{0,1\}$1 \(v[^ ]*\).*#\2#p" "$ROOT/go.mod" | head -1
+}
+
 # kube_missing prints the KUBE_COMPONENTS not yet in the cache.
 kube_missing() {
   local out c; out="$(kube_bin_dir)"
@@ -143,7 +148,17 @@ build_kubernetes_in() (
   local minor=${rest%%.*}
   local staging="v0.${rest}"
   cd "$dir"
-  go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
+  if [[ "$(tool_module_version k8s.io/apimachinery)" == "$staging" ]]; then
+    # The tool uses this release's client libraries: start from its go.mod, so
+    # every package both build (client-go, api, apimachinery, kubectl's
+    # libraries, grpc, otel...) is the same version, hence the same build-cache
+    # entry, compiled once for the tool, the control plane and helm. tidy
+    # keeps the selected versions of what remains in use.
+    cp "$ROOT/go.mod" "$ROOT/go.sum" .
+    go mod edit -module safe-upgrade.local/kubernetes
+  else
+    go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
+  fi
   local gomod
   gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
   [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
@@ -157,7 +172,9 @@ build_kubernetes_in() (
   local c pkgs=()
   for c in $missing; do pkgs+=("./$c"); done
   # One invocation: shared packages compiled once, binaries linked in parallel.
-  go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
+  # No -trimpath: the tool and helm are built without it, and the flag is part
+  # of every package's build-cache key.
+  go build -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
 )
 
 # Helm is built without -trimpath, like the tool (make build) and its tests:
