@@ -177,9 +177,11 @@ build_kubernetes_in() (
   go build -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
 )
 
-# Helm is built without -trimpath, like the tool (make build) and its tests:
-# helm v3 needs the same k8s.io and Helm SDK packages as the tool, and the
-# build cache then compiles them once for all three.
+# Helm is built without -trimpath, like the tool (make build) and its tests.
+# When the tool's go.mod requires this helm release, helm is built inside a
+# copy of it: helm then compiles against the very module versions the tool
+# does, so the k8s.io and Helm SDK packages are compiled once for all of them
+# (`go install helm@version` would pick helm's own, older, versions of them).
 build_helm() {
   local version=$1 major=${1%%.*}
   local out; out="$(helm_bin_dir "$version")"
@@ -188,11 +190,26 @@ build_helm() {
   [[ -x "$out/helm" ]] && return 0
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
-  building "helm $version" 2 \
-    env GOBIN="$out.tmp" go install -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
+  if [[ "$(tool_module_version "helm.sh/helm/$major")" == "$version" ]]; then
+    local dir; dir="$(scratch_module "helm-$version")"
+    building "helm $version" 2 build_helm_in "$dir" "$out" "$major" "$version"
+  else
+    building "helm $version" 2 \
+      env GOBIN="$out.tmp" go install -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
+  fi
   rm -rf "$out"
   mv "$out.tmp" "$out"
 }
+
+build_helm_in() (
+  local dir=$1 out=$2 major=$3 version=$4
+  cd "$dir"
+  cp "$ROOT/go.mod" "$ROOT/go.sum" .
+  go mod edit -module safe-upgrade.local/helm
+  # Adds what helm's command needs beyond the SDK packages the tool imports.
+  quietly go get "helm.sh/helm/$major/cmd/helm@$version"
+  go build -ldflags "-s -w" -o "$out.tmp/helm" "helm.sh/helm/$major/cmd/helm"
+)
 
 # build_etcd_beside CMD: builds etcd while CMD runs (its link and module
 # downloads overlap the API server's compilation), then waits for both.
