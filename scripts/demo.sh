@@ -26,17 +26,7 @@ else
   section() { printf '\n### %s\n' "$*"; }
 fi
 
-if [[ "${USE_CLUSTER:-}" == 1 ]]; then
-  make --no-print-directory build
-else
-  # etcd shares no package with the tool: on a cold machine it compiles while
-  # the tool's modules download and the tool compiles, instead of taking CPU
-  # from the Kubernetes build later (which shares the tool's packages).
-  scripts/build-controlplane.sh etcd &
-  etcd_build=$!
-  make --no-print-directory build || { wait "$etcd_build" || true; exit 1; }
-  wait "$etcd_build" || die "building etcd failed"
-fi
+make --no-print-directory build
 
 if [[ "${USE_CLUSTER:-}" == 1 ]]; then
   KUBE_COMPONENTS=kubectl scripts/build-controlplane.sh kubernetes helm3
