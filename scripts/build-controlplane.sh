@@ -104,6 +104,11 @@ staging_replaces() {
     while read -r mod; do echo "-replace=$mod=$mod@$minor_version"; done
 }
 
+# tool_module_version MOD prints the version of MOD the tool's go.mod requires.
+tool_module_version() {
+  sed -n "s#^[[:space:]]*\(require[[:space:]]*\)\{0,1\}$1 \(v[^ ]*\).*#\2#p" "$ROOT/go.mod" | head -1
+}
+
 # kube_missing prints the KUBE_COMPONENTS not yet in the cache.
 kube_missing() {
   local out c; out="$(kube_bin_dir)"
@@ -143,7 +148,17 @@ build_kubernetes_in() (
   local minor=${rest%%.*}
   local staging="v0.${rest}"
   cd "$dir"
-  go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
+  if [[ "$(tool_module_version k8s.io/apimachinery)" == "$staging" ]]; then
+    # The tool uses this release's client libraries: start from its go.mod, so
+    # every package both build (client-go, api, apimachinery, kubectl's
+    # libraries, grpc, otel...) is the same version, hence the same build-cache
+    # entry, compiled once for the tool, the control plane and helm. tidy
+    # keeps the selected versions of what remains in use.
+    cp "$ROOT/go.mod" "$ROOT/go.sum" .
+    go mod edit -module safe-upgrade.local/kubernetes
+  else
+    go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
+  fi
   local gomod
   gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
   [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
@@ -157,12 +172,16 @@ build_kubernetes_in() (
   local c pkgs=()
   for c in $missing; do pkgs+=("./$c"); done
   # One invocation: shared packages compiled once, binaries linked in parallel.
-  go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
+  # No -trimpath: the tool and helm are built without it, and the flag is part
+  # of every package's build-cache key.
+  go build -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
 )
 
-# Helm is built without -trimpath, like the tool (make build) and its tests:
-# helm v3 needs the same k8s.io and Helm SDK packages as the tool, and the
-# build cache then compiles them once for all three.
+# Helm is built without -trimpath, like the tool (make build) and its tests.
+# When the tool's go.mod requires this helm release, helm is built inside a
+# copy of it: helm then compiles against the very module versions the tool
+# does, so the k8s.io and Helm SDK packages are compiled once for all of them
+# (`go install helm@version` would pick helm's own, older, versions of them).
 build_helm() {
   local version=$1 major=${1%%.*}
   local out; out="$(helm_bin_dir "$version")"
@@ -171,24 +190,51 @@ build_helm() {
   [[ -x "$out/helm" ]] && return 0
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
-  building "helm $version" 2 \
-    env GOBIN="$out.tmp" go install -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
+  if [[ "$(tool_module_version "helm.sh/helm/$major")" == "$version" ]]; then
+    local dir; dir="$(scratch_module "helm-$version")"
+    building "helm $version" 2 build_helm_in "$dir" "$out" "$major" "$version"
+  else
+    building "helm $version" 2 \
+      env GOBIN="$out.tmp" go install -ldflags "-s -w" "helm.sh/helm/$major/cmd/helm@$version"
+  fi
   rm -rf "$out"
   mv "$out.tmp" "$out"
 }
 
-# build_etcd_beside CMD: builds etcd while CMD runs (its link and module
-# downloads overlap the API server's compilation), then waits for both.
-build_etcd_beside() {
-  local pid rc=0
-  if etcd_cached; then "$@"; return; fi
-  lock_cache
-  build_etcd &
+build_helm_in() (
+  local dir=$1 out=$2 major=$3 version=$4
+  cd "$dir"
+  cp "$ROOT/go.mod" "$ROOT/go.sum" .
+  go mod edit -module safe-upgrade.local/helm
+  # Adds what helm's command needs beyond the SDK packages the tool imports.
+  quietly go get "helm.sh/helm/$major/cmd/helm@$version"
+  go build -ldflags "-s -w" -o "$out.tmp/helm" "helm.sh/helm/$major/cmd/helm"
+)
+
+# build_beside CMD BG...: runs the build functions BG, in order, in the
+# background while CMD runs, then waits for both. The Kubernetes build does not
+# keep 2 cores busy all along (long chains of dependent packages, then the
+# links), and etcd, which shares no package with it, fills the gaps: measured
+# cold, etcd beside it costs the Kubernetes build nothing, while etcd beside
+# the tool's build added 40 s to it.
+build_beside() {
+  local main=$1 pid rc=0; shift
+  # Locked before the fork, so both sides build under the one lock; a warm
+  # cache takes no lock (parallel test binaries ask for the binaries too).
+  demo_cached || lock_cache
+  ( for f in "$@"; do "$f"; done ) &
   pid=$!
-  "$@" || rc=$?
-  wait "$pid" || die "building etcd $ETCD_VERSION failed"
+  "$main" || rc=$?
+  wait "$pid" || die "building $* failed"
   return "$rc"
 }
+
+demo_cached() {
+  etcd_cached && [[ -z "$(kube_missing)" && -x "$(helm_bin_dir "$HELM3_VERSION")/helm" ]]
+}
+
+build_helm3() { build_helm "$HELM3_VERSION"; }
+build_helm4() { build_helm "$HELM4_VERSION"; }
 
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(all)
@@ -196,11 +242,13 @@ for t in "${targets[@]}"; do
   case "$t" in
     etcd) build_etcd ;;
     kubernetes) build_kubernetes ;;
-    helm3) build_helm "$HELM3_VERSION" ;;
-    helm4) build_helm "$HELM4_VERSION" ;;
-    helm) build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
-    demo) build_etcd_beside build_kubernetes; build_helm "$HELM3_VERSION" ;;
-    all) build_etcd_beside build_kubernetes; build_helm "$HELM3_VERSION"; build_helm "$HELM4_VERSION" ;;
+    helm3) build_helm3 ;;
+    helm4) build_helm4 ;;
+    helm) build_helm3; build_helm4 ;;
+    # demo.sh has built the tool, so helm's packages are in the build cache
+    # and its build (a link) can go beside the Kubernetes one too.
+    demo) build_beside build_kubernetes build_etcd build_helm3 ;;
+    all) build_beside build_kubernetes build_etcd; build_helm3; build_helm4 ;;
     *) die "unknown target $t (want etcd, kubernetes, helm3, helm4, helm, demo or all)" ;;
   esac
 done
