@@ -89,7 +89,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
-	again, err := c.renderAgain(ctx, req, c.Helm)
+	again, err := c.renderAgain(ctx, req, res, c.Helm)
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +161,14 @@ func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner
 // renderAgain renders the release a second time from the same inputs, so
 // the planner can tell the fields regenerated on every render (randAlphaNum,
 // genCA, now) from real changes. It returns "" when values come from stdin,
-// which cannot be read twice.
-func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.Configuration) (string, error) {
+// which cannot be read twice, and when first, the first render, cannot
+// differ from a second one (render.Nondeterministic).
+func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render.Result, cfg *action.Configuration) (string, error) {
 	if slices.Contains(req.Render.Values.ValueFiles, "-") {
 		c.Logf("values from stdin: no second render, regenerated fields are not marked")
+		return "", nil
+	}
+	if !c.needSecondRender(first, req.Render) {
 		return "", nil
 	}
 	opts := req.Render
@@ -177,6 +181,19 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.C
 	}
 	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
 	return res.Next.Manifest, nil
+}
+
+// needSecondRender reports whether a second render of first's chart and
+// values could differ from first (see render.Nondeterministic), and logs
+// why, or why not.
+func (c *Config) needSecondRender(first *render.Result, opts RenderOptions) bool {
+	why := render.Nondeterministic(first, opts)
+	if why == "" {
+		c.Logf("no second render: neither the chart nor the values use a function whose output changes between renders")
+		return false
+	}
+	c.Logf("rendering again to find regenerated fields: %s", why)
+	return true
 }
 
 // hookManifests hands Helm's hooks to the planner.
