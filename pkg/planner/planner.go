@@ -134,7 +134,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
+	// The last release and the second render share the parsed content of
+	// the new render's documents they repeat word for word.
+	next, parsed, err := manifest.SplitRemembering("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +145,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	// Before the last release is parsed: the second render's objects are
 	// garbage by then, and three parsed releases are never held at once.
-	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed)
 	if err != nil {
 		return nil, err
 	}
-	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
+	prev, err := manifest.SplitSharing(prevName, in.PreviousManifest, ns, p.Cluster, parsed)
 	if err != nil {
 		return nil, err
 	}
