@@ -78,8 +78,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules
-	// stdin cannot be read twice
-	if !slices.Contains(req.Render.Values.ValueFiles, "-") && c.needSecondRender(head, req.Render) {
+	if !slices.Contains(req.Render.Values.ValueFiles, "-") { // stdin cannot be read twice
 		c.progress("Rendering again to find the fields regenerated on every render")
 		again, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
 		if err != nil {

@@ -168,9 +168,12 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render
 		c.Logf("values from stdin: no second render, regenerated fields are not marked")
 		return "", nil
 	}
-	if !c.needSecondRender(first, req.Render) {
+	why := render.Nondeterministic(first, req.Render)
+	if why == "" {
+		c.Logf("no second render: neither the chart nor the values use a function whose output changes between renders")
 		return "", nil
 	}
+	c.Logf("rendering again to find regenerated fields: %s", why)
 	opts := req.Render
 	opts.DependencyUpdate = false // the first render updated charts/ already
 	c.progress("Rendering again to find the fields regenerated on every render")
@@ -181,19 +184,6 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render
 	}
 	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
 	return res.Next.Manifest, nil
-}
-
-// needSecondRender reports whether a second render of first's chart and
-// values could differ from first (see render.Nondeterministic), and logs
-// why, or why not.
-func (c *Config) needSecondRender(first *render.Result, opts RenderOptions) bool {
-	why := render.Nondeterministic(first, opts)
-	if why == "" {
-		c.Logf("no second render: neither the chart nor the values use a function whose output changes between renders")
-		return false
-	}
-	c.Logf("rendering again to find regenerated fields: %s", why)
-	return true
 }
 
 // hookManifests hands Helm's hooks to the planner.
