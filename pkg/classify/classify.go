@@ -158,27 +158,42 @@ func (c *Classifier) Classify(u Update) Verdict {
 }
 
 // derived classifies a derived prediction: Live with other top-level
-// labels or annotations and nothing else (predict.Derive). The server's
-// form of an object leaves those maps of strings as they are, so comparing
-// them alone finds what comparing whole server forms would, without
-// decoding either object.
+// labels or annotations and, for a ConfigMap or a Secret, another payload,
+// and nothing else (predict.Derive). The server's form of an object leaves
+// those maps of strings as they are (a Secret's data as stored, base64 or
+// masked; no empty map), so comparing them alone finds what comparing whole
+// server forms would, without decoding either object.
 func derived(u Update) Verdict {
-	changed := ChangedPaths(metadataMaps(u.Live), metadataMaps(u.Predicted))
+	live, predicted := derivedParts(u.GroupKind, u.Live), derivedParts(u.GroupKind, u.Predicted)
+	changed := ChangedPaths(live, predicted)
 	if len(changed) == 0 {
 		return Verdict{Noop: true}
 	}
 	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", plan.SourceDerived, u.Live.Object, u.Predicted.Object)}
 }
 
-// metadataMaps is obj with nothing but its metadata labels and annotations.
-func metadataMaps(obj *unstructured.Unstructured) map[string]interface{} {
+// payloadKinds are the kinds whose payload a derived prediction may change.
+var payloadKinds = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true}
+
+// derivedParts is obj with nothing but the fields a derived prediction may
+// change: its metadata labels and annotations and, for payloadKinds, its
+// non-empty data and binaryData.
+func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[string]interface{} {
 	meta := map[string]interface{}{}
 	for _, f := range []string{"labels", "annotations"} {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", f); ok {
 			meta[f] = v
 		}
 	}
-	return map[string]interface{}{"metadata": meta}
+	out := map[string]interface{}{"metadata": meta}
+	if payloadKinds[gk] {
+		for _, f := range []string{"data", "binaryData"} {
+			if v, ok := obj.Object[f].(map[string]interface{}); ok && len(v) > 0 {
+				out[f] = v
+			}
+		}
+	}
+	return out
 }
 
 // comparable is the form objects are compared in: as the server holds them

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
@@ -298,21 +299,64 @@ status: {replicas: 2}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			u := Update{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Live: obj(t, live), Local: obj(t, tc.predicted), Predicted: obj(t, tc.predicted)}
-			server := c.Classify(u)
-			u.Derived = true
-			got := c.Classify(u)
-			if got.Noop != tc.noop {
-				t.Fatalf("noop %v, want %v", got.Noop, tc.noop)
-			}
-			for i := range server.Reasons {
-				if got.Reasons[i].Source != plan.SourceDerived {
-					t.Errorf("reason %d source %q", i, got.Reasons[i].Source)
-				}
-				server.Reasons[i].Source = plan.SourceDerived
-			}
-			if !reflect.DeepEqual(got, server) {
-				t.Errorf("derived %+v\nserver  %+v", got, server)
-			}
+			derivedLikeServer(t, c, u, tc.noop)
 		})
+	}
+}
+
+// TestClassifyDerivedPayload: a derived prediction of a ConfigMap's or a
+// Secret's payload (predict.Derive) gets the verdict the same object gets
+// as a server's answer, also with Secret values masked as the planner masks
+// them.
+func TestClassifyDerivedPayload(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, labels: {app: a}}\n"
+	const secret = "apiVersion: v1\nkind: Secret\ntype: Opaque\nmetadata: {name: s, namespace: ns}\n"
+	tests := []struct {
+		name            string
+		kind            string
+		live, predicted string
+		noop            bool
+	}{
+		{name: "configmap value changed", kind: "ConfigMap", live: cm + "data: {k: v, other: o}\n", predicted: cm + "data: {k: w, other: o}\n"},
+		{name: "configmap key added", kind: "ConfigMap", live: cm + "data: {k: v}\n", predicted: cm + "data: {k: v, n: x}\n"},
+		{name: "configmap every key removed", kind: "ConfigMap", live: cm + "data: {k: v}\n", predicted: cm},
+		{name: "configmap first data", kind: "ConfigMap", live: cm, predicted: cm + "data: {k: v}\n"},
+		{name: "configmap binaryData and a label", kind: "ConfigMap", live: cm + "binaryData: {b: eA==}\n",
+			predicted: strings.Replace(cm, "app: a", "app: b", 1) + "binaryData: {b: eQ==}\n"},
+		{name: "configmap unchanged", kind: "ConfigMap", live: cm + "data: {k: v}\n", predicted: cm + "data: {k: v}\n", noop: true},
+		{name: "secret value changed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czQ=, user: dQ==}\n"},
+		{name: "secret key removed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czM=}\n"},
+		{name: "secret unchanged", kind: "Secret", live: secret + "data: {pw: czM=}\n", predicted: secret + "data: {pw: czM=}\n", noop: true},
+	}
+	c := New()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := redact.NewMasker()
+			live, predicted := m.Object(obj(t, tc.live)), m.Object(obj(t, tc.predicted))
+			u := Update{GroupKind: schema.GroupKind{Kind: tc.kind}, Live: live, Local: predicted, Predicted: predicted, Secret: tc.kind == "Secret"}
+			derivedLikeServer(t, c, u, tc.noop)
+		})
+	}
+}
+
+// derivedLikeServer classifies u as a server's answer and as derived, and
+// requires the same verdict (noop as given), the derived one's reasons
+// saying source derived.
+func derivedLikeServer(t *testing.T, c *Classifier, u Update, noop bool) {
+	t.Helper()
+	server := c.Classify(u)
+	u.Derived = true
+	got := c.Classify(u)
+	if got.Noop != noop || server.Noop != noop {
+		t.Fatalf("noop %v (server %v), want %v", got.Noop, server.Noop, noop)
+	}
+	for i := range server.Reasons {
+		if got.Reasons[i].Source != plan.SourceDerived {
+			t.Errorf("reason %d source %q", i, got.Reasons[i].Source)
+		}
+		server.Reasons[i].Source = plan.SourceDerived
+	}
+	if !reflect.DeepEqual(got, server) {
+		t.Errorf("derived %+v\nserver  %+v", got, server)
 	}
 }

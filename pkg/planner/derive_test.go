@@ -61,7 +61,9 @@ func TestDeriveOrAsk(t *testing.T) {
 		{name: "chart bump, nothing else sees it", next: settings("app-2", "a")},
 		{name: "chart bump, --server-dry-run=all", next: settings("app-2", "a"), mode: ServerDryRunAll, asked: true},
 		{name: "chart bump seen by a webhook", next: settings("app-2", "a"), observed: "ValidatingWebhookConfiguration w", asked: true},
-		{name: "data changes", next: settings("app-1", "b"), asked: true},
+		{name: "data changes", next: settings("app-1", "b")},
+		{name: "data and chart change", next: settings("app-2", "b")},
+		{name: "data changes seen by a policy", next: settings("app-1", "b"), observed: "ValidatingAdmissionPolicy p", asked: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,11 +7,13 @@ import (
 	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -48,13 +50,23 @@ var derivable = map[schema.GroupKind]metaScope{
 	{Group: "networking.k8s.io", Kind: "Ingress"}:           labelsAndAnnotations,
 }
 
+// payloads are the kinds whose payload Derive predicts too: each payload
+// field, and whether its values are base64 (bytes). A Secret's stringData
+// is folded into its data, as the API server decodes it.
+var payloads = map[schema.GroupKind]map[string]bool{
+	{Kind: "ConfigMap"}: {"data": false, "binaryData": true},
+	{Kind: "Secret"}:    {"data": true}, // Opaque only, see Derive
+}
+
 // Derive returns the object the API server would store for Helm's
 // client-side patch of live — without asking it — when the patch changes
 // nothing but top-level metadata labels (and, for some kinds, annotations)
-// of a kind in derivable, to values apimachinery's validation accepts. A
-// Secret's stringData is allowed when it folds into exactly the data live
-// holds (Helm sends it on every upgrade: live has data only). Otherwise it
-// returns nil and why the server must be asked.
+// of a kind in derivable and, for a ConfigMap or an Opaque Secret, its
+// payload (data, binaryData, a Secret's stringData), to values the server's
+// validation accepts (apimachinery's ObjectMeta validation; payload keys,
+// the 1 MiB payload limit, a ConfigMap key in both data and binaryData).
+// Otherwise it returns nil and why the server must be asked: a patch the
+// server would refuse is asked about, so the report carries its own answer.
 //
 // Derive judges the request only; who else may see it (admission webhooks
 // and policies, the authorizer) is the caller's to rule out.
@@ -79,7 +91,9 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 		return nil, "patch unreadable"
 	}
 	out := live.DeepCopy()
+	content := map[string]interface{}{}
 	for key, v := range p {
+		_, isPayload := payloads[gk][key]
 		switch {
 		case key == "metadata":
 			m, ok := v.(map[string]interface{})
@@ -89,12 +103,26 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 			if why := patchMetadata(out, m, scope); why != "" {
 				return nil, why
 			}
+		case isPayload:
+			content[key] = v
 		case key == "stringData" && gk.Kind == "Secret":
-			if why := sameData(live, v); why != "" {
-				return nil, why
-			}
+			content[key] = v
 		default:
 			return nil, "patch sets " + key
+		}
+	}
+	if sd, ok := content["stringData"]; ok {
+		if _, data := content["data"]; !data && sameData(live, sd) == "" {
+			// Folds into the data live holds: nothing changes.
+			delete(content, "stringData")
+		}
+	}
+	if len(content) > 0 {
+		if immutable, _, _ := unstructured.NestedBool(live.Object, "immutable"); immutable {
+			return nil, "immutable " + gk.Kind // the server refuses payload changes
+		}
+		if why := patchPayload(out, payloads[gk], content); why != "" {
+			return nil, why
 		}
 	}
 	if why := validMetadata(out); why != "" {
@@ -179,6 +207,145 @@ func validMetadata(obj *unstructured.Unstructured) string {
 	errs = append(errs, apimachineryvalidation.ValidateAnnotations(obj.GetAnnotations(), field.NewPath("metadata", "annotations"))...)
 	if len(errs) > 0 {
 		return "labels or annotations the server refuses"
+	}
+	return ""
+}
+
+// patchPayload applies a patch's payload fields (content) to obj as the API
+// server does: a strategic merge patch sets or removes (null) each key of a
+// map of strings; base64 values are decoded as the server's JSON decoder
+// does (line breaks ignored, padding required) and stored re-encoded; a
+// Secret's stringData then overwrites data, encoded. It then validates the
+// payload as the server's ConfigMap and Secret validation does. Anything
+// else (a field removed whole, a patch directive, a value not a string)
+// returns why the server must be asked.
+func patchPayload(obj *unstructured.Unstructured, fields map[string]bool, content map[string]interface{}) string {
+	for field, isBytes := range fields {
+		v, ok := content[field]
+		if !ok {
+			continue
+		}
+		changes, ok := v.(map[string]interface{})
+		if !ok {
+			return field + " is not a map"
+		}
+		next, why := stringMap(obj.Object, field)
+		if why != "" {
+			return why
+		}
+		for k, val := range changes {
+			if strings.HasPrefix(k, "$") {
+				return "patch directive " + k + " in " + field
+			}
+			switch s := val.(type) {
+			case nil:
+				delete(next, k)
+			case string:
+				if !isBytes {
+					next[k] = s
+					break
+				}
+				raw, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					return field + " not base64" // the server refuses it
+				}
+				next[k] = base64.StdEncoding.EncodeToString(raw)
+			default:
+				return fmt.Sprintf("%s[%s] is not a string", field, k)
+			}
+		}
+		setStringMap(obj.Object, field, next)
+	}
+	if v, ok := content["stringData"]; ok {
+		sd, ok := v.(map[string]interface{})
+		if !ok {
+			return "stringData is not a map"
+		}
+		data, why := stringMap(obj.Object, "data")
+		if why != "" {
+			return why
+		}
+		for k, val := range sd {
+			s, ok := val.(string)
+			if !ok {
+				return "stringData[" + k + "] is not a string" // null: the server decides
+			}
+			data[k] = base64.StdEncoding.EncodeToString([]byte(s))
+		}
+		setStringMap(obj.Object, "data", data)
+	}
+	return validPayload(obj, fields)
+}
+
+// stringMap returns a copy of obj's map of strings at field (empty when
+// unset).
+func stringMap(obj map[string]interface{}, field string) (map[string]string, string) {
+	out := map[string]string{}
+	v, ok := obj[field]
+	if !ok || v == nil {
+		return out, ""
+	}
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return nil, "live " + field + " is not a map"
+	}
+	for k, val := range m {
+		s, ok := val.(string)
+		if !ok {
+			return nil, "live " + field + " holds a value not a string"
+		}
+		out[k] = s
+	}
+	return out, ""
+}
+
+// setStringMap sets obj's field to m; the server stores no empty map.
+func setStringMap(obj map[string]interface{}, field string, m map[string]string) {
+	if len(m) == 0 {
+		delete(obj, field)
+		return
+	}
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	obj[field] = out
+}
+
+// validPayload validates obj's payload as the API server's ValidateConfigMap
+// and ValidateSecret do (k8s.io/kubernetes pkg/apis/core/validation): every
+// key a valid ConfigMap key, no ConfigMap key in both data and binaryData,
+// at most corev1.MaxSecretSize bytes in all (decoded base64). Type-specific
+// rules of Secrets do not apply: only Opaque Secrets are derived.
+func validPayload(obj *unstructured.Unstructured, fields map[string]bool) string {
+	size := 0
+	seen := map[string]bool{}
+	for field, isBytes := range fields {
+		m, why := stringMap(obj.Object, field)
+		if why != "" {
+			return why
+		}
+		for k, v := range m {
+			if len(validation.IsConfigMapKey(k)) > 0 {
+				return "a " + field + " key the server refuses"
+			}
+			if seen[k] {
+				return "a key in both data and binaryData"
+			}
+			seen[k] = true
+			if !isBytes {
+				size += len(v)
+				continue
+			}
+			raw, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return "live " + field + " not base64"
+			}
+			size += len(raw)
+		}
+	}
+	if size > corev1.MaxSecretSize {
+		return "payload over 1 MiB"
 	}
 	return ""
 }

@@ -27,6 +27,9 @@ func object(apiVersion, kind string, labels, annotations map[string]interface{},
 	return &unstructured.Unstructured{Object: obj}
 }
 
+// payload is a ConfigMap's or a Secret's data and binaryData.
+type payload map[string]map[string]string
+
 // TestDerive is the table of which patches are derived without the server
 // (and to what), and which are not, and why.
 func TestDerive(t *testing.T) {
@@ -40,6 +43,16 @@ func TestDerive(t *testing.T) {
 		}
 		return object("v1", "Secret", chart, nil, more)
 	}
+	chartLabels := map[string]string{"helm.sh/chart": "app-1.0.0", "app": "web"}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	immutable := func(o *unstructured.Unstructured) *unstructured.Unstructured {
+		o = o.DeepCopy()
+		o.Object["immutable"] = true
+		return o
+	}
+	withBinary := cm.DeepCopy()
+	withBinary.Object["binaryData"] = map[string]interface{}{"b": "eA=="}
+	mib := strings.Repeat("x", 1024*1024)
 	deleting := cm.DeepCopy()
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	tests := []struct {
@@ -51,6 +64,8 @@ func TestDerive(t *testing.T) {
 		// means derived, with labels and annotations as given.
 		why                 string
 		labels, annotations map[string]string
+		// payload is the derived object's data and binaryData; nil: live's.
+		payload payload
 	}{
 		{name: "configmap label (a chart version bump)", live: cm, patch: `{"metadata":{"labels":{"helm.sh/chart":"app-2.0.0"}}}`,
 			labels: map[string]string{"helm.sh/chart": "app-2.0.0", "app": "web"}},
@@ -59,8 +74,10 @@ func TestDerive(t *testing.T) {
 		{name: "every label removed: no empty map", live: cm, patch: `{"metadata":{"labels":{"app":null,"helm.sh/chart":null}}}`},
 		{name: "configmap annotation", live: cm, patch: `{"metadata":{"annotations":{"note":"x"}}}`,
 			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "web"}, annotations: map[string]string{"note": "x"}},
-		{name: "configmap data", live: cm, patch: `{"data":{"k":"w"}}`, why: "patch sets data"},
-		{name: "label and data", live: cm, patch: `{"data":{"k":"w"},"metadata":{"labels":{"a":"b"}}}`, why: "patch sets data"},
+		{name: "configmap data", live: cm, patch: `{"data":{"k":"w"}}`,
+			labels: chartLabels, payload: payload{"data": {"k": "w"}}},
+		{name: "label and data", live: cm, patch: `{"data":{"k":"w"},"metadata":{"labels":{"a":"b"}}}`,
+			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "web", "a": "b"}, payload: payload{"data": {"k": "w"}}},
 		{name: "metadata beyond labels", live: cm, patch: `{"metadata":{"finalizers":["x"]}}`, why: "patch sets metadata.finalizers"},
 		{name: "owner references", live: cm, patch: `{"metadata":{"ownerReferences":[]}}`, why: "metadata.ownerReferences"},
 		{name: "a patch directive", live: cm, patch: `{"metadata":{"labels":{"$patch":"replace","a":"b"}}}`, why: "directive"},
@@ -92,11 +109,45 @@ func TestDerive(t *testing.T) {
 			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "db"}},
 		{name: "secret without a type is Opaque", live: secret(""), patch: `{"stringData":{"password":"pw"}}`,
 			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "web"}},
-		{name: "secret stringData changes", live: secret("Opaque"), patch: `{"stringData":{"password":"new"}}`, why: "stringData changes"},
-		{name: "secret stringData adds a key", live: secret("Opaque"), patch: `{"stringData":{"user":"u"}}`, why: "stringData changes"},
-		{name: "secret data", live: secret("Opaque"), patch: `{"data":{"password":"eA=="}}`, why: "patch sets data"},
+		{name: "secret stringData changes", live: secret("Opaque"), patch: `{"stringData":{"password":"new"}}`,
+			labels: chartLabels, payload: payload{"data": {"password": b64("new")}}},
+		{name: "secret stringData adds a key", live: secret("Opaque"), patch: `{"stringData":{"user":"u"}}`,
+			labels: chartLabels, payload: payload{"data": {"password": pw, "user": b64("u")}}},
+		{name: "secret data", live: secret("Opaque"), patch: `{"data":{"password":"eA=="}}`,
+			labels: chartLabels, payload: payload{"data": {"password": "eA=="}}},
 		{name: "tls secret: validated and warned about", live: secret("kubernetes.io/tls"), patch: `{"metadata":{"labels":{"a":"b"}}}`, why: "kubernetes.io/tls"},
 		{name: "service account token secret", live: secret("kubernetes.io/service-account-token"), patch: `{"metadata":{"annotations":{"a":"b"}}}`, why: "service-account-token"},
+		// Payload (data, binaryData, stringData) of ConfigMaps and Opaque Secrets.
+		{name: "configmap key removed", live: cm, patch: `{"data":{"k":null}}`, labels: chartLabels, payload: payload{}},
+		{name: "configmap key added, none removed", live: cm, patch: `{"data":{"n":"x","gone":null}}`,
+			labels: chartLabels, payload: payload{"data": {"k": "v", "n": "x"}}},
+		{name: "configmap binaryData re-encoded as the server stores it", live: withBinary, patch: `{"binaryData":{"b":"eR==","c":"e\nQ=="}}`,
+			labels: chartLabels, payload: payload{"data": {"k": "v"}, "binaryData": {"b": "eQ==", "c": "eQ=="}}},
+		{name: "configmap binaryData not base64", live: cm, patch: `{"binaryData":{"b":"eQ"}}`, why: "not base64"},
+		{name: "configmap data exactly 1 MiB", live: cm, patch: `{"data":{"k":"` + mib + `"}}`,
+			labels: chartLabels, payload: payload{"data": {"k": mib}}},
+		{name: "configmap data over 1 MiB", live: cm, patch: `{"data":{"n":"x","k":"` + mib + `"}}`, why: "over 1 MiB"},
+		{name: "configmap data and binaryData over 1 MiB together", live: withBinary, patch: `{"data":{"k":"` + mib + `"}}`, why: "over 1 MiB"},
+		{name: "configmap invalid key", live: cm, patch: `{"data":{"bad key!":"x"}}`, why: "key the server refuses"},
+		{name: "configmap key in data and binaryData", live: withBinary, patch: `{"data":{"b":"x"}}`, why: "both data and binaryData"},
+		{name: "configmap data removed whole", live: cm, patch: `{"data":null}`, why: "data is not a map"},
+		{name: "configmap directive in data", live: cm, patch: `{"data":{"$patch":"replace","k":"w"}}`, why: "directive"},
+		{name: "configmap data value not a string", live: cm, patch: `{"data":{"k":1}}`, why: "not a string"},
+		{name: "immutable configmap data", live: immutable(cm), patch: `{"data":{"k":"w"}}`, why: "immutable"},
+		{name: "immutable configmap label", live: immutable(cm), patch: `{"metadata":{"labels":{"app":"api"}}}`,
+			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "api"}},
+		{name: "patch sets immutable", live: cm, patch: `{"immutable":true,"data":{"k":"w"}}`, why: "patch sets immutable"},
+		{name: "secret type changes", live: secret("Opaque"), patch: `{"type":"kubernetes.io/tls"}`, why: "patch sets type"},
+		{name: "secret stringData wins over data", live: secret("Opaque"), patch: `{"data":{"password":"eA=="},"stringData":{"password":"pw"}}`,
+			labels: chartLabels, payload: payload{"data": {"password": pw}}},
+		{name: "secret stringData null", live: secret("Opaque"), patch: `{"stringData":{"password":null}}`, why: "not a string"},
+		{name: "secret invalid key", live: secret("Opaque"), patch: `{"stringData":{"a/b":"x"}}`, why: "key the server refuses"},
+		{name: "secret over 1 MiB", live: secret("Opaque"), patch: `{"stringData":{"big":"` + mib + `"}}`, why: "over 1 MiB"},
+		{name: "immutable secret stringData changes", live: immutable(secret("Opaque")), patch: `{"stringData":{"password":"new"}}`, why: "immutable"},
+		{name: "immutable secret stringData as stored", live: immutable(secret("Opaque")), patch: `{"metadata":{"labels":{"app":"db"}},"stringData":{"password":"pw"}}`,
+			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "db"}},
+		{name: "tls secret data", live: secret("kubernetes.io/tls"), patch: `{"data":{"tls.crt":"eA=="}}`, why: "kubernetes.io/tls"},
+		{name: "deployment has no payload", live: object("apps/v1", "Deployment", chart, nil, nil), patch: `{"data":{"k":"v"}}`, why: "patch sets data"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,11 +178,31 @@ func TestDerive(t *testing.T) {
 			if _, ok := got.Object["metadata"].(map[string]interface{})["labels"]; ok && len(got.GetLabels()) == 0 {
 				t.Error("an empty label map: the server stores none")
 			}
-			// Nothing but labels and annotations differs from live.
+			if tc.payload != nil {
+				for _, f := range []string{"data", "binaryData"} {
+					want := tc.payload[f]
+					have, _, _ := unstructured.NestedStringMap(got.Object, f)
+					if !reflect.DeepEqual(have, want) && (len(have) != 0 || len(want) != 0) {
+						t.Errorf("%s %v, want %v", f, have, want)
+					}
+					if v, ok := got.Object[f]; ok && len(have) == 0 {
+						t.Errorf("%s is %v: the server stores no empty map", f, v)
+					}
+				}
+			}
+			if _, ok := got.Object["stringData"]; ok {
+				t.Error("the derived Secret holds stringData: the server stores data only")
+			}
+			// Nothing but labels, annotations and (when given) the payload
+			// differs from live.
 			rest, liveRest := got.DeepCopy(), tc.live.DeepCopy()
 			for _, o := range []*unstructured.Unstructured{rest, liveRest} {
 				o.SetLabels(nil)
 				o.SetAnnotations(nil)
+				if tc.payload != nil {
+					delete(o.Object, "data")
+					delete(o.Object, "binaryData")
+				}
 			}
 			if !reflect.DeepEqual(rest, liveRest) {
 				t.Errorf("derived object differs from live beyond metadata:\n%v\n%v", rest.Object, liveRest.Object)
@@ -171,7 +242,18 @@ func TestDeriveHelmPatches(t *testing.T) {
 			target:   object("v1", "Secret", version("2"), nil, map[string]interface{}{"stringData": map[string]interface{}{"pw": "s4"}}),
 			live: object("v1", "Secret", version("1"), nil, map[string]interface{}{"type": "Opaque",
 				"data": map[string]interface{}{"pw": base64.StdEncoding.EncodeToString([]byte("s3"))}}),
-			wantWhyIn: "stringData changes"},
+			derived: true, wantLabel: "app-2"},
+		{name: "configmap value and version",
+			original: object("v1", "ConfigMap", version("1"), nil, map[string]interface{}{"data": map[string]interface{}{"k": "v", "old": "o"}}),
+			target:   object("v1", "ConfigMap", version("2"), nil, map[string]interface{}{"data": map[string]interface{}{"k": "w"}}),
+			live:     object("v1", "ConfigMap", version("1"), nil, map[string]interface{}{"data": map[string]interface{}{"k": "v", "old": "o"}}),
+			derived:  true, wantLabel: "app-2"},
+		{name: "tls secret value changes",
+			original: object("v1", "Secret", version("1"), nil, map[string]interface{}{"type": "kubernetes.io/tls", "stringData": map[string]interface{}{"tls.crt": "a", "tls.key": "b"}}),
+			target:   object("v1", "Secret", version("1"), nil, map[string]interface{}{"type": "kubernetes.io/tls", "stringData": map[string]interface{}{"tls.crt": "c", "tls.key": "b"}}),
+			live: object("v1", "Secret", version("1"), nil, map[string]interface{}{"type": "kubernetes.io/tls",
+				"data": map[string]interface{}{"tls.crt": base64.StdEncoding.EncodeToString([]byte("a")), "tls.key": base64.StdEncoding.EncodeToString([]byte("b"))}}),
+			wantWhyIn: "kubernetes.io/tls"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +267,17 @@ func TestDeriveHelmPatches(t *testing.T) {
 			}
 			if got != nil && got.GetLabels()["helm.sh/chart"] != tc.wantLabel {
 				t.Errorf("labels %v", got.GetLabels())
+			}
+			if got != nil && got.GetKind() == "ConfigMap" {
+				// No stringData to fold: the strategic merge patch applied
+				// locally is the object the server stores.
+				local, err := p.ApplyLocal(tc.live, patch, pt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.Object, local.Object) {
+					t.Errorf("derived %v\nlocal   %v", got.Object, local.Object)
+				}
 			}
 			if got != nil {
 				if _, ok := got.Object["stringData"]; ok {

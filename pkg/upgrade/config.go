@@ -234,7 +234,7 @@ func (c *Config) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cluster := &live.Cluster{Dynamic: dyn, Mapper: restmapper.NewDiscoveryRESTMapper(groups)}
+	cluster := &live.Cluster{Dynamic: dyn, Mapper: live.Memoized(restmapper.NewDiscoveryRESTMapper(groups))}
 	c.Helm, c.Cluster, c.ServerVersion, c.server = helmCfg, cluster, version.GitVersion, restConfig.Host
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -222,4 +223,106 @@ func TestPlanVerdictsWithEveryDryRun(t *testing.T) {
 			}
 		}
 	})
+}
+
+// payloadChart is a chart of ConfigMaps and Secrets whose payload changes
+// from version 1 to 2: the changes the server accepts, and those it refuses
+// (an immutable ConfigMap, a key it does not allow, a payload over 1 MiB, a
+// TLS Secret without its key).
+func payloadChart(t *testing.T, version int) string {
+	v := func(one, two string) string {
+		if version == 1 {
+			return one
+		}
+		return two
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, labels: {app.kubernetes.io/version: '{{ .Chart.Version }}'}}\n"
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: %s}\ntype: %s\n"
+	return writeChart(t, "app", fmt.Sprintf("%d.0.0", version), map[string]string{
+		"settings.yaml": fmt.Sprintf(cm, "settings") + v("data: {mode: a, old: o}\n", "data: {mode: b, added: x}\n"),
+		"bin.yaml":      fmt.Sprintf(cm, "bin") + v("binaryData: {b: eA==}\n", "binaryData: {b: eQ==}\n"),
+		"emptied.yaml":  fmt.Sprintf(cm, "emptied") + v("data: {a: b}\n", ""),
+		"creds.yaml":    fmt.Sprintf(secret, "creds", "Opaque") + v("stringData: {pw: s3cret-1}\n", "stringData: {pw: s3cret-2, user: admin}\n"),
+		"raw.yaml":      fmt.Sprintf(secret, "raw", "Opaque") + v("data: {token: dDE=}\n", "data: {token: dDI=}\n"),
+		"frozen.yaml":   fmt.Sprintf(cm, "frozen") + "immutable: true\n" + v("data: {mode: a}\n", "data: {mode: b}\n"),
+		"badkey.yaml":   fmt.Sprintf(cm, "badkey") + v("data: {ok: a}\n", "data: {ok: a, 'bad key!': b}\n"),
+		"big.yaml":      fmt.Sprintf(cm, "big") + v("data: {k: small}\n", "data: {k: '{{ repeat 1048577 \"x\" }}'}\n"),
+		"tls.yaml":      fmt.Sprintf(secret, "tls", "kubernetes.io/tls") + v("data: {tls.crt: Yw==, tls.key: aw==}\n", "data: {tls.crt: Yw==}\n"),
+	})
+}
+
+// maskedValue is a masked Secret value (pkg/redact).
+var maskedValue = regexp.MustCompile(`hmac-sha256:[0-9a-f]+`)
+
+// maskOrdinals numbers the masked values of diff in order of appearance, the
+// same value the same number: what a diff says of them, without the plan's
+// random masking key.
+func maskOrdinals(diff string) string {
+	seen := map[string]string{}
+	return maskedValue.ReplaceAllStringFunc(diff, func(m string) string {
+		if _, ok := seen[m]; !ok {
+			seen[m] = fmt.Sprintf("value-%d", len(seen)+1)
+		}
+		return seen[m]
+	})
+}
+
+// TestDerivedPayload (issue 14): a ConfigMap's or an Opaque Secret's payload
+// change the server accepts is derived without a dry-run, while the changes
+// it refuses (immutable, an invalid key, over 1 MiB, a TLS Secret missing
+// its key) and those derivation does not cover are asked; every verdict,
+// reason and diff is the one --server-dry-run=all gets from the server.
+func TestDerivedPayload(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", payloadChart(t, 1), "-n", ns)
+	next := payloadChart(t, 2)
+	objects := []struct {
+		kind, name string
+		derived    bool
+		class      string
+	}{
+		{"ConfigMap", "settings", true, "in-place"}, {"ConfigMap", "bin", true, "in-place"},
+		{"Secret", "creds", true, "in-place"}, {"Secret", "raw", true, "in-place"},
+		{"ConfigMap", "emptied", false, "in-place"}, // data removed whole: not derived
+		{"ConfigMap", "frozen", false, ""}, {"ConfigMap", "badkey", false, "invalid"},
+		{"ConfigMap", "big", false, "invalid"}, {"Secret", "tls", false, "invalid"},
+	}
+
+	before := auditMark(t, c)
+	byDefault, r1 := planJSON(t, c, "app", next, "-n", ns, "--debug")
+	n := dryRunPatches(t, c, ns, before)
+	assertOnlyDryRunWrites(t, c, ns, before)
+	asked, r2 := planJSON(t, c, "app", next, "-n", ns, "--server-dry-run=all")
+	if r1.Code != r2.Code {
+		t.Fatalf("exit %d by default, %d with --server-dry-run=all\n%s\n%s", r1.Code, r2.Code, r1.Stderr, r2.Stderr)
+	}
+	want := map[string]int{}
+	for _, o := range objects {
+		d, a := byDefault.change(t, o.kind, o.name), asked.change(t, o.kind, o.name)
+		prediction := "server"
+		if o.derived {
+			prediction = "derived"
+		} else {
+			want[strings.ToLower(o.kind)+"s"]++
+		}
+		if d.Prediction != prediction || a.Prediction != "server" {
+			t.Errorf("%s/%s: prediction %q then %q, want %q then server", o.kind, o.name, d.Prediction, a.Prediction, prediction)
+		}
+		if o.class != "" && d.Class != o.class {
+			t.Errorf("%s/%s: class %q, want %q: %+v", o.kind, o.name, d.Class, o.class, d.Reasons)
+		}
+		// Each plan masks Secret values with its own key: the values are
+		// compared by which are equal, within each diff.
+		d.Diff, a.Diff = maskOrdinals(d.Diff), maskOrdinals(a.Diff)
+		if !reflect.DeepEqual(verdict(d), verdict(a)) {
+			t.Errorf("%s/%s: derived and server verdicts differ:\ndefault %+v\nall     %+v", o.kind, o.name, d, a)
+		}
+	}
+	if !c.UserCluster && !reflect.DeepEqual(n, want) {
+		t.Errorf("dry-run patches by default %v, want %v (the refused changes only)\n%s", n, want, r1.Stderr)
+	}
+	if !strings.Contains(r1.Stderr, "immutable ConfigMap") || !strings.Contains(r1.Stderr, "kubernetes.io/tls") {
+		t.Errorf("--debug does not say why the immutable ConfigMap and the TLS Secret were sent:\n%s", r1.Stderr)
+	}
 }
