@@ -6,6 +6,7 @@ package main
 import (
 	"os"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/cpuprof"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/heapprof"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
@@ -22,8 +23,10 @@ func main() {
 	upgrade.InitProcess()
 	streams := iostreams.System()
 	build := cli.BuildInfo{Version: version, Commit: commit}
-	stop := heapprof.Start(streams.ErrOut) // SAFE_UPGRADE_HEAPPROFILE only
+	stopCPU := cpuprof.Start(streams.ErrOut) // SAFE_UPGRADE_CPUPROFILE only
+	stop := heapprof.Start(streams.ErrOut)   // SAFE_UPGRADE_HEAPPROFILE only
 	code := cli.Execute(os.Args[0], os.Args[1:], streams, build)
 	stop()
+	stopCPU()
 	os.Exit(code)
 }

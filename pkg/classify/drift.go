@@ -11,9 +11,14 @@ import (
 // the upgrade puts the chart's value back. Fields the release never set are
 // not drift: they are defaults or owned by others.
 func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.Drift {
-	if original == nil || live == nil {
+	if original == nil || live == nil || within(original, live) {
 		return nil
 	}
+	return drift(original, live, target, predicted)
+}
+
+// drift is Drift without the shortcut of within.
+func drift(original, live, target, predicted *unstructured.Unstructured) []plan.Drift {
 	// Decoded as the server decodes them (1024Mi is 1Gi), but not defaulted:
 	// a field the release left to its default is not the release's.
 	decodedLive := decoded(live)
@@ -40,6 +45,61 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 		out = append(out, d)
 	}
 	return out
+}
+
+// within reports whether every field the release's manifest original set
+// holds the same value in live (lists of the same length, element by
+// element; a Secret's stringData as the data it folds into), so that Drift
+// has nothing to find: drift is a field original set, at or under which
+// live differs, and decoding turns equal values into equal values. It
+// spares the two decodes for most objects. False is no answer: Drift then
+// decodes and compares.
+func within(original, live *unstructured.Unstructured) bool {
+	o, l := original.Object, live.Object
+	if isSecret(original) {
+		var payload, livePayload map[string]interface{}
+		o, payload = secretPayload(o)
+		l, livePayload = secretPayload(l)
+		if !subset(payload, livePayload) {
+			return false
+		}
+	}
+	return subset(o, l)
+}
+
+func isSecret(obj *unstructured.Unstructured) bool {
+	return obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == ""
+}
+
+// subset reports whether JSON value a is b or, for maps, has a subset of
+// b's keys each with a value that is a subset of b's.
+func subset(a, b interface{}) bool {
+	switch at := a.(type) {
+	case map[string]interface{}:
+		bt, ok := b.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, v := range at {
+			bv, ok := bt[k]
+			if !ok || !subset(v, bv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		bt, ok := b.([]interface{})
+		if !ok || len(at) != len(bt) {
+			return false
+		}
+		for i := range at {
+			if !subset(at[i], bt[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equalValues(a, b)
 }
 
 // setBy reports whether the release's manifest raw set the field at path

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -35,6 +36,74 @@ const sourcePrefix = "# Source: "
 // keep an empty namespace whatever the manifest says. name labels errors
 // (a file name or "release manifest").
 func Split(name, manifest, defaultNamespace string, scoper Scoper) (*Set, error) {
+	return split(name, manifest, defaultNamespace, scoper, nil, nil)
+}
+
+// Parsed remembers the documents one Split parsed (SplitRemembering), by
+// their text, for a later Split of another manifest (SplitSharing): a
+// document of the same text is not parsed again, and its object shares the
+// parsed content of every top-level field but metadata, which is its own.
+// A release's last manifest and its new render are mostly the same
+// documents: this halves the parsing and the memory of the objects the
+// upgrade leaves as they are. Content is shared on the understanding that
+// nothing changes an object's fields in place but metadata (Helm's
+// ownership metadata, the namespace); copy an object before changing
+// anything else in it.
+type Parsed struct {
+	byText map[string]map[string]interface{}
+}
+
+// SplitRemembering is Split, remembering the documents it parsed.
+func SplitRemembering(name, manifest, defaultNamespace string, scoper Scoper) (*Set, *Parsed, error) {
+	parsed := &Parsed{byText: map[string]map[string]interface{}{}}
+	set, err := split(name, manifest, defaultNamespace, scoper, parsed, nil)
+	return set, parsed, err
+}
+
+// SplitSharing is Split, taking the documents of the same text from parsed
+// (nil: none) instead of parsing them again.
+func SplitSharing(name, manifest, defaultNamespace string, scoper Scoper, parsed *Parsed) (*Set, error) {
+	return split(name, manifest, defaultNamespace, scoper, nil, parsed)
+}
+
+// remember keeps content, just parsed from text, for share: its top-level
+// fields as they are (nothing changes them in place) and a copy of its
+// metadata as parsed (Split and its callers change an object's metadata).
+func (p *Parsed) remember(text []byte, content map[string]interface{}) {
+	if _, isList := content["items"]; isList {
+		return // flattened into several objects: parsed anew each time
+	}
+	kept := make(map[string]interface{}, len(content))
+	for k, v := range content {
+		if k == "metadata" {
+			v = runtime.DeepCopyJSONValue(v)
+		}
+		kept[k] = v
+	}
+	p.byText[string(text)] = kept
+}
+
+// share returns the content remembered for text, with its own copy of
+// metadata; nil if there is none.
+func (p *Parsed) share(text []byte) map[string]interface{} {
+	if p == nil {
+		return nil
+	}
+	kept, ok := p.byText[string(text)]
+	if !ok {
+		return nil
+	}
+	content := make(map[string]interface{}, len(kept))
+	for k, v := range kept {
+		if k == "metadata" {
+			v = runtime.DeepCopyJSONValue(v)
+		}
+		content[k] = v
+	}
+	return content
+}
+
+func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
 	set := NewSet()
 	crdScopes := map[schema.GroupKind]bool{}
 	var docs []doc
@@ -48,8 +117,13 @@ func Split(name, manifest, defaultNamespace string, scoper Scoper) (*Set, error)
 			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		d := doc{index: i, source: sourceOf(raw)}
-		if err := yaml.Unmarshal(raw, &d.content); err != nil {
-			return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
+		if d.content = like.share(raw); d.content == nil {
+			if err := yaml.Unmarshal(raw, &d.content); err != nil {
+				return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
+			}
+			if remember != nil && len(d.content) > 0 {
+				remember.remember(raw, d.content)
+			}
 		}
 		if len(d.content) == 0 {
 			continue

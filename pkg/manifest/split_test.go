@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -148,5 +150,49 @@ items:
 				}
 			}
 		})
+	}
+}
+
+// TestSplitSharing: a manifest split sharing another's parsed documents
+// gives the objects Split gives, each with metadata of its own, and shares
+// the content of the documents whose text is the same.
+func TestSplitSharing(t *testing.T) {
+	const cm = "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: same\ndata: {a: \"1\"}\n"
+	const changed = "---\n# Source: app/templates/cm2.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: changed\ndata: {a: \"%s\"}\n"
+	const list = "---\n# Source: app/templates/list.yaml\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}, stringData: {k: v}}\n"
+	const cluster = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns1}\nspec: {finalizers: [kubernetes]}\n"
+	first := cm + fmt.Sprintf(changed, "1") + list + cluster
+	second := cm + fmt.Sprintf(changed, "2") + list + cluster
+	scoper := StaticScoper{}
+	next, parsed, err := SplitRemembering("next", first, "demo", scoper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the planner does to the new render's objects.
+	for _, o := range next.Objects() {
+		SetHelmOwnership(o.Obj, "rel", "demo")
+	}
+	prev, err := SplitSharing("prev", second, "demo", scoper, parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Split("prev", second, "demo", scoper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(prev, want) {
+		t.Errorf("SplitSharing gave\n%+v\nSplit gives\n%+v", prev.Objects(), want.Objects())
+	}
+	id := func(kind, ns, name string) ObjectID { return ObjectID{Kind: kind, Namespace: ns, Name: name} }
+	same, sameNext := prev.Get(id("ConfigMap", "demo", "same")).Obj.Object, next.Get(id("ConfigMap", "demo", "same")).Obj.Object
+	if reflect.ValueOf(same["data"]).UnsafePointer() != reflect.ValueOf(sameNext["data"]).UnsafePointer() {
+		t.Error("the content of a document of the same text is not shared")
+	}
+	if reflect.ValueOf(same["metadata"]).UnsafePointer() == reflect.ValueOf(sameNext["metadata"]).UnsafePointer() {
+		t.Error("metadata is shared")
+	}
+	ns := prev.Get(id("Namespace", "", "ns1")).Obj.Object
+	if reflect.ValueOf(ns["spec"]).UnsafePointer() != reflect.ValueOf(next.Get(id("Namespace", "", "ns1")).Obj.Object["spec"]).UnsafePointer() {
+		t.Error("the content of a cluster-scoped document of the same text is not shared")
 	}
 }

@@ -134,7 +134,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	next, err := manifest.Split("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
+	// The last release and the second render share the parsed content of
+	// the new render's documents they repeat word for word.
+	next, parsed, err := manifest.SplitRemembering("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +145,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	// Before the last release is parsed: the second render's objects are
 	// garbage by then, and three parsed releases are never held at once.
-	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster)
+	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed)
 	if err != nil {
 		return nil, err
 	}
-	prev, err := manifest.Split(prevName, in.PreviousManifest, ns, p.Cluster)
+	prev, err := manifest.SplitSharing(prevName, in.PreviousManifest, ns, p.Cluster, parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +186,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
 	}
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide(), san) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -255,8 +257,9 @@ type evaluation struct {
 // evaluations pairs each of ids with its forms and prefetched live state.
 // Nothing else holds them once the sets are dropped, so each object's
 // parsed and live forms become garbage as soon as its change is evaluated:
-// memory grows with the changes, not with the release.
-func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool) []evaluation {
+// memory grows with the changes, not with the release. The live objects'
+// Secret values go to san as they are read (values only the cluster holds).
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool, san *redact.Sanitizer) []evaluation {
 	work := make([]evaluation, len(ids))
 	objs := make([]*manifest.Object, 0, len(ids))
 	for i, id := range ids {
@@ -267,9 +270,10 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 			objs = append(objs, work[i].prev)
 		}
 	}
-	prefetched := p.Cluster.Prefetch(ctx, objs, leanLive(prev, ssa))
+	prefetched := p.Cluster.Prefetch(redact.WithReadsSanitized(ctx), objs, leanLive(prev, ssa))
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
+			san.Add(st.Obj)
 			work[i].prefetched = &st
 		}
 	}
@@ -302,15 +306,15 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	var state live.State
 	if e.prefetched != nil {
-		state = *e.prefetched
+		state = *e.prefetched // its values are in san already
 	} else {
-		state = p.Cluster.Get(ctx, obj, prev)
+		state = p.Cluster.Get(redact.WithReadsSanitized(ctx), obj, prev)
+		san.Add(state.Obj) // values only the cluster holds
 	}
 	if state.Err != nil {
 		return c, state.Err
 	}
 	liveObj := state.Obj
-	san.Add(liveObj) // values only the cluster holds
 	if liveObj != nil {
 		c.LiveResourceVersion = liveObj.GetResourceVersion()
 	}

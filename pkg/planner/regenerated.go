@@ -14,11 +14,11 @@ const RegeneratedMessage = "regenerated on every render"
 
 // regenerated returns, per object of the new render, the field paths whose
 // values differ in a second render of the same chart and values.
-func regenerated(next *manifest.Set, second string, rel plan.Release, scoper manifest.Scoper) (map[manifest.ObjectID][]string, error) {
+func regenerated(next *manifest.Set, second string, rel plan.Release, scoper manifest.Scoper, parsed *manifest.Parsed) (map[manifest.ObjectID][]string, error) {
 	if second == "" {
 		return nil, nil
 	}
-	again, err := manifest.Split("second render of chart "+rel.Chart, second, rel.Namespace, scoper)
+	again, err := manifest.SplitSharing("second render of chart "+rel.Chart, second, rel.Namespace, scoper, parsed)
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
-	again, err := c.renderAgain(ctx, req, c.Helm)
+	again, err := c.renderAgain(ctx, req, res, c.Helm)
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +161,19 @@ func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner
 // renderAgain renders the release a second time from the same inputs, so
 // the planner can tell the fields regenerated on every render (randAlphaNum,
 // genCA, now) from real changes. It returns "" when values come from stdin,
-// which cannot be read twice.
-func (c *Config) renderAgain(ctx context.Context, req PlanRequest, cfg *action.Configuration) (string, error) {
+// which cannot be read twice, and when first, the first render, cannot
+// differ from a second one (render.Nondeterministic).
+func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render.Result, cfg *action.Configuration) (string, error) {
 	if slices.Contains(req.Render.Values.ValueFiles, "-") {
 		c.Logf("values from stdin: no second render, regenerated fields are not marked")
 		return "", nil
 	}
+	why := render.Nondeterministic(first, req.Render)
+	if why == "" {
+		c.Logf("no second render: neither the chart nor the values use a function whose output changes between renders")
+		return "", nil
+	}
+	c.Logf("rendering again to find regenerated fields: %s", why)
 	opts := req.Render
 	opts.DependencyUpdate = false // the first render updated charts/ already
 	c.progress("Rendering again to find the fields regenerated on every render")

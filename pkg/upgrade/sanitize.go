@@ -85,7 +85,9 @@ func PanicStack(err error) ([]byte, bool) {
 // server through next, as it is read: the templates' `lookup` of a Secret
 // above all, whose values a chart can echo in a render error (`fail`)
 // before any plan knows them. Helm's release records and watches pass
-// untouched.
+// untouched, as do the reads whose caller hands their Secrets to the
+// sanitiser itself (redact.WithReadsSanitized: the planner's reads of the
+// release's live objects, which would otherwise be decoded twice).
 type secretReads struct {
 	next http.RoundTripper
 	san  *redact.Sanitizer
@@ -93,7 +95,7 @@ type secretReads struct {
 
 func (s secretReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(req)
-	if err != nil || !readsSecrets(req) || resp.StatusCode != http.StatusOK ||
+	if err != nil || redact.ReadsSanitized(req.Context()) || !readsSecrets(req) || resp.StatusCode != http.StatusOK ||
 		!strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		return resp, err
 	}
