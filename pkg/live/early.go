@@ -25,6 +25,8 @@ import (
 // moves (by the time a render takes), as it already varies between the
 // objects a plan reads with GETs.
 type Early struct {
+	// lean: managedFields were dropped from the objects as they arrived.
+	lean     bool
 	start    time.Time
 	mu       sync.Mutex
 	end      time.Time
@@ -50,7 +52,13 @@ type earlyList struct {
 // StartPrefetch starts, in the background, one paged LIST per kind and
 // namespace holding at least minGroup of heads. Wait for it (Early.Wait)
 // before reading its Requests; Prefetch waits for it itself.
-func (c *Cluster) StartPrefetch(ctx context.Context, heads []manifest.Head, minGroup int) *Early {
+//
+// With lean, each object kept drops its metadata.managedFields as it
+// arrives, as a client-side plan's Prefetch would (they are often half an
+// object, and held through the render otherwise). Prefetch then hands out
+// only objects its own trim drops them from too, and lists again a group
+// whose trim keeps everything (a server-side apply plan).
+func (c *Cluster) StartPrefetch(ctx context.Context, heads []manifest.Head, minGroup int, lean bool) *Early {
 	byGroup := map[groupKey]map[string]bool{}
 	for _, h := range heads {
 		k := groupKey{h.GVK, h.Namespace}
@@ -59,7 +67,7 @@ func (c *Cluster) StartPrefetch(ctx context.Context, heads []manifest.Head, minG
 		}
 		byGroup[k][h.Name] = true
 	}
-	e := &Early{groups: map[groupKey]*earlyList{}, start: time.Now()}
+	e := &Early{groups: map[groupKey]*earlyList{}, start: time.Now(), lean: lean}
 	for k, names := range byGroup {
 		if len(names) < minGroup {
 			continue
@@ -70,7 +78,7 @@ func (c *Cluster) StartPrefetch(ctx context.Context, heads []manifest.Head, minG
 		go func() {
 			defer e.wg.Done()
 			defer e.finished()
-			l.kept, l.seen, l.err = c.listNames(ctx, k.gvk, k.namespace, names, &e.requests)
+			l.kept, l.seen, l.err = c.listNames(ctx, k.gvk, k.namespace, names, lean, &e.requests)
 		}()
 	}
 	return e
@@ -127,7 +135,7 @@ func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[m
 		return nil, false
 	}
 	l := e.groups[k]
-	if l == nil {
+	if l == nil || e.lean && trim == nil {
 		return nil, false
 	}
 	e.wg.Wait()
@@ -138,6 +146,9 @@ func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[m
 	for _, o := range members {
 		obj := l.kept[o.ID.Name]
 		switch {
+		case obj != nil && e.lean && !dropsManagedFields(trim, o):
+			// Its managedFields are wanted (an object without a
+			// last-release form): left for Get.
 		case obj != nil:
 			delete(l.kept, o.ID.Name) // handed out once: the caller owns it
 			if trim != nil {
@@ -151,10 +162,21 @@ func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[m
 	return states, true
 }
 
+// dropsManagedFields reports whether trim drops o's managedFields (trim
+// decides from o alone, as Trim says).
+func dropsManagedFields(trim Trim, o *manifest.Object) bool {
+	probe := &unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"managedFields": []interface{}{}},
+	}}
+	trim(o, probe)
+	_, kept, _ := unstructured.NestedFieldNoCopy(probe.Object, "metadata", "managedFields")
+	return !kept
+}
+
 // listNames LISTs gvk in namespace page by page, keeping the objects named
-// in names and the name of every object; each request is counted in
-// requests.
-func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, namespace string, names map[string]bool, requests *atomic.Int64) (map[string]*unstructured.Unstructured, map[string]bool, error) {
+// in names (without managedFields when lean) and the name of every object;
+// each request is counted in requests.
+func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, namespace string, names map[string]bool, lean bool, requests *atomic.Int64) (map[string]*unstructured.Unstructured, map[string]bool, error) {
 	ri, _, err := c.Resource(gvk, namespace)
 	if err != nil {
 		return nil, nil, err
@@ -178,6 +200,9 @@ func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, na
 			// Items of a LIST carry no apiVersion/kind of their own.
 			obj.SetAPIVersion(page.GetAPIVersion())
 			obj.SetKind(gvk.Kind)
+			if lean {
+				unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+			}
 			kept[name] = obj
 		}
 		if opts.Continue = page.GetContinue(); opts.Continue == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -60,36 +61,62 @@ func TestPrefetchFromEarly(t *testing.T) {
 	for i := range MinListGroup {
 		objs = append(objs, configMapObject("c", fmt.Sprintf("c%d", i)))
 	}
-	trim := func(_ *manifest.Object, obj *unstructured.Unstructured) {
+	dropAll := func(_ *manifest.Object, obj *unstructured.Unstructured) {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
 	}
-	ctx := context.Background()
-
-	plainCluster, _ := configMapCluster(live...)
-	want := plainCluster.Prefetch(ctx, objs, MinListGroup, trim, nil)
-
-	c, dyn := configMapCluster(live...)
-	early := c.StartPrefetch(ctx, last, MinListGroup)
-	early.Wait()
-	if early.Lists() != 1 || early.Requests() != 1 {
-		t.Fatalf("early: %d list(s), %d request(s); want 1 of namespace a (b holds too few)", early.Lists(), early.Requests())
-	}
-	dyn.ClearActions()
-	got := c.Prefetch(ctx, objs, MinListGroup, trim, early)
-
+	a0 := manifest.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "a0"}
 	adopted := manifest.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "adopted"}
-	if _, ok := got[adopted]; ok {
-		t.Errorf("an object the early LIST saw but was not started for must be left for Get")
+	tests := []struct {
+		name string
+		lean bool
+		trim Trim
+		// left are the objects left for Get; lists the namespaces Prefetch
+		// lists itself.
+		left  []manifest.ObjectID
+		lists []string
+	}{
+		{name: "whole objects", trim: dropAll, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
+		{name: "lean, trim drops managedFields", lean: true, trim: dropAll, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
+		{name: "lean, trim keeps a0's managedFields", lean: true, left: []manifest.ObjectID{adopted, a0}, lists: []string{"c"},
+			trim: func(o *manifest.Object, obj *unstructured.Unstructured) {
+				if o.ID != a0 {
+					dropAll(o, obj)
+				}
+			}},
+		{name: "lean, trim keeps everything: listed again", lean: true, lists: []string{"a", "c"}},
 	}
-	delete(want, adopted)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("states from the early LIST differ:\n got %v\nwant %v", got, want)
-	}
-	var lists []string
-	for _, a := range dyn.Actions() {
-		lists = append(lists, a.GetVerb()+" "+a.GetNamespace())
-	}
-	if !reflect.DeepEqual(lists, []string{"list c"}) {
-		t.Errorf("requests after the early LIST: %v, want only namespace c's LIST", lists)
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plainCluster, _ := configMapCluster(live...)
+			want := plainCluster.Prefetch(ctx, objs, MinListGroup, tt.trim, nil)
+
+			c, dyn := configMapCluster(live...)
+			early := c.StartPrefetch(ctx, last, MinListGroup, tt.lean)
+			early.Wait()
+			if early.Lists() != 1 || early.Requests() != 1 {
+				t.Fatalf("early: %d list(s), %d request(s); want 1 of namespace a (b holds too few)", early.Lists(), early.Requests())
+			}
+			dyn.ClearActions()
+			got := c.Prefetch(ctx, objs, MinListGroup, tt.trim, early)
+
+			for _, id := range tt.left {
+				if _, ok := got[id]; ok {
+					t.Errorf("%s must be left for Get", id)
+				}
+				delete(want, id)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("states from the early LIST differ:\n got %v\nwant %v", got, want)
+			}
+			var lists []string
+			for _, a := range dyn.Actions() {
+				lists = append(lists, a.GetNamespace())
+			}
+			slices.Sort(lists)
+			if !reflect.DeepEqual(lists, tt.lists) {
+				t.Errorf("LISTs after the early ones: %v, want %v", lists, tt.lists)
+			}
+		})
 	}
 }

@@ -133,7 +133,7 @@ const MinListGroup = 8
 const ListPage = 500
 
 // Trim removes from obj, an object just read for o, what the caller will
-// not need (nil: keep everything).
+// not need (nil: keep everything). What it removes depends on o alone.
 type Trim func(o *manifest.Object, obj *unstructured.Unstructured)
 
 // Prefetch reads, with paged LISTs per kind and namespace, the objects that

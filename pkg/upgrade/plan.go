@@ -83,7 +83,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	start, requests := begin, c.Requests()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
-	helm, early := c.readEarly(ctx, req.ReleaseName)
+	helm, early := c.readEarly(ctx, req)
 	c.progress("Rendering %s", req.ChartRef)
 	res, err := render.Render(ctx, helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
@@ -159,11 +159,11 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 // read (the render reads it again and reports why) or there is no release
 // to upgrade from; kinds only the new render names are read after it, by
 // the planner.
-func (c *Config) readEarly(ctx context.Context, name string) (*action.Configuration, *live.Early) {
+func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Configuration, *live.Early) {
 	if c.Cluster == nil {
 		return c.Helm, nil
 	}
-	helm, prev, err := render.ReadHistory(c.Helm, name)
+	helm, prev, err := render.ReadHistory(c.Helm, req.ReleaseName)
 	if err != nil {
 		return c.Helm, nil
 	}
@@ -171,7 +171,11 @@ func (c *Config) readEarly(ctx context.Context, name string) (*action.Configurat
 		return helm, nil
 	}
 	heads := manifest.Heads(prev.Manifest, prev.Namespace, c.Cluster)
-	return helm, c.Cluster.StartPrefetch(ctx, heads, live.MinListGroup)
+	// Unless the plan is server-side for sure, the early LISTs drop
+	// managedFields as a client-side plan does; a plan found to be
+	// server-side after the render (a Helm 4 release) lists again.
+	lean := req.Render.ServerSide != render.ServerSideTrue
+	return helm, c.Cluster.StartPrefetch(ctx, heads, live.MinListGroup, lean)
 }
 
 // logStages logs, with --debug, the planner's stages: the bulk read of the
