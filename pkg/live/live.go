@@ -4,6 +4,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -132,19 +133,16 @@ const MinListGroup = 8
 const ListPage = 500
 
 // Trim removes from obj, an object just read for o, what the caller will
-// not need (nil: keep everything).
+// not need (nil: keep everything). What it removes depends on o alone.
 type Trim func(o *manifest.Object, obj *unstructured.Unstructured)
 
 // Prefetch reads, with paged LISTs per kind and namespace, the objects that
 // come in groups of at least minGroup, and returns their states, each
 // trimmed by trim: an object missing from its LIST does not exist. Objects
 // in smaller groups, or whose LIST failed (RBAC may allow get but not
-// list), are left for Get.
-func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGroup int, trim Trim) map[manifest.ObjectID]State {
-	type groupKey struct {
-		gvk       schema.GroupVersionKind
-		namespace string
-	}
+// list), are left for Get. A group early listed already (nil: none) is
+// taken from it rather than listed again.
+func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGroup int, trim Trim, early *Early) map[manifest.ObjectID]State {
 	groups := map[groupKey][]*manifest.Object{}
 	for _, o := range objs {
 		k := groupKey{o.GVK, o.ID.Namespace}
@@ -155,6 +153,12 @@ func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGrou
 	var wg sync.WaitGroup
 	for k, members := range groups {
 		if len(members) < minGroup {
+			continue
+		}
+		if states, ok := early.states(k, members, trim); ok {
+			mu.Lock()
+			maps.Copy(out, states)
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)

@@ -146,6 +146,9 @@ var ErrNoServer = errors.New("no API server to ask (offline)")
 type Live struct {
 	*live.Cluster
 	Observers *live.Observers
+	// Early, when set, holds LISTs started before the plan (during the
+	// render) that Prefetch takes its groups from.
+	Early *live.Early
 }
 
 var _ Cluster = Live{}
@@ -155,7 +158,7 @@ func (Live) Offline() bool { return false }
 
 // Prefetch implements Cluster.
 func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object, trim live.Trim) map[manifest.ObjectID]live.State {
-	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, trim)
+	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, trim, l.Early)
 }
 
 // Get implements Cluster.

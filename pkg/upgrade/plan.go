@@ -13,6 +13,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -80,8 +81,11 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	begin := time.Now()
 	start, requests := begin, c.Requests()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // LISTs started early, if the plan ends before it reads them
+	helm, early := c.readEarly(ctx, req)
 	c.progress("Rendering %s", req.ChartRef)
-	res, err := render.Render(ctx, c.Helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
+	res, err := render.Render(ctx, helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
 	if err != nil {
 		return nil, c.renderFailed(req.ReleaseName, err)
 	}
@@ -89,11 +93,17 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
-	again, err := c.renderAgain(ctx, req, res, c.Helm)
+	again, err := c.renderAgain(ctx, req, res, helm)
 	if err != nil {
 		return nil, err
 	}
-	c.logStage("render", time.Since(begin), c.Requests()-requests, "")
+	// The early LISTs are done well before the render usually; waiting for
+	// them here keeps each request counted in one stage.
+	early.Wait()
+	c.logStage("render", time.Since(begin), c.Requests()-requests-early.Requests(), "")
+	if early != nil {
+		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
+	}
 	if req.Saved != nil {
 		if err := req.Saved.useIn(res, req.Render); err != nil {
 			return nil, err
@@ -116,7 +126,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	addHookSecrets(c.Sanitizer, res)
-	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster)}, c.ServerVersion)
+	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early}, c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
 	stats := &planner.Stats{Requests: c.Requests}
 	pl.Stats = stats
@@ -140,6 +150,32 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
+}
+
+// readEarly reads the release's history once, for the render(s) to use,
+// and starts the LISTs of the live objects of the kinds and namespaces the
+// last release's manifest names, so they run while Helm renders (see
+// live.Early). It returns c.Helm and no LISTs when the history cannot be
+// read (the render reads it again and reports why) or there is no release
+// to upgrade from; kinds only the new render names are read after it, by
+// the planner.
+func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Configuration, *live.Early) {
+	if c.Cluster == nil {
+		return c.Helm, nil
+	}
+	helm, prev, err := render.ReadHistory(c.Helm, req.ReleaseName)
+	if err != nil {
+		return c.Helm, nil
+	}
+	if prev == nil {
+		return helm, nil
+	}
+	heads := manifest.Heads(prev.Manifest, prev.Namespace, c.Cluster)
+	// Unless the plan is server-side for sure, the early LISTs drop
+	// managedFields as a client-side plan does; a plan found to be
+	// server-side after the render (a Helm 4 release) lists again.
+	lean := req.Render.ServerSide != render.ServerSideTrue
+	return helm, c.Cluster.StartPrefetch(ctx, heads, live.MinListGroup, lean)
 }
 
 // logStages logs, with --debug, the planner's stages: the bulk read of the
