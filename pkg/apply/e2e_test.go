@@ -614,7 +614,13 @@ func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(
 	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
-	code, stderr = e.tool(t, e.name, e.chart, "--recover")
+	// Both forms: RELEASE CHART --recover, and RELEASE --recover (a
+	// recovery applies no chart).
+	recoverArgs := []string{e.name, e.chart, "--recover"}
+	if ssa {
+		recoverArgs = []string{e.name, "--recover"}
+	}
+	code, stderr = e.tool(t, recoverArgs...)
 	if code != 0 || !strings.Contains(stderr, "re-created with its previous spec") || !strings.Contains(stderr, "Revision 2 was left pending-upgrade: marked failed") {
 		t.Fatalf("--recover: exit %d", code)
 	}

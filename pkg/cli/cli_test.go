@@ -98,6 +98,10 @@ func TestBadInput(t *testing.T) {
 		{"offline without base", []string{"demo", demo, "--offline"}, []string{"--from-chart", "--from-manifest"}},
 		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},
+		{"recover without a release", []string{"--recover"}, []string{"--recover expects RELEASE"}},
+		{"recover with three arguments", []string{"demo", demo, "extra", "--recover"}, []string{"--recover expects RELEASE", "3 argument(s)"}},
+		// Accepted without CHART: it gets as far as the cluster.
+		{"recover without a chart", []string{"demo", "--recover", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"missing values file", []string{"demo", demo, "--offline", "--from-chart", demo, "-f", "/no/values.yaml"}, []string{"/no/values.yaml"}},
 		{"bad --dry-run value", []string{"demo", demo, "--dry-run=maybe"}, []string{"maybe"}},
 		{"bad --diff-context", []string{"demo", demo, "--diff-context", "-1"}, []string{"--diff-context"}},

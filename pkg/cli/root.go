@@ -69,10 +69,15 @@ func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Com
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
+			switch {
+			case len(args) == 2:
+				return nil
+			case o.Recover && len(args) == 1:
+				return nil // a recovery applies no chart: the journal holds what it restores
+			case o.Recover:
+				return fmt.Errorf("--recover expects RELEASE (CHART may be left out), got %d argument(s); see --help", len(args))
 			}
-			return nil
+			return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {

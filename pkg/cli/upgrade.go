@@ -68,7 +68,11 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.Request, err = o.Flags.PlanRequest(args[0], args[1], o.Render); err != nil {
+	chart := "" // none with --recover RELEASE (Args)
+	if len(args) > 1 {
+		chart = args[1]
+	}
+	if o.Request, err = o.Flags.PlanRequest(args[0], chart, o.Render); err != nil {
 		return err
 	}
 	if o.Request.Saved != nil {
