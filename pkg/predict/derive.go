@@ -157,18 +157,8 @@ func patchMetadata(obj *unstructured.Unstructured, m map[string]interface{}, sco
 		if next == nil {
 			next = map[string]string{}
 		}
-		for k, val := range changes {
-			if strings.HasPrefix(k, "$") {
-				return "patch directive " + k + " in metadata." + field
-			}
-			switch s := val.(type) {
-			case nil:
-				delete(next, k)
-			case string:
-				next[k] = s
-			default:
-				return fmt.Sprintf("metadata.%s[%s] is not a string", field, k)
-			}
+		if why := mergeStrings(next, changes, "metadata."+field, nil); why != "" {
+			return why
 		}
 		if len(next) == 0 {
 			// The server stores no empty map.
@@ -233,26 +223,18 @@ func patchPayload(obj *unstructured.Unstructured, fields map[string]bool, conten
 		if why != "" {
 			return why
 		}
-		for k, val := range changes {
-			if strings.HasPrefix(k, "$") {
-				return "patch directive " + k + " in " + field
-			}
-			switch s := val.(type) {
-			case nil:
-				delete(next, k)
-			case string:
-				if !isBytes {
-					next[k] = s
-					break
-				}
+		var stored func(string) (string, string)
+		if isBytes {
+			stored = func(s string) (string, string) {
 				raw, err := base64.StdEncoding.DecodeString(s)
 				if err != nil {
-					return field + " not base64" // the server refuses it
+					return "", field + " not base64" // the server refuses it
 				}
-				next[k] = base64.StdEncoding.EncodeToString(raw)
-			default:
-				return fmt.Sprintf("%s[%s] is not a string", field, k)
+				return base64.StdEncoding.EncodeToString(raw), ""
 			}
+		}
+		if why := mergeStrings(next, changes, field, stored); why != "" {
+			return why
 		}
 		setStringMap(obj.Object, field, next)
 	}
@@ -275,6 +257,34 @@ func patchPayload(obj *unstructured.Unstructured, fields map[string]bool, conten
 		setStringMap(obj.Object, "data", data)
 	}
 	return validPayload(obj, fields)
+}
+
+// mergeStrings applies changes, a strategic merge patch of the map of
+// strings at path, to next: each key set, or removed by null. stored, when
+// not nil, turns a patch value into the value the server stores, or says
+// why the server must be asked. Anything else (a patch directive, a value
+// not a string) returns why the server must be asked.
+func mergeStrings(next map[string]string, changes map[string]interface{}, path string, stored func(string) (string, string)) string {
+	for k, val := range changes {
+		if strings.HasPrefix(k, "$") {
+			return "patch directive " + k + " in " + path
+		}
+		switch s := val.(type) {
+		case nil:
+			delete(next, k)
+		case string:
+			if stored != nil {
+				var why string
+				if s, why = stored(s); why != "" {
+					return why
+				}
+			}
+			next[k] = s
+		default:
+			return fmt.Sprintf("%s[%s] is not a string", path, k)
+		}
+	}
+	return ""
 }
 
 // stringMap returns a copy of obj's map of strings at field (empty when
