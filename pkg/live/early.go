@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -177,37 +176,20 @@ func dropsManagedFields(trim Trim, o *manifest.Object) bool {
 // in names (without managedFields when lean) and the name of every object;
 // each request is counted in requests.
 func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, namespace string, names map[string]bool, lean bool, requests *atomic.Int64) (map[string]*unstructured.Unstructured, map[string]bool, error) {
-	ri, _, err := c.Resource(gvk, namespace)
-	if err != nil {
-		return nil, nil, err
-	}
 	kept := make(map[string]*unstructured.Unstructured, len(names))
 	seen := map[string]bool{}
-	opts := metav1.ListOptions{Limit: ListPage}
-	for {
-		requests.Add(1)
-		page, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, nil, err
+	keep := func(name string) bool {
+		seen[name] = true
+		return names[name]
+	}
+	err := c.pages(ctx, gvk, namespace, requests, keep, func(name string, obj *unstructured.Unstructured) {
+		if lean {
+			unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
 		}
-		for _, item := range page.Items {
-			name := item.GetName()
-			seen[name] = true
-			if !names[name] {
-				continue
-			}
-			obj := &unstructured.Unstructured{Object: item.Object}
-			// Items of a LIST carry no apiVersion/kind of their own.
-			obj.SetAPIVersion(page.GetAPIVersion())
-			obj.SetKind(gvk.Kind)
-			if lean {
-				unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-			}
-			kept[name] = obj
-		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			break
-		}
+		kept[name] = obj
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return kept, seen, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -184,38 +185,21 @@ func (c *Cluster) Prefetch(ctx context.Context, objs []*manifest.Object, minGrou
 // page's items): the other objects of the kind (other releases, Helm's own
 // release records) are garbage once their page is read.
 func (c *Cluster) list(ctx context.Context, gvk schema.GroupVersionKind, namespace string, members []*manifest.Object, trim Trim) (map[manifest.ObjectID]State, error) {
-	ri, _, err := c.Resource(gvk, namespace)
-	if err != nil {
-		return nil, err
-	}
 	byName := make(map[string]*manifest.Object, len(members))
 	for _, o := range members {
 		byName[o.ID.Name] = o
 	}
 	states := make(map[manifest.ObjectID]State, len(members))
-	opts := metav1.ListOptions{Limit: ListPage}
-	for {
-		page, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, err
+	keep := func(name string) bool { return byName[name] != nil }
+	err := c.pages(ctx, gvk, namespace, nil, keep, func(name string, obj *unstructured.Unstructured) {
+		o := byName[name]
+		if trim != nil {
+			trim(o, obj)
 		}
-		for _, item := range page.Items {
-			o := byName[item.GetName()]
-			if o == nil {
-				continue
-			}
-			obj := &unstructured.Unstructured{Object: item.Object}
-			// Items of a LIST carry no apiVersion/kind of their own.
-			obj.SetAPIVersion(page.GetAPIVersion())
-			obj.SetKind(gvk.Kind)
-			if trim != nil {
-				trim(o, obj)
-			}
-			states[o.ID] = State{Obj: obj}
-		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			break
-		}
+		states[o.ID] = State{Obj: obj}
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, o := range members {
 		if _, ok := states[o.ID]; !ok {
@@ -223,4 +207,38 @@ func (c *Cluster) list(ctx context.Context, gvk schema.GroupVersionKind, namespa
 		}
 	}
 	return states, nil
+}
+
+// pages LISTs gvk in namespace page by page and hands each the objects whose
+// names keep accepts (keep sees every name), with their apiVersion and kind
+// set: items of a LIST carry none of their own. Each request is counted in
+// requests, if not nil.
+func (c *Cluster) pages(ctx context.Context, gvk schema.GroupVersionKind, namespace string, requests *atomic.Int64, keep func(name string) bool, each func(name string, obj *unstructured.Unstructured)) error {
+	ri, _, err := c.Resource(gvk, namespace)
+	if err != nil {
+		return err
+	}
+	opts := metav1.ListOptions{Limit: ListPage}
+	for {
+		if requests != nil {
+			requests.Add(1)
+		}
+		page, err := ri.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, item := range page.Items {
+			name := item.GetName()
+			if !keep(name) {
+				continue
+			}
+			obj := &unstructured.Unstructured{Object: item.Object}
+			obj.SetAPIVersion(page.GetAPIVersion())
+			obj.SetKind(gvk.Kind)
+			each(name, obj)
+		}
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
 }
