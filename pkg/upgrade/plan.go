@@ -16,6 +16,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -175,7 +176,10 @@ func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Config
 	// managedFields as a client-side plan does; a plan found to be
 	// server-side after the render (a Helm 4 release) lists again.
 	lean := req.Render.ServerSide != render.ServerSideTrue
-	return helm, c.Cluster.StartPrefetch(ctx, heads, live.MinListGroup, lean)
+	// The planner hands each object it takes from these LISTs to the
+	// sanitiser as it does with its own LISTs (planner.evaluations): the
+	// Secret-read transport need not decode them too.
+	return helm, c.Cluster.StartPrefetch(redact.WithReadsSanitized(ctx), heads, live.MinListGroup, lean)
 }
 
 // logStages logs, with --debug, the planner's stages: the bulk read of the
