@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -15,7 +14,8 @@ import (
 // Early holds the LISTs a plan starts before it knows all its objects: the
 // kinds and namespaces the last release names, read while Helm renders the
 // new one. Prefetch takes a group's objects from it when the group it would
-// LIST is one Early listed, and LISTs the others itself.
+// LIST is one Early listed, and LISTs the others itself. The objects are
+// held as their LIST sent them (see State.Decode).
 //
 // The objects are the same as a later LIST would give: a LIST is one
 // consistent read of the kind in the namespace whenever it is sent, the plan
@@ -24,7 +24,7 @@ import (
 // moves (by the time a render takes), as it already varies between the
 // objects a plan reads with GETs.
 type Early struct {
-	// lean: managedFields were dropped from the objects as they arrived.
+	// lean: managedFields were cut from the objects as they arrived.
 	lean     bool
 	start    time.Time
 	mu       sync.Mutex
@@ -39,11 +39,11 @@ type groupKey struct {
 	namespace string
 }
 
-// earlyList is one LIST's result: the objects Early was started for, whole,
-// and the names of every object of the kind in the namespace (an object
-// not among them does not exist).
+// earlyList is one LIST's result: the objects Early was started for, and
+// the names of every object of the kind in the namespace (an object not
+// among them does not exist).
 type earlyList struct {
-	kept map[string]*unstructured.Unstructured
+	kept map[string]*listed
 	seen map[string]bool
 	err  error
 }
@@ -52,11 +52,11 @@ type earlyList struct {
 // namespace holding at least minGroup of heads. Wait for it (Early.Wait)
 // before reading its Requests; Prefetch waits for it itself.
 //
-// With lean, each object kept drops its metadata.managedFields as it
+// With lean, each object kept loses its metadata.managedFields as it
 // arrives, as a client-side plan's Prefetch would (they are often half an
 // object, and held through the render otherwise). Prefetch then hands out
-// only objects its own trim drops them from too, and lists again a group
-// whose trim keeps everything (a server-side apply plan).
+// only objects its own lean drops them from too, and lists again a group
+// whose lean keeps everything (a server-side apply plan).
 func (c *Cluster) StartPrefetch(ctx context.Context, heads []manifest.Head, minGroup int, lean bool) *Early {
 	byGroup := map[groupKey]map[string]bool{}
 	for _, h := range heads {
@@ -125,16 +125,17 @@ func (e *Early) Lists() int {
 	return len(e.groups)
 }
 
-// states (called by one goroutine at a time) returns the states of members from the early LIST of k, each
-// trimmed by trim, and false when k was not listed early or its LIST
-// failed. Members the LIST saw but was not started for (objects the new
-// render adds that exist already) are left out, for Get.
-func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[manifest.ObjectID]State, bool) {
+// states (called by one goroutine at a time) returns the states of members
+// from the early LIST of k, to be decoded without managedFields where lean
+// says, and false when k was not listed early or its LIST failed. Members
+// the LIST saw but was not started for (objects the new render adds that
+// exist already) are left out, for Get.
+func (e *Early) states(k groupKey, members []*manifest.Object, lean Lean) (map[manifest.ObjectID]State, bool) {
 	if e == nil {
 		return nil, false
 	}
 	l := e.groups[k]
-	if l == nil || e.lean && trim == nil {
+	if l == nil || e.lean && lean == nil {
 		return nil, false
 	}
 	e.wg.Wait()
@@ -143,17 +144,13 @@ func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[m
 	}
 	states := make(map[manifest.ObjectID]State, len(members))
 	for _, o := range members {
-		obj := l.kept[o.ID.Name]
-		switch {
-		case obj != nil && e.lean && !dropsManagedFields(trim, o):
+		switch obj := l.kept[o.ID.Name]; {
+		case obj != nil && e.lean && !lean(o):
 			// Its managedFields are wanted (an object without a
 			// last-release form): left for Get.
 		case obj != nil:
 			delete(l.kept, o.ID.Name) // handed out once: the caller owns it
-			if trim != nil {
-				trim(o, obj)
-			}
-			states[o.ID] = State{Obj: obj}
+			states[o.ID] = obj.state(o, lean)
 		case !l.seen[o.ID.Name]:
 			states[o.ID] = State{} // absent: to be created
 		}
@@ -161,32 +158,21 @@ func (e *Early) states(k groupKey, members []*manifest.Object, trim Trim) (map[m
 	return states, true
 }
 
-// dropsManagedFields reports whether trim drops o's managedFields (trim
-// decides from o alone, as Trim says).
-func dropsManagedFields(trim Trim, o *manifest.Object) bool {
-	probe := &unstructured.Unstructured{Object: map[string]interface{}{
-		"metadata": map[string]interface{}{"managedFields": []interface{}{}},
-	}}
-	trim(o, probe)
-	_, kept, _ := unstructured.NestedFieldNoCopy(probe.Object, "metadata", "managedFields")
-	return !kept
-}
-
 // listNames LISTs gvk in namespace page by page, keeping the objects named
 // in names (without managedFields when lean) and the name of every object;
 // each request is counted in requests.
-func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, namespace string, names map[string]bool, lean bool, requests *atomic.Int64) (map[string]*unstructured.Unstructured, map[string]bool, error) {
-	kept := make(map[string]*unstructured.Unstructured, len(names))
+func (c *Cluster) listNames(ctx context.Context, gvk schema.GroupVersionKind, namespace string, names map[string]bool, lean bool, requests *atomic.Int64) (map[string]*listed, map[string]bool, error) {
+	kept := make(map[string]*listed, len(names))
 	seen := map[string]bool{}
 	keep := func(name string) bool {
 		seen[name] = true
 		return names[name]
 	}
-	err := c.pages(ctx, gvk, namespace, requests, keep, func(name string, obj *unstructured.Unstructured) {
+	err := c.pages(ctx, gvk, namespace, requests, keep, func(name string, l *listed) {
 		if lean {
-			unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+			l.json, l.lean = withoutManagedFields(l.json), true
 		}
-		kept[name] = obj
+		kept[name] = l
 	})
 	if err != nil {
 		return nil, nil, err

@@ -61,44 +61,50 @@ func TestPrefetchFromEarly(t *testing.T) {
 	for i := range MinListGroup {
 		objs = append(objs, configMapObject("c", fmt.Sprintf("c%d", i)))
 	}
-	dropAll := func(_ *manifest.Object, obj *unstructured.Unstructured) {
-		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-	}
+	all := func(*manifest.Object) bool { return true }
 	a0 := manifest.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "a0"}
 	adopted := manifest.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "adopted"}
+	butA0 := func(o *manifest.Object) bool { return o.ID != a0 }
 	tests := []struct {
 		name string
-		lean bool
-		trim Trim
+		// earlyLean cuts managedFields as the early LISTs arrive; lean is
+		// Prefetch's.
+		earlyLean bool
+		lean      Lean
 		// left are the objects left for Get; lists the namespaces Prefetch
 		// lists itself.
 		left  []manifest.ObjectID
 		lists []string
 	}{
-		{name: "whole objects", trim: dropAll, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
-		{name: "lean, trim drops managedFields", lean: true, trim: dropAll, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
-		{name: "lean, trim keeps a0's managedFields", lean: true, left: []manifest.ObjectID{adopted, a0}, lists: []string{"c"},
-			trim: func(o *manifest.Object, obj *unstructured.Unstructured) {
-				if o.ID != a0 {
-					dropAll(o, obj)
-				}
-			}},
-		{name: "lean, trim keeps everything: listed again", lean: true, lists: []string{"a", "c"}},
+		{name: "whole objects", left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
+		{name: "whole objects, lean but for a0", lean: butA0, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
+		{name: "lean", earlyLean: true, lean: all, left: []manifest.ObjectID{adopted}, lists: []string{"c"}},
+		{name: "lean early, a0 wanted whole: left for Get", earlyLean: true, lean: butA0, left: []manifest.ObjectID{adopted, a0}, lists: []string{"c"}},
+		{name: "lean early, all wanted whole: listed again", earlyLean: true, lists: []string{"a", "c"}},
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			plainCluster, _ := configMapCluster(live...)
-			want := plainCluster.Prefetch(ctx, objs, MinListGroup, tt.trim, nil)
+			want := decoded(plainCluster.Prefetch(ctx, objs, MinListGroup, tt.lean, nil))
 
 			c, dyn := configMapCluster(live...)
-			early := c.StartPrefetch(ctx, last, MinListGroup, tt.lean)
+			early := c.StartPrefetch(ctx, last, MinListGroup, tt.earlyLean)
 			early.Wait()
 			if early.Lists() != 1 || early.Requests() != 1 {
 				t.Fatalf("early: %d list(s), %d request(s); want 1 of namespace a (b holds too few)", early.Lists(), early.Requests())
 			}
 			dyn.ClearActions()
-			got := c.Prefetch(ctx, objs, MinListGroup, tt.trim, early)
+			got := decoded(c.Prefetch(ctx, objs, MinListGroup, tt.lean, early))
+			for id, st := range got {
+				if st.Obj == nil {
+					continue
+				}
+				_, has, _ := unstructured.NestedSlice(st.Obj.Object, "metadata", "managedFields")
+				if wantFields := tt.lean == nil || !tt.lean(configMapObject(id.Namespace, id.Name)); has != wantFields {
+					t.Errorf("%s: managedFields kept %v, want %v", id, has, wantFields)
+				}
+			}
 
 			for _, id := range tt.left {
 				if _, ok := got[id]; ok {
@@ -119,4 +125,13 @@ func TestPrefetchFromEarly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decoded decodes every state.
+func decoded(states map[manifest.ObjectID]State) map[manifest.ObjectID]State {
+	out := make(map[manifest.ObjectID]State, len(states))
+	for id, st := range states {
+		out[id] = st.Decode()
+	}
+	return out
 }

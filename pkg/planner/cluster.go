@@ -26,9 +26,9 @@ type Cluster interface {
 	// catalogue, and drift cannot be seen.
 	Offline() bool
 	// Prefetch reads in bulk what it can (paged LISTs per large group of
-	// one kind), each object trimmed by trim (nil: kept whole) as it is
-	// read; the states it returns need no Get.
-	Prefetch(ctx context.Context, objs []*manifest.Object, trim live.Trim) map[manifest.ObjectID]live.State
+	// one kind); the states it returns need no Get, and each is decoded
+	// (live.State.Decode) without managedFields where lean says.
+	Prefetch(ctx context.Context, objs []*manifest.Object, lean live.Lean) map[manifest.ObjectID]live.State
 	// Get returns one object's live state; prev is its form in the last
 	// release (nil if new).
 	Get(ctx context.Context, obj, prev *manifest.Object) live.State
@@ -157,8 +157,8 @@ var _ Cluster = Live{}
 func (Live) Offline() bool { return false }
 
 // Prefetch implements Cluster.
-func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object, trim live.Trim) map[manifest.ObjectID]live.State {
-	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, trim, l.Early)
+func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object, lean live.Lean) map[manifest.ObjectID]live.State {
+	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, lean, l.Early)
 }
 
 // Get implements Cluster.
@@ -225,7 +225,7 @@ var _ Cluster = Offline{}
 func (Offline) Offline() bool { return true }
 
 // Prefetch implements Cluster.
-func (Offline) Prefetch(context.Context, []*manifest.Object, live.Trim) map[manifest.ObjectID]live.State {
+func (Offline) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
 	return nil
 }
 

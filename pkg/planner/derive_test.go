@@ -125,6 +125,6 @@ func planDerived(t *testing.T, next string, mode ServerDryRun, observed string) 
 var _ Cluster = &patchCluster{}
 
 // Prefetch: nothing in bulk.
-func (*patchCluster) Prefetch(context.Context, []*manifest.Object, live.Trim) map[manifest.ObjectID]live.State {
+func (*patchCluster) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
 	return nil
 }

@@ -140,9 +140,6 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range next.Objects() {
-		addHelmMetadata(o.Obj, in.Release.Name, ns)
-	}
 	// Before the last release is parsed: the second render's objects are
 	// garbage by then, and three parsed releases are never held at once.
 	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed)
@@ -186,7 +183,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
 	}
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide(), san) })
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -207,6 +204,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		err = g.Wait()
 	})
 	if err != nil {
+		// The objects not evaluated still give their values: a server's
+		// message about one object may quote another.
+		for _, e := range work {
+			if e.prefetched != nil {
+				san.Add(e.prefetched.Decode().Obj)
+			}
+		}
 		return nil, san.Error(err)
 	}
 	p.templateCRDs(ctx, changes)
@@ -248,7 +252,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 
 // evaluation is what one change is evaluated from: the object's
 // last-release and new forms (either may be nil) and, when a LIST read it
-// already, its live state.
+// already, its live state, still encoded.
 type evaluation struct {
 	prev, next *manifest.Object
 	prefetched *live.State
@@ -257,9 +261,10 @@ type evaluation struct {
 // evaluations pairs each of ids with its forms and prefetched live state.
 // Nothing else holds them once the sets are dropped, so each object's
 // parsed and live forms become garbage as soon as its change is evaluated:
-// memory grows with the changes, not with the release. The live objects'
-// Secret values go to san as they are read (values only the cluster holds).
-func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool, san *redact.Sanitizer) []evaluation {
+// memory grows with the changes, not with the release. A live object is
+// decoded only by its evaluation (change), which hands its Secret values
+// to the sanitiser.
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool) []evaluation {
 	work := make([]evaluation, len(ids))
 	objs := make([]*manifest.Object, 0, len(ids))
 	for i, id := range ids {
@@ -273,7 +278,6 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 	prefetched := p.Cluster.Prefetch(redact.WithReadsSanitized(ctx), objs, leanLive(prev, ssa))
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
-			san.Add(st.Obj)
 			work[i].prefetched = &st
 		}
 	}
@@ -285,15 +289,11 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 // often more than half of an object. A Helm 4 server-side apply reads them
 // (conflicts, owners of drift), and so does an object without a last-release
 // form, which Helm diffs against the live object itself.
-func leanLive(prev *manifest.Set, ssa bool) live.Trim {
+func leanLive(prev *manifest.Set, ssa bool) live.Lean {
 	if ssa {
 		return nil
 	}
-	return func(o *manifest.Object, obj *unstructured.Unstructured) {
-		if prev.Get(o.ID) != nil {
-			unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-		}
-	}
+	return func(o *manifest.Object) bool { return prev.Get(o.ID) != nil }
 }
 
 // change evaluates one object.
@@ -302,15 +302,19 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	obj := next
 	if obj == nil {
 		obj = prev
+	} else {
+		// Here rather than for the whole render at once: a metadata map
+		// more for every object, held until its evaluation otherwise.
+		addHelmMetadata(next.Obj, in.Release.Name, in.Release.Namespace)
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	var state live.State
 	if e.prefetched != nil {
-		state = *e.prefetched // its values are in san already
+		state = e.prefetched.Decode()
 	} else {
 		state = p.Cluster.Get(redact.WithReadsSanitized(ctx), obj, prev)
-		san.Add(state.Obj) // values only the cluster holds
 	}
+	san.Add(state.Obj) // values only the cluster holds
 	if state.Err != nil {
 		return c, state.Err
 	}

@@ -13,7 +13,8 @@ import (
 const RegeneratedMessage = "regenerated on every render"
 
 // regenerated returns, per object of the new render, the field paths whose
-// values differ in a second render of the same chart and values.
+// values differ in a second render of the same chart and values (both as
+// rendered, before Helm's metadata is added to either).
 func regenerated(next *manifest.Set, second string, rel plan.Release, scoper manifest.Scoper, parsed *manifest.Parsed) (map[manifest.ObjectID][]string, error) {
 	if second == "" {
 		return nil, nil
@@ -28,7 +29,6 @@ func regenerated(next *manifest.Set, second string, rel plan.Release, scoper man
 		if a == nil {
 			continue
 		}
-		addHelmMetadata(a.Obj, rel.Name, rel.Namespace)
 		if paths := classify.ChangedPaths(o.Obj.Object, a.Obj.Object); len(paths) > 0 {
 			out[o.ID] = paths
 		}

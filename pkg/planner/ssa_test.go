@@ -33,7 +33,7 @@ var _ Cluster = &ssaCluster{}
 
 func (*ssaCluster) Offline() bool { return false }
 
-func (*ssaCluster) Prefetch(context.Context, []*manifest.Object, live.Trim) map[manifest.ObjectID]live.State {
+func (*ssaCluster) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
 	return nil
 }
 

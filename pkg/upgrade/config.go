@@ -226,15 +226,20 @@ func (c *Config) Connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("discovering API resources: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(restConfig)
+	// The dynamic client over a REST client of its own configuration, which
+	// the planner's LISTs also read raw pages through (live.Cluster.REST).
+	dynConfig := dynamic.ConfigFor(restConfig)
+	dynConfig.GroupVersion, dynConfig.APIPath = nil, "/if-you-see-this-search-for-the-break" // as dynamic.NewForConfig: every request sets its path
+	rc, err := rest.UnversionedRESTClientFor(dynConfig)
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	dyn := dynamic.New(rc)
 	helmCfg, err := render.NewConfiguration(getter, c.Namespace, os.Getenv("HELM_DRIVER"), c.Logf)
 	if err != nil {
 		return err
 	}
-	cluster := &live.Cluster{Dynamic: dyn, Mapper: live.Memoized(restmapper.NewDiscoveryRESTMapper(groups))}
+	cluster := &live.Cluster{Dynamic: dyn, REST: rc, Mapper: live.Memoized(restmapper.NewDiscoveryRESTMapper(groups))}
 	c.Helm, c.Cluster, c.ServerVersion, c.server = helmCfg, cluster, version.GitVersion, restConfig.Host
 	return nil
 }

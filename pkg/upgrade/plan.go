@@ -177,7 +177,7 @@ func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Config
 	// server-side after the render (a Helm 4 release) lists again.
 	lean := req.Render.ServerSide != render.ServerSideTrue
 	// The planner hands each object it takes from these LISTs to the
-	// sanitiser as it does with its own LISTs (planner.evaluations): the
+	// sanitiser as it does with its own LISTs (planner.change): the
 	// Secret-read transport need not decode them too.
 	return helm, c.Cluster.StartPrefetch(redact.WithReadsSanitized(ctx), heads, live.MinListGroup, lean)
 }
