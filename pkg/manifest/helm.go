@@ -1,6 +1,10 @@
 package manifest
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // Helm's ownership and policy metadata (helm pkg/action/validate.go,
 // pkg/action/resource_policy.go).
@@ -15,8 +19,12 @@ const (
 
 // SetHelmOwnership adds the metadata Helm's kube client adds to every object
 // it applies (setMetadataVisitor), so a prediction or a dry-run create sees
-// the object Helm will send.
+// the object Helm will send. obj gets a metadata map of its own: another
+// object may share the one it has (see Parsed).
 func SetHelmOwnership(obj *unstructured.Unstructured, release, namespace string) {
+	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		obj.Object["metadata"] = maps.Clone(md)
+	}
 	obj.SetLabels(with(obj.GetLabels(), ManagedByLabel, managedByHelm))
 	obj.SetAnnotations(with(with(obj.GetAnnotations(),
 		ReleaseNameAnnotation, release),

@@ -3,13 +3,14 @@ package manifest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -42,20 +43,28 @@ func Split(name, manifest, defaultNamespace string, scoper Scoper) (*Set, error)
 // Parsed remembers the documents one Split parsed (SplitRemembering), by
 // their text, for a later Split of another manifest (SplitSharing): a
 // document of the same text is not parsed again, and its object shares the
-// parsed content of every top-level field but metadata, which is its own.
-// A release's last manifest and its new render are mostly the same
-// documents: this halves the parsing and the memory of the objects the
-// upgrade leaves as they are. Content is shared on the understanding that
-// nothing changes an object's fields in place but metadata (Helm's
-// ownership metadata, the namespace); copy an object before changing
-// anything else in it.
+// parsed content of the first, metadata included. A release's last
+// manifest and its new render are mostly the same documents: this halves
+// the parsing and the memory of the objects the upgrade leaves as they are.
+//
+// Shared content is never changed in place: what changes an object's
+// metadata replaces the metadata map (SetHelmOwnership, the namespace Split
+// sets), and nothing changes its other fields (copy an object before
+// changing anything else in it).
 type Parsed struct {
-	byText map[string]map[string]interface{}
+	byText map[[sha256.Size]byte]remembered
+}
+
+// remembered is one parsed document: its content as the first Split left
+// it (the namespace set), and the namespace the document itself gave.
+type remembered struct {
+	content   map[string]interface{}
+	namespace string
 }
 
 // SplitRemembering is Split, remembering the documents it parsed.
 func SplitRemembering(name, manifest, defaultNamespace string, scoper Scoper) (*Set, *Parsed, error) {
-	parsed := &Parsed{byText: map[string]map[string]interface{}{}}
+	parsed := &Parsed{byText: map[[sha256.Size]byte]remembered{}}
 	set, err := split(name, manifest, defaultNamespace, scoper, parsed, nil)
 	return set, parsed, err
 }
@@ -66,41 +75,27 @@ func SplitSharing(name, manifest, defaultNamespace string, scoper Scoper, parsed
 	return split(name, manifest, defaultNamespace, scoper, nil, parsed)
 }
 
-// remember keeps content, just parsed from text, for share: its top-level
-// fields as they are (nothing changes them in place) and a copy of its
-// metadata as parsed (Split and its callers change an object's metadata).
-func (p *Parsed) remember(text []byte, content map[string]interface{}) {
-	if _, isList := content["items"]; isList {
-		return // flattened into several objects: parsed anew each time
+// remember keeps d, a document split and given its namespace, for share.
+// The top-level map is copied (the first object's gets a metadata map of
+// its own when its metadata changes); the rest is shared.
+func (p *Parsed) remember(d doc) {
+	if p != nil && d.digest != nil {
+		p.byText[*d.digest] = remembered{content: maps.Clone(d.content), namespace: d.namespace}
 	}
-	kept := make(map[string]interface{}, len(content))
-	for k, v := range content {
-		if k == "metadata" {
-			v = runtime.DeepCopyJSONValue(v)
-		}
-		kept[k] = v
-	}
-	p.byText[string(text)] = kept
 }
 
-// share returns the content remembered for text, with its own copy of
-// metadata; nil if there is none.
-func (p *Parsed) share(text []byte) map[string]interface{} {
+// share returns the content remembered for the document of digest, in a
+// map of its own, and the namespace the document gave; nil if there is
+// none.
+func (p *Parsed) share(digest *[sha256.Size]byte) (map[string]interface{}, string) {
 	if p == nil {
-		return nil
+		return nil, ""
 	}
-	kept, ok := p.byText[string(text)]
+	r, ok := p.byText[*digest]
 	if !ok {
-		return nil
+		return nil, ""
 	}
-	content := make(map[string]interface{}, len(kept))
-	for k, v := range kept {
-		if k == "metadata" {
-			v = runtime.DeepCopyJSONValue(v)
-		}
-		content[k] = v
-	}
-	return content
+	return maps.Clone(r.content), r.namespace
 }
 
 func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
@@ -117,13 +112,19 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 		d := doc{index: i, source: sourceOf(raw)}
-		if d.content = like.share(raw); d.content == nil {
+		if remember != nil || like != nil {
+			// Documents are told apart by a digest of their text: the
+			// texts themselves are the manifest's size again.
+			sum := sha256.Sum256(raw)
+			d.digest = &sum
+		}
+		if d.content, d.namespace = like.share(d.digest); d.content != nil {
+			d.shared, d.digest = true, nil
+		} else {
 			if err := yaml.Unmarshal(raw, &d.content); err != nil {
 				return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
 			}
-			if remember != nil && len(d.content) > 0 {
-				remember.remember(raw, d.content)
-			}
+			d.namespace, _, _ = unstructured.NestedString(d.content, "metadata", "namespace")
 		}
 		if len(d.content) == 0 {
 			continue
@@ -160,13 +161,23 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 				namespaced = true
 			}
 		}
-		if namespaced {
-			if obj.GetNamespace() == "" {
-				obj.SetNamespace(defaultNamespace)
-			}
-		} else {
-			obj.SetNamespace("")
+		// From the namespace the document gave: a shared document's
+		// metadata holds the one the first Split set.
+		ns := d.namespace
+		switch {
+		case !namespaced:
+			ns = ""
+		case ns == "":
+			ns = defaultNamespace
 		}
+		switch {
+		case obj.GetNamespace() == ns:
+		case d.shared:
+			setNamespace(obj, ns) // in metadata of its own
+		default:
+			obj.SetNamespace(ns)
+		}
+		remember.remember(d)
 		o := &Object{
 			ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
 			GVK:    gvk,
@@ -184,6 +195,13 @@ type doc struct {
 	index   int
 	source  string
 	content map[string]interface{}
+	// namespace is metadata.namespace as the document gave it.
+	namespace string
+	// digest identifies the document's text for Parsed (nil: not
+	// remembered, as a List's items); shared: its content is another
+	// object's.
+	digest *[sha256.Size]byte
+	shared bool
 	// item is the 1-based position of an object in the List it came from
 	// (0: a document of its own).
 	item int
@@ -234,11 +252,12 @@ func flatten(d doc) ([]doc, error) {
 	}
 	out := make([]doc, 0, len(items))
 	for i, it := range items {
-		item := doc{index: d.index, source: d.source, item: i + 1}
+		item := doc{index: d.index, source: d.source, item: i + 1, shared: d.shared}
 		content, ok := it.(map[string]interface{})
 		if !ok {
 			return nil, fmt.Errorf("%s: %s item is not an object", item.where(), list.GetKind())
 		}
+		item.namespace, _, _ = unstructured.NestedString(content, "metadata", "namespace")
 		if _, nested := content["items"].([]interface{}); nested {
 			return nil, fmt.Errorf("%s: a list inside a %s is not supported (Helm refuses it too)", item.where(), list.GetKind())
 		}
@@ -283,4 +302,20 @@ func CRDKinds(s *Set) map[schema.GroupKind]bool {
 		}
 	}
 	return out
+}
+
+// setNamespace sets obj's namespace in a metadata map of its own (see
+// Parsed), dropping the field for "" as unstructured does.
+func setNamespace(obj *unstructured.Unstructured, ns string) {
+	md, _ := obj.Object["metadata"].(map[string]interface{})
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]interface{}{}
+	}
+	if ns == "" {
+		delete(md, "namespace")
+	} else {
+		md["namespace"] = ns
+	}
+	obj.Object["metadata"] = md
 }

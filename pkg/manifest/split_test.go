@@ -154,45 +154,79 @@ items:
 }
 
 // TestSplitSharing: a manifest split sharing another's parsed documents
-// gives the objects Split gives, each with metadata of its own, and shares
-// the content of the documents whose text is the same.
+// gives the objects Split gives and shares the content of the documents
+// whose text is the same; what changes one object's metadata (Helm's
+// ownership metadata, before or after the sharing split; the namespace,
+// which a CRD only the first manifest holds scopes differently) leaves the
+// other's as it was.
 func TestSplitSharing(t *testing.T) {
 	const cm = "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: same\ndata: {a: \"1\"}\n"
 	const changed = "---\n# Source: app/templates/cm2.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: changed\ndata: {a: \"%s\"}\n"
 	const list = "---\n# Source: app/templates/list.yaml\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}, stringData: {k: v}}\n"
 	const cluster = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns1}\nspec: {finalizers: [kubernetes]}\n"
-	first := cm + fmt.Sprintf(changed, "1") + list + cluster
-	second := cm + fmt.Sprintf(changed, "2") + list + cluster
+	const crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {group: example.com, scope: Cluster, names: {kind: Widget, plural: widgets}}\n"
+	const widget = "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: x}\n"
+	first := cm + fmt.Sprintf(changed, "1") + list + cluster + crd + widget
+	second := cm + fmt.Sprintf(changed, "2") + list + cluster + widget
 	scoper := StaticScoper{}
-	next, parsed, err := SplitRemembering("next", first, "demo", scoper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the planner does to the new render's objects.
-	for _, o := range next.Objects() {
-		SetHelmOwnership(o.Obj, "rel", "demo")
-	}
-	prev, err := SplitSharing("prev", second, "demo", scoper, parsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := Split("prev", second, "demo", scoper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(prev, want) {
-		t.Errorf("SplitSharing gave\n%+v\nSplit gives\n%+v", prev.Objects(), want.Objects())
+	owned := func(manifest string) *Set {
+		set, err := Split("owned", manifest, "demo", scoper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range set.Objects() {
+			SetHelmOwnership(o.Obj, "rel", "demo")
+		}
+		return set
 	}
 	id := func(kind, ns, name string) ObjectID { return ObjectID{Kind: kind, Namespace: ns, Name: name} }
-	same, sameNext := prev.Get(id("ConfigMap", "demo", "same")).Obj.Object, next.Get(id("ConfigMap", "demo", "same")).Obj.Object
-	if reflect.ValueOf(same["data"]).UnsafePointer() != reflect.ValueOf(sameNext["data"]).UnsafePointer() {
-		t.Error("the content of a document of the same text is not shared")
-	}
-	if reflect.ValueOf(same["metadata"]).UnsafePointer() == reflect.ValueOf(sameNext["metadata"]).UnsafePointer() {
-		t.Error("metadata is shared")
-	}
-	ns := prev.Get(id("Namespace", "", "ns1")).Obj.Object
-	if reflect.ValueOf(ns["spec"]).UnsafePointer() != reflect.ValueOf(next.Get(id("Namespace", "", "ns1")).Obj.Object["spec"]).UnsafePointer() {
-		t.Error("the content of a cluster-scoped document of the same text is not shared")
+	for _, ownedBefore := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ownership metadata set before the sharing split: %v", ownedBefore), func(t *testing.T) {
+			next, parsed, err := SplitRemembering("next", first, "demo", scoper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the planner does to the new render's objects.
+			if ownedBefore {
+				for _, o := range next.Objects() {
+					SetHelmOwnership(o.Obj, "rel", "demo")
+				}
+			}
+			prev, err := SplitSharing("prev", second, "demo", scoper, parsed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ownedBefore {
+				for _, o := range next.Objects() {
+					SetHelmOwnership(o.Obj, "rel", "demo")
+				}
+			}
+			want, err := Split("prev", second, "demo", scoper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(prev, want) {
+				t.Errorf("SplitSharing gave\n%+v\nSplit gives\n%+v", prev.Objects(), want.Objects())
+			}
+			if w := prev.Get(ObjectID{Group: "example.com", Kind: "Widget", Namespace: "x", Name: "w"}); w == nil {
+				t.Errorf("the Widget is not in namespace x, as its document says: %v", prev.Objects())
+			}
+			// And the other way round: the last release's objects get the
+			// ownership metadata (offline), the new render's stay.
+			for _, o := range prev.Objects() {
+				SetHelmOwnership(o.Obj, "other", "demo")
+			}
+			if wantNext := owned(first); !reflect.DeepEqual(next.Objects(), wantNext.Objects()) {
+				t.Errorf("the new render's objects changed with the last release's:\n%+v\nwant\n%+v", next.Objects(), wantNext.Objects())
+			}
+			same, sameNext := prev.Get(id("ConfigMap", "demo", "same")).Obj.Object, next.Get(id("ConfigMap", "demo", "same")).Obj.Object
+			if reflect.ValueOf(same["data"]).UnsafePointer() != reflect.ValueOf(sameNext["data"]).UnsafePointer() {
+				t.Error("the content of a document of the same text is not shared")
+			}
+			ns := prev.Get(id("Namespace", "", "ns1")).Obj.Object
+			if reflect.ValueOf(ns["spec"]).UnsafePointer() != reflect.ValueOf(next.Get(id("Namespace", "", "ns1")).Obj.Object["spec"]).UnsafePointer() {
+				t.Error("the content of a cluster-scoped document of the same text is not shared")
+			}
+		})
 	}
 }
