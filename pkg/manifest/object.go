@@ -54,7 +54,10 @@ type Object struct {
 	// Source is the template file named in Helm's "# Source:" comment.
 	Source string
 	// Obj holds the parsed object; its namespace is defaulted for namespaced kinds.
+	// nil for an object of the planner's splits until Load.
 	Obj *unstructured.Unstructured
+	// lazy is the document Load decodes (nil: loaded).
+	lazy *lazy
 }
 
 // Set is a collection of objects indexed by identity.

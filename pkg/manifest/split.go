@@ -56,9 +56,11 @@ type Parsed struct {
 }
 
 // remembered is one parsed document: its content as the first Split left
-// it (the namespace set), and the namespace the document itself gave.
+// it (the namespace set), or, split lazily, its head and encoded form; and
+// the namespace the document itself gave.
 type remembered struct {
 	content   map[string]interface{}
+	encoded   *encoded
 	namespace string
 }
 
@@ -79,23 +81,28 @@ func SplitSharing(name, manifest, defaultNamespace string, scoper Scoper, parsed
 // The top-level map is copied (the first object's gets a metadata map of
 // its own when its metadata changes); the rest is shared.
 func (p *Parsed) remember(d doc) {
-	if p != nil && d.digest != nil {
-		p.byText[*d.digest] = remembered{content: maps.Clone(d.content), namespace: d.namespace}
+	if p == nil || d.digest == nil {
+		return
 	}
+	content := d.content
+	if d.encoded == nil {
+		content = maps.Clone(content)
+	}
+	p.byText[*d.digest] = remembered{content: content, encoded: d.encoded, namespace: d.namespace}
 }
 
-// share returns the content remembered for the document of digest, in a
-// map of its own, and the namespace the document gave; nil if there is
-// none.
-func (p *Parsed) share(digest *[sha256.Size]byte) (map[string]interface{}, string) {
+// share returns what is remembered for the document of digest, the
+// content in a map of its own (a lazy document's head as it is: nothing
+// changes it); false if there is none.
+func (p *Parsed) share(digest *[sha256.Size]byte) (remembered, bool) {
 	if p == nil {
-		return nil, ""
+		return remembered{}, false
 	}
 	r, ok := p.byText[*digest]
-	if !ok {
-		return nil, ""
+	if ok && r.encoded == nil {
+		r.content = maps.Clone(r.content)
 	}
-	return maps.Clone(r.content), r.namespace
+	return r, ok
 }
 
 func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
@@ -118,10 +125,17 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 			sum := sha256.Sum256(raw)
 			d.digest = &sum
 		}
-		if d.content, d.namespace = like.share(d.digest); d.content != nil {
+		if r, ok := like.share(d.digest); ok {
+			d.content, d.encoded, d.namespace = r.content, r.encoded, r.namespace
 			d.shared, d.digest = true, nil
 		} else {
-			if err := yaml.Unmarshal(raw, &d.content); err != nil {
+			var err error
+			if remember != nil || like != nil {
+				d.content, d.encoded, err = parseLazily(raw)
+			} else {
+				err = yaml.Unmarshal(raw, &d.content)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
 			}
 			d.namespace, _, _ = unstructured.NestedString(d.content, "metadata", "namespace")
@@ -170,7 +184,17 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 		case ns == "":
 			ns = defaultNamespace
 		}
+		o := &Object{
+			ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: obj.GetName()},
+			GVK:    gvk,
+			Source: d.source,
+			Obj:    obj,
+		}
 		switch {
+		case d.encoded != nil:
+			// Decoded by Load, in the namespace set here; the head is
+			// the document's, shared.
+			o.Obj, o.lazy = nil, &lazy{doc: d.encoded, namespace: ns}
 		case obj.GetNamespace() == ns:
 		case d.shared:
 			setNamespace(obj, ns) // in metadata of its own
@@ -178,12 +202,6 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 			obj.SetNamespace(ns)
 		}
 		remember.remember(d)
-		o := &Object{
-			ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
-			GVK:    gvk,
-			Source: d.source,
-			Obj:    obj,
-		}
 		if err := set.Add(o); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -202,6 +220,9 @@ type doc struct {
 	// object's.
 	digest *[sha256.Size]byte
 	shared bool
+	// encoded, when set, is the document to decode later (see Load);
+	// content is then its head alone.
+	encoded *encoded
 	// item is the 1-based position of an object in the List it came from
 	// (0: a document of its own).
 	item int
@@ -297,6 +318,9 @@ func crdScope(content map[string]interface{}) (schema.GroupKind, bool, bool) {
 func CRDKinds(s *Set) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
 	for _, o := range s.Objects() {
+		if !o.Loaded() {
+			continue // never a CRD: those are decoded at once
+		}
 		if gk, _, ok := crdScope(o.Obj.Object); ok {
 			out[gk] = true
 		}

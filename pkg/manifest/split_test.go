@@ -180,14 +180,24 @@ func TestSplitSharing(t *testing.T) {
 		return set
 	}
 	id := func(kind, ns, name string) ObjectID { return ObjectID{Kind: kind, Namespace: ns, Name: name} }
+	loadAll := func(t *testing.T, sets ...*Set) {
+		t.Helper()
+		for _, set := range sets {
+			for _, o := range set.Objects() {
+				if err := o.Load(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	for _, ownedBefore := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ownership metadata set before the sharing split: %v", ownedBefore), func(t *testing.T) {
 			next, parsed, err := SplitRemembering("next", first, "demo", scoper)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// What the planner does to the new render's objects.
 			if ownedBefore {
+				loadAll(t, next)
 				for _, o := range next.Objects() {
 					SetHelmOwnership(o.Obj, "rel", "demo")
 				}
@@ -196,6 +206,13 @@ func TestSplitSharing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// As the planner loads them: each object's two forms together.
+			for _, o := range prev.Objects() {
+				if err := LoadPair(o, next.Get(o.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			loadAll(t, next)
 			if !ownedBefore {
 				for _, o := range next.Objects() {
 					SetHelmOwnership(o.Obj, "rel", "demo")
@@ -218,6 +235,9 @@ func TestSplitSharing(t *testing.T) {
 			}
 			if wantNext := owned(first); !reflect.DeepEqual(next.Objects(), wantNext.Objects()) {
 				t.Errorf("the new render's objects changed with the last release's:\n%+v\nwant\n%+v", next.Objects(), wantNext.Objects())
+			}
+			if ownedBefore {
+				return // loaded apart: nothing shared
 			}
 			same, sameNext := prev.Get(id("ConfigMap", "demo", "same")).Obj.Object, next.Get(id("ConfigMap", "demo", "same")).Obj.Object
 			if reflect.ValueOf(same["data"]).UnsafePointer() != reflect.ValueOf(sameNext["data"]).UnsafePointer() {

@@ -299,6 +299,9 @@ func leanLive(prev *manifest.Set, ssa bool) live.Lean {
 // change evaluates one object.
 func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds map[schema.GroupKind]bool, san *redact.Sanitizer) (plan.Change, error) {
 	prev, next := e.prev, e.next
+	if err := manifest.LoadPair(prev, next); err != nil {
+		return plan.Change{}, err
+	}
 	obj := next
 	if obj == nil {
 		obj = prev

@@ -26,10 +26,20 @@ func regenerated(next *manifest.Set, second string, rel plan.Release, scoper man
 	out := map[manifest.ObjectID][]string{}
 	for _, o := range next.Objects() {
 		a := again.Get(o.ID)
-		if a == nil {
+		if a == nil || manifest.SameDocument(o, a) {
 			continue
 		}
-		if paths := classify.ChangedPaths(o.Obj.Object, a.Obj.Object); len(paths) > 0 {
+		// Decoded for the comparison alone: the new render's objects stay
+		// encoded until their evaluation.
+		first, err := o.Decoded()
+		if err != nil {
+			return nil, err
+		}
+		second, err := a.Decoded()
+		if err != nil {
+			return nil, err
+		}
+		if paths := classify.ChangedPaths(first.Object, second.Object); len(paths) > 0 {
 			out[o.ID] = paths
 		}
 	}

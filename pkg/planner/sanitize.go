@@ -10,7 +10,9 @@ import (
 func addSecrets(san *redact.Sanitizer, sets ...*manifest.Set) {
 	for _, s := range sets {
 		for _, o := range s.Objects() {
-			san.Add(o.Obj)
+			if o.Loaded() { // the others hold no secret value (manifest.Object.Load)
+				san.Add(o.Obj)
+			}
 		}
 	}
 }
