@@ -62,6 +62,15 @@ func (s State) Decode() State {
 	return State{Obj: obj}
 }
 
+// Encoded returns the object of a state not decoded yet as its LIST sent
+// it (ok false for the others).
+func (s State) Encoded() (apiVersion, kind string, data []byte, ok bool) {
+	if s.listed == nil {
+		return "", "", nil, false
+	}
+	return s.listed.apiVersion, s.listed.kind, s.listed.json, true
+}
+
 // pages LISTs gvk in namespace page by page and hands each the objects whose
 // names keep accepts (keep sees every name), encoded as the server sent
 // them. Each request is counted in requests, if not nil.

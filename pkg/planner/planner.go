@@ -183,7 +183,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
 	}
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide()) })
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide(), san) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// err becomes the first failure of an object.
@@ -204,13 +204,6 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		err = g.Wait()
 	})
 	if err != nil {
-		// The objects not evaluated still give their values: a server's
-		// message about one object may quote another.
-		for _, e := range work {
-			if e.prefetched != nil {
-				san.Add(e.prefetched.Decode().Obj)
-			}
-		}
 		return nil, san.Error(err)
 	}
 	p.templateCRDs(ctx, changes)
@@ -262,9 +255,10 @@ type evaluation struct {
 // Nothing else holds them once the sets are dropped, so each object's
 // parsed and live forms become garbage as soon as its change is evaluated:
 // memory grows with the changes, not with the release. A live object is
-// decoded only by its evaluation (change), which hands its Secret values
-// to the sanitiser.
-func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool) []evaluation {
+// decoded by its evaluation (change); those that may hold a Secret value
+// are decoded once before, for san: a server's answer about one object (a
+// warning is printed as it comes) may quote another.
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool, san *redact.Sanitizer) []evaluation {
 	work := make([]evaluation, len(ids))
 	objs := make([]*manifest.Object, 0, len(ids))
 	for i, id := range ids {
@@ -279,6 +273,9 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
 			work[i].prefetched = &st
+			if apiVersion, kind, data, encoded := st.Encoded(); encoded && redact.MayHoldSecrets(apiVersion, kind, data) {
+				san.Add(st.Decode().Obj)
+			}
 		}
 	}
 	return work

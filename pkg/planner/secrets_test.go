@@ -4,9 +4,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -80,5 +89,47 @@ func TestPreviousManifestWithList(t *testing.T) {
 	}
 	if len(got) != 2 || got["ConfigMap/prod/a"] != plan.ActionUpdate || got["ConfigMap/prod/b"] != plan.ActionDelete {
 		t.Errorf("changes %v: want ConfigMap a updated and b deleted", got)
+	}
+}
+
+// TestLiveSecretsSanitisedBeforeEvaluation: the values only the cluster
+// holds (a listed Secret's data) are in the sanitiser before any object is
+// evaluated, though the listed objects stay encoded until then: a warning
+// the API server sends about one object is printed as it comes, and may
+// quote another.
+func TestLiveSecretsSanitisedBeforeEvaluation(t *testing.T) {
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
+	mapper.Add(secretGVK, meta.RESTScopeNamespace)
+	var objs []runtime.Object
+	var manifestText strings.Builder
+	for i := range live.MinListGroup {
+		name := fmt.Sprintf("s%d", i)
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]interface{}{"name": name, "namespace": "prod"},
+			"data":     map[string]interface{}{"k": base64.StdEncoding.EncodeToString([]byte("live-only-value-" + name))},
+		}})
+		fmt.Fprintf(&manifestText, "---\napiVersion: v1\nkind: Secret\nmetadata: {name: %s}\nstringData: {k: chart-value}\n", name)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{{Version: "v1", Resource: "secrets"}: "SecretList"}, objs...)
+	cluster := Live{Cluster: &live.Cluster{Dynamic: dyn, Mapper: mapper}}
+	set, err := manifest.Split("m", manifestText.String(), "prod", cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	san := redact.NewSanitizer(redact.NewMasker())
+	work := New(cluster, "").evaluations(context.Background(), manifest.UnionIDs(set), set, set, false, san)
+	for _, e := range work {
+		if e.prefetched == nil {
+			t.Fatalf("%s: not listed", e.next.ID)
+		}
+		if _, _, _, encoded := e.prefetched.Encoded(); !encoded {
+			t.Errorf("%s: decoded before its evaluation", e.next.ID)
+		}
+	}
+	if got := san.String("live-only-value-s3"); strings.Contains(got, "live-only-value") {
+		t.Errorf("a listed Secret's value is not in the sanitiser before the evaluation: %q", got)
 	}
 }

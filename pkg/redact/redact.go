@@ -6,6 +6,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,21 @@ var secretFields = []string{"data", "stringData"}
 // lower-case kind too, and Helm sends such objects as they are.
 func IsSecret(obj *unstructured.Unstructured) bool {
 	return obj != nil && strings.EqualFold(obj.GetKind(), "Secret")
+}
+
+// MayHoldSecrets reports whether an object of apiVersion and kind, encoded
+// as data (JSON), may hold a value Sensitive or the sanitiser would find:
+// false only when decoding it could not add any (a core ConfigMap without
+// kubectl's last-applied copy, an object with neither data nor stringData).
+// It lets a caller decode only those objects ahead of the others.
+func MayHoldSecrets(apiVersion, kind string, data []byte) bool {
+	switch {
+	case strings.EqualFold(kind, "Secret"), bytes.Contains(data, []byte(LastAppliedAnnotation)):
+		return true
+	case plainData[schema.FromAPIVersionAndKind(apiVersion, kind)]:
+		return false
+	}
+	return bytes.Contains(data, []byte(`"stringData"`)) || bytes.Contains(data, []byte(`"data"`))
 }
 
 // Sensitive reports whether obj's data and stringData are masked: a Secret

@@ -125,3 +125,26 @@ func TestMasker(t *testing.T) {
 		t.Fatal("NewMasker keys are not random 32-byte keys")
 	}
 }
+
+// TestMayHoldSecrets: only objects whose decoding cannot give the
+// sanitiser a value are passed over; anything it cannot rule out counts.
+func TestMayHoldSecrets(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind, json string
+		want                   bool
+	}{
+		{"v1", "Secret", `{"metadata":{"name":"s"}}`, true},
+		{"v1", "secret", `{"metadata":{"name":"s"}}`, true},
+		{"v1", "ConfigMap", `{"metadata":{"name":"c"},"data":{"k":"v"}}`, false},
+		{"v1", "ConfigMap", `{"metadata":{"name":"c","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`, true},
+		{"example.com/v1", "ConfigMap", `{"metadata":{"name":"c"},"data":{"k":"v"}}`, true},
+		{"example.com/v1", "Thing", `{"metadata":{"name":"t"},"spec":{"stringData":{}}}`, true},
+		{"apps/v1", "Deployment", `{"metadata":{"name":"d"},"spec":{"replicas":1}}`, false},
+		{"v1", "Service", `{"metadata":{"name":"svc","labels":{"data":"x"}}}`, true}, // a key data anywhere: not ruled out
+	}
+	for _, tt := range tests {
+		if got := MayHoldSecrets(tt.apiVersion, tt.kind, []byte(tt.json)); got != tt.want {
+			t.Errorf("%s %s %s: %v, want %v", tt.apiVersion, tt.kind, tt.json, got, tt.want)
+		}
+	}
+}
