@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,8 +24,9 @@ import (
 type ssaCluster struct {
 	manifest.StaticScoper
 	live    *unstructured.Unstructured
-	owner   string // the manager owning data.key; someone-else when ""
-	applies []bool // force of each DryRunApply
+	owner   string     // the manager owning data.key; someone-else when ""
+	mu      sync.Mutex // the planner evaluates objects concurrently
+	applies []bool     // force of each DryRunApply
 	patches int
 	creates int
 }
@@ -38,6 +40,8 @@ func (*ssaCluster) Prefetch(context.Context, []*manifest.Object, live.Lean) map[
 }
 
 func (c *ssaCluster) DryRunCreate(_ context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.creates++
 	return obj.Obj, nil
 }
@@ -50,11 +54,15 @@ func (c *ssaCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State 
 }
 
 func (c *ssaCluster) DryRunPatch(context.Context, *manifest.Object, types.PatchType, []byte) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.patches++
 	return nil, ErrNoServer
 }
 
 func (c *ssaCluster) DryRunApply(_ context.Context, obj *manifest.Object, force bool) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.applies = append(c.applies, force)
 	if obj.ID.Name != c.live.GetName() {
 		return obj.Obj, nil // created
