@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 
@@ -122,8 +123,34 @@ type jsonHook struct {
 // The changes are streamed: each is encoded, with its diff, and written
 // before the next batch is diffed, so the report holds a batch of diffs at a
 // time, never the whole document. The bytes are those of encoding the whole
-// document at once (the golden files pin them).
+// document at once (the golden files pin them). An error after part of the
+// document reached w says so: a consumer must not take what it holds for a
+// plan.
 func (pw *planWriter) writeJSON(w io.Writer) error {
+	cw := &countingWriter{w: w}
+	if err := pw.streamJSON(cw); err != nil {
+		if cw.n > 0 {
+			return fmt.Errorf("%w (the JSON document on the output is incomplete: %d bytes were written)", err, cw.n)
+		}
+		return err
+	}
+	return nil
+}
+
+// countingWriter counts the bytes w accepted.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// streamJSON is writeJSON but for what it says of an error.
+func (pw *planWriter) streamJSON(w io.Writer) error {
 	doc, err := pw.jsonDocument()
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -120,5 +122,45 @@ func TestJSONEmptyLists(t *testing.T) {
 	out = write(t, &plan.Plan{}, Options{Format: FormatJSON})
 	if !strings.Contains(out, `"changes": []`) {
 		t.Errorf("empty plan: want \"changes\": [], got:\n%s", out)
+	}
+}
+
+// failAfter accepts limit bytes, then fails every write.
+type failAfter struct {
+	limit, n int
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n+len(p) > f.limit {
+		k := f.limit - f.n
+		f.n = f.limit
+		return k, errors.New("write /dev/stdout: broken pipe")
+	}
+	f.n += len(p)
+	return len(p), nil
+}
+
+// TestJSONIncompleteSaysSo: a JSON report that fails part-way through
+// (streamed, it is written a batch at a time) says the document on the
+// output is incomplete; one that fails before writing anything does not.
+func TestJSONIncompleteSaysSo(t *testing.T) {
+	p := &plan.Plan{Release: plan.Release{Name: "r", Namespace: "n", Revision: 1}}
+	for i := range 2000 {
+		p.Changes = append(p.Changes, plan.Change{ID: id("", "ConfigMap", fmt.Sprintf("c%04d", i)), APIVersion: "v1", Action: plan.ActionNoop})
+	}
+	for _, tt := range []struct {
+		limit      int
+		incomplete bool
+	}{{limit: 0}, {limit: 100 << 10, incomplete: true}} {
+		err := Write(&failAfter{limit: tt.limit}, p, Options{Format: FormatJSON})
+		if err == nil {
+			t.Fatalf("limit %d: no error", tt.limit)
+		}
+		if got := strings.Contains(err.Error(), "incomplete"); got != tt.incomplete {
+			t.Errorf("limit %d: %v; want it to say the document is incomplete: %v", tt.limit, err, tt.incomplete)
+		}
+		if !strings.Contains(err.Error(), "broken pipe") {
+			t.Errorf("limit %d: %v does not carry the write error", tt.limit, err)
+		}
 	}
 }
