@@ -43,8 +43,8 @@ func managedFieldsSpan(b []byte) (from, to int, ok bool) {
 			from, to, ok = comma, s.i, true
 			if comma == start {
 				// The first member: no comma before it, so the one after
-				// it goes (with the space before the next key).
-				// (looked ahead: the object's own loop reads the comma).
+				// it goes too, with the space before the next key (looked
+				// ahead: the object's own loop reads that comma).
 				j := skipSpace(s.b, s.i)
 				if j < len(s.b) && s.b[j] == ',' {
 					to = skipSpace(s.b, j+1)
