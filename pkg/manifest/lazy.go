@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // The planner's splits (SplitRemembering, SplitSharing) keep most objects
@@ -87,7 +89,7 @@ func eager(top map[string]json.RawMessage, head map[string]interface{}) bool {
 	}
 	md, _ := head["metadata"].(map[string]interface{})
 	ann, _ := md["annotations"].(map[string]interface{})
-	_, lastApplied := ann["kubectl.kubernetes.io/last-applied-configuration"]
+	_, lastApplied := ann[redact.LastAppliedAnnotation]
 	return lastApplied
 }
 
@@ -118,7 +120,7 @@ func (o *Object) Load() error {
 // new forms: when both are the same document, it is decoded once and its
 // content shared (metadata copied when it changes, as SplitSharing's).
 func LoadPair(a, b *Object) error {
-	if a != nil && b != nil && !a.Loaded() && !b.Loaded() && a.lazy.doc == b.lazy.doc {
+	if SameDocument(a, b) {
 		content, err := decode(a.lazy.doc.json)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.ID, err)

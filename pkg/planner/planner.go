@@ -310,11 +310,11 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	var state live.State
 	if e.prefetched != nil {
-		state = e.prefetched.Decode()
+		state = e.prefetched.Decode() // its values are in san already (evaluations)
 	} else {
 		state = p.Cluster.Get(redact.WithReadsSanitized(ctx), obj, prev)
+		san.Add(state.Obj) // values only the cluster holds
 	}
-	san.Add(state.Obj) // values only the cluster holds
 	if state.Err != nil {
 		return c, state.Err
 	}
