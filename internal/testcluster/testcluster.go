@@ -27,7 +27,6 @@ package testcluster
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +37,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -457,11 +455,10 @@ func (c *Cluster) Helm(t testing.TB, args ...string) string {
 }
 
 // HelmErr runs the helm v3 CLI like Helm but returns its error (an
-// *exec.ExitError when helm ran and failed) with the combined output.
+// *exec.ExitError when helm ran and failed) with the combined output. It has
+// no time limit of its own (see CommandContext): go test -timeout bounds it.
 func (c *Cluster) HelmErr(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Helm3, args...)
+	cmd := exec.Command(c.Helm3, args...)
 	cmd.Env = c.Env()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -470,7 +467,7 @@ func (c *Cluster) HelmErr(args ...string) (string, error) {
 // HelmV4 runs the helm v4 CLI (Helm4) with Env like Helm runs helm v3.
 func (c *Cluster) HelmV4(t testing.TB, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := CommandContext(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Helm4, args...)
 	cmd.Env = c.Env()

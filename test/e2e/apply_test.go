@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/term"
@@ -191,12 +190,14 @@ func TestApplyPromptOnTerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			go func() { _, _ = screen.WriteTo(discard{}) }()
+			ctx, cancel := testcluster.CommandContext(t)
+			defer cancel()
 			select {
 			case code := <-done:
 				if code != tt.code {
 					t.Fatalf("answer %q: exit %d, want %d", tt.answer, code, tt.code)
 				}
-			case <-time.After(2 * time.Minute):
+			case <-ctx.Done():
 				t.Fatal("the tool did not finish after the answer")
 			}
 			if got := templateStorage(t, c, ns); got != tt.storage {

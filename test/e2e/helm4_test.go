@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,8 +16,8 @@ import (
 
 // bin runs a helm v4 or kubectl binary with the cluster's environment and
 // returns its combined output and error.
-func bin(c *testcluster.Cluster, path string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+func bin(t testing.TB, c *testcluster.Cluster, path string, args ...string) (string, error) {
+	ctx, cancel := testcluster.CommandContext(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = c.Env()
@@ -29,7 +27,7 @@ func bin(c *testcluster.Cluster, path string, args ...string) (string, error) {
 
 func mustBin(t *testing.T, c *testcluster.Cluster, path string, args ...string) string {
 	t.Helper()
-	out, err := bin(c, path, args...)
+	out, err := bin(t, c, path, args...)
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(path), strings.Join(args, " "), err, out)
 	}
@@ -162,7 +160,7 @@ func TestHelm4Conflict(t *testing.T) {
 	// The truth: helm v4.3.1 fails on the conflict (in both, so that the
 	// twins keep the same history: revision 2 failed).
 	for _, n := range []string{ns, twin} {
-		out, err := bin(c, c.Helm4, "upgrade", "r", chart, "-n", n, "--set", "other=y")
+		out, err := bin(t, c, c.Helm4, "upgrade", "r", chart, "-n", n, "--set", "other=y")
 		if err == nil || !strings.Contains(out, `conflict with "someone-else": .data.key`) {
 			t.Errorf("helm4 upgrade: %v, want the conflict on .data.key\n%s", err, out)
 		}
@@ -275,7 +273,7 @@ func TestPlanVerdictsHelm4(t *testing.T) {
 		}
 		assertOnlyDryRunWrites(t, c, ns, before)
 		if ok {
-			out, err := bin(c, c.Helm4, "upgrade", "app", v2, "-n", ns)
+			out, err := bin(t, c, c.Helm4, "upgrade", "app", v2, "-n", ns)
 			if err == nil {
 				t.Errorf("%s: the plan says %s, but helm4 upgrade succeeded:\n%s", differs.why, class, out)
 			}
@@ -370,7 +368,7 @@ func TestHelm4Create(t *testing.T) {
 	if got := p.change(t, "ConfigMap", "r-new"); !got.Blocking || r.Code != 2 || len(got.Reasons) == 0 || !strings.Contains(got.Reasons[0].Message, "unknownField") {
 		t.Errorf("unknown field in a new object: blocking %v exit %d reasons %+v notes %q, want blocking, 2, naming the field\n%s", got.Blocking, r.Code, got.Reasons, got.Notes, r.Stderr)
 	}
-	if out, err := bin(c, c.Helm4, "upgrade", "r", bad, "-n", ns); err == nil {
+	if out, err := bin(t, c, c.Helm4, "upgrade", "r", bad, "-n", ns); err == nil {
 		t.Errorf("helm4 upgrade with an unknown field succeeded, the plan blocks it:\n%s", out)
 	}
 }
