@@ -169,10 +169,14 @@ func readOutputs(t *testing.T, path string) map[string]string {
 
 // TestAction runs the composite GitHub Action (action.yml) with a real helm
 // v3 on PATH against the local control plane: it installs the plugin from its
-// own checkout, writes the Markdown plan to the job summary, passes on no or
+// own folder (here an unpacked release archive with action.yml beside it, so
+// the install hook takes the archive's binary instead of compiling the tool
+// again; the from-source install is TestHelmPluginFromSource's), writes the Markdown plan to the job summary, passes on no or
 // pending changes, and fails on blocked destructive changes and on errors.
 func TestAction(t *testing.T) {
 	c := testcluster.Get(t)
+	actionDir := snapshot(t).unpack(t)
+	copyFile(t, filepath.Join(c.Root, "action.yml"), filepath.Join(actionDir, "action.yml"), 0o644)
 	helmDir := t.TempDir()
 	if err := os.Symlink(c.Helm3, filepath.Join(helmDir, "helm")); err != nil {
 		t.Fatal(err)
@@ -224,7 +228,7 @@ func TestAction(t *testing.T) {
 		exitCode: "1",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runAction(t, c.Root, env, tc.inputs)
+			r := runAction(t, actionDir, env, tc.inputs)
 			if r.Code != tc.code {
 				t.Fatalf("action: step %q exited %d, want %d\n%s", r.Failed, r.Code, tc.code, r.Log)
 			}

@@ -12,14 +12,17 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
-// TestHelmPlugin installs the plugin from the checkout with real Helm 3 and
-// Helm 4 CLIs into empty plugin folders (the install hook builds it from
-// source) and runs real dry-run safe upgrades through `helm safe-upgrade`.
+// TestHelmPlugin installs the plugin from an unpacked release archive (the
+// goreleaser snapshot's, as users get it) with real Helm 3 and Helm 4 CLIs
+// into empty plugin folders and runs real dry-run safe upgrades through
+// `helm safe-upgrade`. The install from a checkout, which compiles the tool,
+// is TestHelmPluginFromSource's, run by make release-check.
 // Helm hands the plugin its global flags as environment variables
 // (-n → HELM_NAMESPACE, --kube-context → HELM_KUBECONTEXT, --kubeconfig →
 // KUBECONFIG), so each case checks one of them arrives and is honoured.
 func TestHelmPlugin(t *testing.T) {
 	c := testcluster.Get(t)
+	rel := snapshot(t)
 	for _, helm := range []struct{ name, bin string }{
 		{"helm3", c.Helm3},
 		{"helm4", c.Helm4},
@@ -27,16 +30,7 @@ func TestHelmPlugin(t *testing.T) {
 		t.Run(helm.name, func(t *testing.T) {
 			env := helmHome(t, c)
 			h := cmd{Env: env}
-			out := h.mustRun(t, helm.bin, "plugin", "install", c.Root)
-			if !strings.Contains(out, "Installed plugin: safe-upgrade") {
-				t.Errorf("helm plugin install said:\n%s", out)
-			}
-			if list := h.mustRun(t, helm.bin, "plugin", "list"); !strings.Contains(list, "safe-upgrade") {
-				t.Fatalf("helm plugin list does not show safe-upgrade:\n%s", list)
-			}
-			if v := h.mustRun(t, helm.bin, "safe-upgrade", "--version"); !strings.HasPrefix(v, "helm safe-upgrade ") || !strings.Contains(v, "-source") {
-				t.Errorf("helm safe-upgrade --version = %q, want the source build's version", v)
-			}
+			installPlugin(t, h, helm.bin, rel.unpack(t), rel.version)
 
 			ns := c.Namespace(t)
 			demo, demoV2 := chart(t, "demo"), chart(t, "demo-v2")
@@ -119,6 +113,49 @@ func TestHelmPlugin(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestHelmPluginFromSource installs the plugin from the checkout with real
+// Helm 3 and Helm 4 CLIs: the install hook builds the tool from source with
+// the release's flags. That is a whole compile of the tool, so it runs in
+// make release-check (AllPlatformsEnv=1) only; make test installs from the
+// snapshot's archive (TestHelmPlugin).
+func TestHelmPluginFromSource(t *testing.T) {
+	if os.Getenv(AllPlatformsEnv) != "1" {
+		t.Skipf("the from-source install compiles the tool again: make release-check runs it (%s=1)", AllPlatformsEnv)
+	}
+	c := testcluster.Get(t)
+	for _, helm := range []struct{ name, bin string }{
+		{"helm3", c.Helm3},
+		{"helm4", c.Helm4},
+	} {
+		t.Run(helm.name, func(t *testing.T) {
+			h := cmd{Env: helmHome(t, c)}
+			installPlugin(t, h, helm.bin, c.Root, "-source")
+			ns := c.Namespace(t)
+			h.mustRun(t, helm.bin, "install", "demo", chart(t, "demo"), "-n", ns)
+			r := h.run(t, helm.bin, "safe-upgrade", "demo", chart(t, "demo"), "-n", ns, "--dry-run")
+			if r.Code != 0 || !hasLinePrefix(r.Stdout, "Plan: 0 to create") {
+				t.Errorf("helm safe-upgrade --dry-run: want exit 0 and the plan\n%s", r)
+			}
+		})
+	}
+}
+
+// installPlugin installs the plugin in dir with the helm CLI at bin and
+// checks that helm lists it and that its --version contains version.
+func installPlugin(t *testing.T, h cmd, bin, dir, version string) {
+	t.Helper()
+	out := h.mustRun(t, bin, "plugin", "install", dir)
+	if !strings.Contains(out, "Installed plugin: safe-upgrade") {
+		t.Errorf("helm plugin install said:\n%s", out)
+	}
+	if list := h.mustRun(t, bin, "plugin", "list"); !strings.Contains(list, "safe-upgrade") {
+		t.Fatalf("helm plugin list does not show safe-upgrade:\n%s", list)
+	}
+	if v := h.mustRun(t, bin, "safe-upgrade", "--version"); !strings.HasPrefix(v, "helm safe-upgrade ") || !strings.Contains(v, version) {
+		t.Errorf("helm safe-upgrade --version = %q, want it to contain %q", v, version)
 	}
 }
 

@@ -8,7 +8,6 @@ package ship
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
@@ -37,23 +35,20 @@ func (r result) String() string {
 }
 
 // cmd describes a command to run; the zero value runs in the repository root
-// with this process's environment and a 5-minute limit.
+// with this process's environment. A command has no time limit of its own
+// (testcluster.CommandContext): what a slower machine takes longer for, such
+// as a cold build inside goreleaser or a plugin install, must not fail a test.
 type cmd struct {
-	Dir     string
-	Env     []string
-	Timeout time.Duration
+	Dir string
+	Env []string
 }
 
 // run runs name with args and returns how it ended. It fails the test when
-// the command cannot start or outlives its time limit; a non-zero exit is a
-// result, not a failure.
+// the command cannot start or is still running as the test binary's deadline
+// nears; a non-zero exit is a result, not a failure.
 func (c cmd) run(t *testing.T, name string, args ...string) result {
 	t.Helper()
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := testcluster.CommandContext(t)
 	defer cancel()
 	x := exec.CommandContext(ctx, name, args...)
 	x.Dir = c.Dir
@@ -68,7 +63,7 @@ func (c cmd) run(t *testing.T, name string, args ...string) result {
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("%s %s: no answer within %v\n%s", name, strings.Join(args, " "), timeout, r)
+		t.Fatalf("%s %s: still running as the test binary's deadline (go test -timeout) nears\n%s", name, strings.Join(args, " "), r)
 	case errors.As(err, &exitErr):
 		r.Code = exitErr.ExitCode()
 	case err != nil:
@@ -105,7 +100,7 @@ func repoRoot(t testing.TB) string {
 // a cold goreleaser build takes minutes).
 func shipTool(t *testing.T, name string) string {
 	t.Helper()
-	out := cmd{Timeout: 30 * time.Minute}.mustRun(t, "bash", filepath.Join(repoRoot(t), "scripts", "build-shiptools.sh"), name)
+	out := cmd{}.mustRun(t, "bash", filepath.Join(repoRoot(t), "scripts", "build-shiptools.sh"), name)
 	path := strings.TrimSpace(out)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("scripts/build-shiptools.sh %s printed %q: %v", name, out, err)
@@ -129,7 +124,10 @@ const (
 
 // toolBinary builds cmd/helm-safe-upgrade once per test binary, with the
 // release build's -ldflags, into .cache/ship-test/ (a fixed folder, so runs do
-// not pile up binaries; it is replaced atomically) and returns its path.
+// not pile up binaries; it is replaced atomically) and returns its path. It
+// is built with make build's flags (no -trimpath, which is part of every
+// package's build-cache key), so it only links what go test and make build
+// compiled already.
 func toolBinary(t *testing.T) string {
 	t.Helper()
 	root := repoRoot(t)
@@ -144,7 +142,7 @@ func toolBinary(t *testing.T) string {
 			return
 		}
 		defer os.RemoveAll(tmp)
-		x := exec.Command("go", "build", "-trimpath",
+		x := exec.Command("go", "build",
 			"-ldflags", "-X main.version="+testVersion+" -X main.commit="+testCommit,
 			"-o", filepath.Join(tmp, "helm-safe-upgrade"), "./cmd/helm-safe-upgrade")
 		x.Dir = root

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,12 +49,18 @@ func releasePlatforms() []platform {
 	return []platform{{runtime.GOOS, runtime.GOARCH}}
 }
 
-// hostOnlyConfig narrows a goreleaser config to this machine's platform.
+// hostOnlyConfig narrows a goreleaser config to this machine's platform,
+// built with make build's flags: without -trimpath and with the machine's
+// CGO_ENABLED, both part of every package's build-cache key, the snapshot
+// only links what go test and make build compiled already. The release's own
+// flags are checked by make release-check, which builds every platform.
 func hostOnlyConfig(t *testing.T, config string) string {
 	t.Helper()
 	for old, repl := range map[string]string{
-		"goos: [linux, darwin, windows]": "goos: [" + runtime.GOOS + "]",
-		"goarch: [amd64, arm64]":         "goarch: [" + runtime.GOARCH + "]",
+		"goos: [linux, darwin, windows]":    "goos: [" + runtime.GOOS + "]",
+		"goarch: [amd64, arm64]":            "goarch: [" + runtime.GOARCH + "]",
+		"    env:\n      - CGO_ENABLED=0\n": "",
+		"    flags:\n      - -trimpath\n":   "",
 	} {
 		if !strings.Contains(config, old) {
 			t.Fatalf(".goreleaser.yaml has no %q to narrow to this platform; update hostOnlyConfig", old)
@@ -117,39 +125,8 @@ func TestGoreleaserCheck(t *testing.T) {
 // installed as a Helm plugin.
 func TestRelease(t *testing.T) {
 	c := testcluster.Get(t)
-	goreleaser := shipTool(t, "goreleaser")
-	// Build into a private dist, not the checkout's dist/ (which --clean
-	// wipes); goreleaser wants it relative to the checkout.
-	scratch := filepath.Join(c.Root, ".cache", "ship-test")
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	distParent, err := os.MkdirTemp(scratch, "dist-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(distParent) })
-	dist := filepath.Join(distParent, "dist")
-	relDist, err := filepath.Rel(c.Root, dist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := os.ReadFile(filepath.Join(c.Root, ".goreleaser.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	platforms := releasePlatforms()
-	if len(platforms) != len(allPlatforms) {
-		base = []byte(hostOnlyConfig(t, string(base)))
-	}
-	config := filepath.Join(t.TempDir(), "goreleaser.yaml")
-	if err := os.WriteFile(config, append(base, []byte("\ndist: "+relDist+"\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	cmd{Timeout: 60 * time.Minute}.mustRun(t, goreleaser, "release", "--snapshot", "--clean", "--config", config)
-	t.Logf("goreleaser release --snapshot --clean: %v", time.Since(start).Round(time.Second))
-	version := distVersion(t, dist)
+	rel := snapshot(t)
+	dist, version, platforms := rel.dist, rel.version, rel.platforms
 	sums := readChecksums(t, filepath.Join(dist, "helm-safe-upgrade_"+version+"_checksums.txt"))
 
 	t.Run("archives", func(t *testing.T) {
@@ -160,11 +137,8 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
-	host := archiveName(version, runtime.GOOS, runtime.GOARCH)
-	hostArchive := filepath.Join(dist, host)
-	if _, err := os.Stat(hostArchive); err != nil {
-		t.Fatalf("no archive for this machine (%s/%s): %v", runtime.GOOS, runtime.GOARCH, err)
-	}
+	host := filepath.Base(rel.hostArchive(t))
+	hostArchive := rel.hostArchive(t)
 
 	t.Run("krew", func(t *testing.T) {
 		krew := shipTool(t, "krew")
@@ -277,8 +251,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("helm plugin from an unpacked archive", func(t *testing.T) {
-		dir := t.TempDir()
-		cmd{}.mustRun(t, "tar", "-xzf", hostArchive, "-C", dir)
+		dir := rel.unpack(t)
 		env := helmHome(t, c)
 		out := cmd{Env: env}.mustRun(t, c.Helm3, "plugin", "install", dir)
 		if !strings.Contains(out, "Installed plugin: safe-upgrade") {
@@ -583,4 +556,77 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// release is a goreleaser snapshot: its dist folder, version and platforms.
+type release struct {
+	dist, version string
+	platforms     []platform
+}
+
+// releaseBuild is the snapshot that snapshot builds once per test binary.
+var releaseBuild struct {
+	once sync.Once
+	rel  release
+	err  error
+}
+
+// snapshot builds a goreleaser snapshot once per test binary — this
+// machine's platform (make test), or every platform with AllPlatformsEnv=1
+// (make release-check) — into .cache/ship-test/snapshot/dist (a fixed
+// folder: goreleaser --clean replaces it, so runs do not pile up) and
+// returns it. TestRelease checks it; the plugin and action tests install
+// from its archive, as users do, rather than building the tool again.
+func snapshot(t *testing.T) release {
+	t.Helper()
+	releaseBuild.once.Do(func() {
+		// Set first: a t.Fatal below ends this function early, and the other
+		// tests asking for the snapshot must not take a half-built one.
+		releaseBuild.err = errors.New("the goreleaser snapshot failed to build: see the first test that asked for it")
+		root := repoRoot(t)
+		goreleaser := shipTool(t, "goreleaser")
+		// goreleaser wants dist relative to the checkout.
+		dist := filepath.Join(".cache", "ship-test", "snapshot", "dist")
+		base, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		platforms := releasePlatforms()
+		if len(platforms) != len(allPlatforms) {
+			base = []byte(hostOnlyConfig(t, string(base)))
+		}
+		config := filepath.Join(t.TempDir(), "goreleaser.yaml")
+		if err := os.WriteFile(config, append(base, []byte("\ndist: "+dist+"\n")...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		cmd{}.mustRun(t, goreleaser, "release", "--snapshot", "--clean", "--config", config)
+		t.Logf("goreleaser release --snapshot --clean: %v", time.Since(start).Round(time.Second))
+		dist = filepath.Join(root, dist)
+		releaseBuild.rel = release{dist: dist, version: distVersion(t, dist), platforms: platforms}
+		releaseBuild.err = nil
+	})
+	if releaseBuild.err != nil {
+		t.Fatal(releaseBuild.err)
+	}
+	return releaseBuild.rel
+}
+
+// hostArchive returns the path of the snapshot's archive for this machine.
+func (r release) hostArchive(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(r.dist, archiveName(r.version, runtime.GOOS, runtime.GOARCH))
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no archive for this machine (%s/%s): %v", runtime.GOOS, runtime.GOARCH, err)
+	}
+	return path
+}
+
+// unpack unpacks this machine's archive into a new temporary folder and
+// returns it: a ready Helm plugin whose bin/ holds the released binary.
+func (r release) unpack(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd{}.mustRun(t, "tar", "-xzf", r.hostArchive(t), "-C", dir)
+	return dir
 }
