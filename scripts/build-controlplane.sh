@@ -5,7 +5,10 @@
 # in the cache is not rebuilt. Nothing is downloaded as a prebuilt binary.
 #
 # The Kubernetes binaries are built by one `go build` (their packages are
-# compiled once and linked in parallel), stripped and trimmed. Each build says
+# compiled once and linked in parallel), stripped; etcd joins that build when
+# the Kubernetes release's own go.mod requires ETCD_VERSION's client, so the
+# dependencies they share (grpc, otel, protobuf, the etcd client...) compile
+# once. Each build says
 # what it builds, how long a cold cache takes on 2 cores, and how far it is.
 #
 # Usage: scripts/build-controlplane.sh [etcd|kubernetes|helm3|helm4|helm|demo|all]...
@@ -56,17 +59,19 @@ quietly() {
 
 # building WHAT COLD_MINUTES CMD...: runs CMD with a line when it starts, one
 # every 30 s while it runs (a cold build is long and otherwise silent) and one
-# with the time it took.
+# with the wall time and CPU-seconds it took.
 building() {
   local what=$1 cold=$2; shift 2
-  local start=$SECONDS hb rc=0
+  local start=$SECONDS cpu cpu_end hb rc=0
+  children_cpu cpu
   log "building $what (cold cache: about $cold min on 2 cores; cached afterwards)"
   ( while sleep 30; do log "  still building $what: $((SECONDS - start))s"; done ) &
   hb=$!
   "$@" || rc=$?
   kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null || true
   ((rc == 0)) || die "building $what failed"
-  log "built $what in $((SECONDS - start))s"
+  children_cpu cpu_end
+  log "built $what in $((SECONDS - start))s wall, $((cpu_end - cpu)) CPU-s"
 }
 
 etcd_cached() { [[ -x "$(etcd_bin_dir)/etcd" ]]; }
@@ -115,6 +120,25 @@ kube_missing() {
   for c in $KUBE_COMPONENTS; do [[ -x "$out/$c" ]] || echo "$c"; done
 }
 
+# kube_gomod prints the path of k8s.io/kubernetes@KUBE_VERSION's go.mod,
+# downloading it if needed.
+kube_gomod() {
+  local gomod
+  gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
+  echo "$gomod"
+}
+
+# etcd_joins_kubernetes: true when etcd is not cached yet and the Kubernetes
+# release requires ETCD_VERSION's client: then the etcd server builds inside
+# the Kubernetes module, in the same go build, at no change of any version
+# the API server is built with. (The older minor of make test-compat requires
+# an older client: there etcd, cached already, builds on its own if at all.)
+etcd_joins_kubernetes() {
+  has_component kube-apiserver && ! etcd_cached &&
+    [[ "$(sed -n 's#^[[:space:]]*go.etcd.io/etcd/client/v3 \(v[^ ]*\).*#\1#p' "$(kube_gomod)" | head -1)" == "$ETCD_VERSION" ]]
+}
+
 build_kubernetes() {
   local out; out="$(kube_bin_dir)"
   local c
@@ -122,9 +146,10 @@ build_kubernetes() {
     [[ -f "$ROOT/scripts/controlplane/cmd/$c/main.go" ]] ||
       die "KUBE_COMPONENTS names $c; known: $(ls "$ROOT/scripts/controlplane/cmd" | grep -v etcd | tr '\n' ' ')"
   done
-  [[ -z "$(kube_missing)" ]] && return 0
+  [[ -z "$(kube_missing)" ]] && ! etcd_joins_kubernetes && return 0
   lock_cache
   local missing; missing="$(kube_missing | tr '\n' ' ')"
+  etcd_joins_kubernetes && missing+="etcd "
   [[ -z "$missing" ]] && return 0
   local dir; dir="$(scratch_module "kubernetes-$KUBE_VERSION")"
   for c in $missing; do
@@ -132,12 +157,28 @@ build_kubernetes() {
     cp "$ROOT/scripts/controlplane/cmd/$c/main.go" "$dir/$c/"
   done
   # Minutes on a cold cache, 2 cores: the API server is most of it.
-  local cold=5
+  local cold=0 what
+  [[ " $missing " == *" kube-apiserver "* ]] && cold=$((cold + 5))
   [[ " $missing " == *" kube-controller-manager "* ]] && cold=$((cold + 2))
   [[ " $missing " == *" kubectl "* ]] && cold=$((cold + 1))
-  building "${missing% } $KUBE_VERSION" "$cold" build_kubernetes_in "$dir" "$out" "$missing"
+  what="$(kube_missing | tr '\n' ' ')"
+  what="${what:+${what}$KUBE_VERSION}"
+  if [[ " $missing " == *" etcd "* ]]; then
+    cold=$((cold + 1))
+    what="${what:+$what and }etcd $ETCD_VERSION"
+  fi
+  building "$what" "$cold" build_kubernetes_in "$dir" "$out" "$missing"
   mkdir -p "$out"
-  for c in $missing; do mv "$out.tmp/$c" "$out/$c"; done
+  for c in $missing; do
+    if [[ "$c" == etcd ]]; then
+      local etcd_out; etcd_out="$(etcd_bin_dir)"
+      rm -rf "$etcd_out"
+      mkdir -p "$etcd_out"
+      mv "$out.tmp/etcd" "$etcd_out/etcd"
+    else
+      mv "$out.tmp/$c" "$out/$c"
+    fi
+  done
   rm -rf "$out.tmp"
 }
 
@@ -159,11 +200,12 @@ build_kubernetes_in() (
   else
     go mod init safe-upgrade.local/kubernetes >/dev/null 2>&1
   fi
-  local gomod
-  gomod="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-  [[ -f "$gomod" ]] || die "cannot download k8s.io/kubernetes@$KUBE_VERSION"
+  local gomod; gomod="$(kube_gomod)"
   # shellcheck disable=SC2046
   go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION" $(staging_replaces "$gomod" "$staging")
+  if [[ " $missing " == *" etcd "* ]]; then
+    go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  fi
   quietly go mod tidy
   local pkg=k8s.io/component-base/version
   local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
@@ -214,9 +256,8 @@ build_helm_in() (
 # build_beside CMD BG...: runs the build functions BG, in order, in the
 # background while CMD runs, then waits for both. The Kubernetes build does not
 # keep 2 cores busy all along (long chains of dependent packages, then the
-# links), and etcd, which shares no package with it, fills the gaps: measured
-# cold, etcd beside it costs the Kubernetes build nothing, while etcd beside
-# the tool's build added 40 s to it.
+# links), and helm's build, mostly a link of packages the tool's build has
+# compiled, fills the gaps.
 build_beside() {
   local main=$1 pid rc=0; shift
   # Locked before the fork, so both sides build under the one lock; a warm
@@ -240,15 +281,17 @@ targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(all)
 for t in "${targets[@]}"; do
   case "$t" in
-    etcd) build_etcd ;;
+    etcd) build_etcd ;;  # on its own: name kubernetes first to share its build
     kubernetes) build_kubernetes ;;
     helm3) build_helm3 ;;
     helm4) build_helm4 ;;
     helm) build_helm3; build_helm4 ;;
     # demo.sh has built the tool, so helm's packages are in the build cache
     # and its build (a link) can go beside the Kubernetes one too.
-    demo) build_beside build_kubernetes build_etcd build_helm3 ;;
-    all) build_beside build_kubernetes build_etcd; build_helm3; build_helm4 ;;
+    # etcd first joins the Kubernetes build; build_etcd after it only builds
+    # an etcd that could not join (then on its own).
+    demo) build_beside build_kubernetes build_helm3; build_etcd ;;
+    all) build_kubernetes; build_etcd; build_helm3; build_helm4 ;;
     *) die "unknown target $t (want etcd, kubernetes, helm3, helm4, helm, demo or all)" ;;
   esac
 done

@@ -324,14 +324,14 @@ case "${1:-}" in
     supervise
     ;;
   --foreground)
-    "$ROOT/scripts/build-controlplane.sh" etcd kubernetes
+    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd
     prepare_state "${2:-${KUBE_STATE_DIR:-}}"
     # Same process, with the absolute state dir on its command line (that is
     # how kube-down.sh recognises it).
     exec bash "$SELF" --supervise "$STATE"
     ;;
   *)
-    "$ROOT/scripts/build-controlplane.sh" etcd kubernetes
+    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd
     prepare_state "${1:-${KUBE_STATE_DIR:-}}"
     nohup bash "$SELF" --supervise "$STATE" >"$STATE/kube-up.log" 2>&1 </dev/null &
     supervisor=$!

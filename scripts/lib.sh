@@ -6,7 +6,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="${SAFE_UPGRADE_CACHE:-$ROOT/.cache}"
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+# The etcd release whose client KUBE_VERSION's go.mod requires: the server then
+# builds in the same go build as the API server and shares its dependencies
+# (scripts/build-controlplane.sh).
+ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 HELM3_VERSION="${HELM3_VERSION:-v3.22.0}"
 HELM4_VERSION="${HELM4_VERSION:-v4.3.1}"
 # The Kubernetes binaries a run needs. kube-up.sh starts the controller
@@ -19,6 +22,22 @@ etcd_bin_dir() { echo "$CACHE_DIR/bin/etcd-$ETCD_VERSION"; }
 helm_bin_dir() { echo "$CACHE_DIR/bin/helm-$1"; }
 
 log() { echo "==> $*" >&2; }
+
+# children_cpu VAR sets VAR to the CPU-seconds (user + system) this shell's
+# finished children have used so far, from bash's `times`: the difference
+# across a build is what it cost, whatever else the machine was doing (wall
+# time is not). It must run in the shell itself (a $(...) would be a new
+# process with no children), hence the variable.
+children_cpu() {
+  local f; f="$(mktemp)"
+  times >"$f"
+  printf -v "$1" '%s' "$(awk 'NR == 2 {
+    n = split($0, f, " ")
+    for (i = 1; i <= n; i++) { split(f[i], ms, "m"); sub("s", "", ms[2]); s += ms[1] * 60 + ms[2] }
+    printf "%.0f", s
+  }' "$f")"
+  rm -f "$f"
+}
 
 # has_component NAME: true if KUBE_COMPONENTS lists NAME.
 has_component() { [[ " $KUBE_COMPONENTS " == *" $1 "* ]]; }
