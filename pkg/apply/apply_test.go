@@ -129,11 +129,14 @@ func (f *fixture) plan(t *testing.T, opts render.Options) *render.Result {
 	return res
 }
 
-// seed stores a deployed first revision.
+// seed stores a deployed first revision. Its manifest also holds the
+// objects of the fake cluster the recreate tests delete (deployedObjects):
+// a recreate and a restore act only on objects of the deployed revision.
 func (f *fixture) seed(t *testing.T) *release.Release {
 	t.Helper()
 	rel := f.plan(t, render.Options{Install: true}).Next
 	rel.Info.Status = release.StatusDeployed
+	rel.Manifest += deployedObjects
 	if err := f.cfg.Releases.Create(rel); err != nil {
 		t.Fatal(err)
 	}
@@ -501,6 +504,7 @@ func TestApplyCancelledAfterDeleteRestores(t *testing.T) {
 	cm.SetNamespace(relNS)
 	cm.SetUID("cm-uid")
 	cm.SetLabels(map[string]string{"keep": "me"})
+	cm.Object["data"] = map[string]interface{}{"message": "hello"} // as deployed
 	if _, err := configMaps.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +521,7 @@ func TestApplyCancelledAfterDeleteRestores(t *testing.T) {
 	var out bytes.Buffer
 	_, err := apply(ctx, req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
 	if ctx.Err() == nil {
-		t.Fatal("the recreate did not delete the ConfigMap")
+		t.Fatalf("the recreate did not delete the ConfigMap: %v", err)
 	}
 	for _, want := range []string{
 		"Helm stopped before storing revision 2", "context canceled",

@@ -228,7 +228,7 @@ func TestRecover(t *testing.T) {
 			writeJournal(t, fc, StepUpgrading, true)
 			deleteSts(t, fc)
 			var out bytes.Buffer
-			if err := recoverRelease(context.Background(), f.cfg, fc.Cluster, relName, relNS, render.DefaultTimeout, &out); err != nil {
+			if err := recoverRelease(context.Background(), RecoverRequest{Config: f.cfg, Cluster: fc.Cluster, Name: relName, Namespace: relNS, Timeout: render.DefaultTimeout}, &out); err != nil {
 				t.Fatalf("recover: %v\n%s", err, out.String())
 			}
 			for _, w := range tt.wantOut {
@@ -250,7 +250,7 @@ func TestRecover(t *testing.T) {
 			assertNoJournal(t, fc)
 			// Nothing left to recover.
 			out.Reset()
-			if err := recoverRelease(context.Background(), f.cfg, fc.Cluster, relName, relNS, 0, &out); err != nil || !strings.Contains(out.String(), "nothing to recover") {
+			if err := recoverRelease(context.Background(), RecoverRequest{Config: f.cfg, Cluster: fc.Cluster, Name: relName, Namespace: relNS}, &out); err != nil || !strings.Contains(out.String(), "nothing to recover") {
 				t.Errorf("second recover: %v %q", err, out.String())
 			}
 		})
