@@ -614,11 +614,22 @@ func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(
 	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
+	// The killed apply's Lease refuses --recover until it is stale.
+	if code, stderr := e.tool(t, e.name, "--recover", "--yes"); code != 1 || !strings.Contains(stderr, "is being applied by") {
+		t.Fatalf("--recover while the killed apply's Lease is live: exit %d, want 1 naming its holder", code)
+	}
+	testcluster.Eventually(t, "the killed apply's Lease stale", func() (bool, string) {
+		l, err := e.c.Clientset(t).CoordinationV1().Leases(e.ns).Get(t.Context(), apply.LeaseName(e.name), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return time.Since(l.Spec.RenewTime.Time) > apply.LeaseDuration, l.Spec.RenewTime.String()
+	})
 	// Both forms: RELEASE CHART --recover, and RELEASE --recover (a
 	// recovery applies no chart).
-	recoverArgs := []string{e.name, e.chart, "--recover"}
+	recoverArgs := []string{e.name, e.chart, "--recover", "--yes"}
 	if ssa {
-		recoverArgs = []string{e.name, "--recover"}
+		recoverArgs = []string{e.name, "--recover", "--yes"}
 	}
 	code, stderr = e.tool(t, recoverArgs...)
 	if code != 0 || !strings.Contains(stderr, "re-created with its previous spec") || !strings.Contains(stderr, "Revision 2 was left pending-upgrade: marked failed") {
