@@ -104,16 +104,11 @@ func TestRecoverRefusesUntrustedJournal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.seed(t)
-			helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade)
-			fc := newFakeCluster(t)
-			j := writeJournal(t, fc, StepUpgrading, true)
+			f, fc, j := killedApply(t, release.StatusPendingUpgrade)
 			tt.edit(j)
 			if err := j.save(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			deleteSts(t, fc)
 			before := len(fc.client.Actions())
 			var out bytes.Buffer
 			err := recoverRelease(context.Background(), RecoverRequest{Config: f.cfg, Cluster: fc.Cluster, Name: relName, Namespace: relNS}, &out)
@@ -135,12 +130,7 @@ func TestRecoverRefusesUntrustedJournal(t *testing.T) {
 // TestRecoverAsksFirst: --recover says what it will re-create and writes
 // nothing when the confirmation says no.
 func TestRecoverAsksFirst(t *testing.T) {
-	f := newFixture(t)
-	f.seed(t)
-	helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade)
-	fc := newFakeCluster(t)
-	writeJournal(t, fc, StepUpgrading, true)
-	deleteSts(t, fc)
+	f, fc, _ := killedApply(t, release.StatusPendingUpgrade)
 	var asked string
 	before := len(fc.client.Actions())
 	var out bytes.Buffer

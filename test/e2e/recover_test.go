@@ -294,9 +294,7 @@ func TestRecoverEditedJournal(t *testing.T) {
 	if got := templateStorage(t, c, ns); got != "1Gi" {
 		t.Errorf("restored claim template %s, want revision 1's 1Gi", got)
 	}
-	podsAfter, claimsAfter := c.PodsAndClaims(t, ns, "")
-	keptUIDs(t, "Pod", pods, podsAfter)
-	keptUIDs(t, "PersistentVolumeClaim", claims, claimsAfter)
+	keptPodsAndClaims(t, c, ns, pods, claims)
 }
 
 // TestApplyRefusedWhileAnotherApplies: an apply waits on a hook (holding
