@@ -93,10 +93,10 @@ type journalRecord struct {
 	Namespace string `json:"namespace"`
 	// Revision is the revision the apply creates; ManifestDigest the
 	// sha256 of its planned manifest.
-	Revision       int             `json:"revision"`
-	ManifestDigest string          `json:"manifestDigest"`
-	Step           Step            `json:"step"`
-	Started        time.Time       `json:"started"`
+	Revision       int       `json:"revision"`
+	ManifestDigest string    `json:"manifestDigest"`
+	Step           Step      `json:"step"`
+	Started        time.Time `json:"started"`
 	// WrittenBy is the user the apply ran as (SelfSubjectReview), as the
 	// journal says: anyone who can write the Secret can write this too.
 	WrittenBy string          `json:"writtenBy,omitempty"`

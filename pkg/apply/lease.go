@@ -160,22 +160,16 @@ func (e *LeasePermissionError) Error() string {
 		e.Release, e.Namespace, e.Namespace, LeaseName(e.Release), strings.Join(e.Verbs, ", "), e.Namespace)
 }
 
-// ObserveLease reads the Lease of release in ns. With apply set, it also
-// checks (SelfSubjectAccessReview) that the user may get, create and update
-// Leases there, and refuses a lease held live by another run; without, a
-// Lease the user may not read is no Lease (the plan only notes live ones).
+// ObserveLease reads the Lease of release in ns. With apply set, a lease
+// held live by another run refuses the run (*LeaseError). A Lease the user
+// may not read is no Lease here: an apply is refused when it takes it
+// (TakeLease checks the permissions first), a dry-run only notes live ones.
+// It sends no write (a blocked apply writes nothing, not even a review).
 func ObserveLease(ctx context.Context, cluster *live.Cluster, release, ns string, apply bool, now time.Time) (*LeaseObservation, error) {
 	o := &LeaseObservation{Release: release, Namespace: ns, now: now}
-	if apply {
-		if err := checkLeaseAccess(ctx, cluster.Dynamic, release, ns); err != nil {
-			return nil, err
-		}
-	}
 	obj, err := cluster.Dynamic.Resource(leasesGVR).Namespace(ns).Get(ctx, LeaseName(release), metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
-		return o, nil
-	case !apply && (apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)):
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
 		return o, nil
 	case err != nil:
 		return nil, fmt.Errorf("release %q in namespace %s: reading its Lease %s: %w", release, ns, LeaseName(release), err)
@@ -237,17 +231,25 @@ type LeaseRequest struct {
 	Log func(string, ...interface{})
 }
 
-// TakeLease takes the release's Lease as o read it before the plan: it
-// creates it when there was none, or takes it over when it was free,
+// TakeLease takes the release's Lease as o read it before the plan, once
+// the API server said the user may get, create and update Leases there
+// (SelfSubjectAccessReview; a *LeasePermissionError naming the verbs
+// missing otherwise, before any write): it creates it when there was none, or takes it over when it was free,
 // released or stale, on condition that nobody changed it since (the read's
 // resourceVersion). Otherwise it returns a *LeaseError naming the run that
-// took it. The lease is renewed until Release.
+// took it. The lease is renewed until Release. It returns no lease (and no
+// error) when the namespace does not exist yet.
 func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, req LeaseRequest) (*HeldLease, error) {
 	if req.Now == nil {
 		req.Now = time.Now
 	}
 	if req.Log == nil {
 		req.Log = func(string, ...interface{}) {}
+	}
+	// Before the first write: a user who could take the lease but not
+	// renew or read it would fail half-way.
+	if err := checkLeaseAccess(ctx, cluster.Dynamic, o.Release, o.Namespace); err != nil {
+		return nil, err
 	}
 	res := cluster.Dynamic.Resource(leasesGVR).Namespace(o.Namespace)
 	now := req.Now()
@@ -280,6 +282,12 @@ func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, 
 		got, err = res.Create(ctx, obj, metav1.CreateOptions{})
 	} else {
 		got, err = res.Update(ctx, obj, metav1.UpdateOptions{}) // resourceVersion as read: a precondition
+	}
+	if o.obj == nil && apierrors.IsNotFound(err) {
+		// The namespace does not exist yet (an install with
+		// --create-namespace: Helm creates it): nobody can hold a lease
+		// there, and none can be taken before Helm runs.
+		return nil, nil
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 		now, err := res.Get(ctx, LeaseName(o.Release), metav1.GetOptions{})

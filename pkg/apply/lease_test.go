@@ -162,23 +162,29 @@ func TestLease(t *testing.T) {
 }
 
 // TestLeasePermissions: without the right to take the lease, an apply is
-// refused before any write, naming the verbs missing; a dry-run plan does
-// not need them.
+// refused before any write, naming the verbs missing; reading the lease
+// (before the plan) sends no review and no write.
 func TestLeasePermissions(t *testing.T) {
 	ctx := context.Background()
 	fc := newFakeCluster(t)
 	allowLeases(fc, "create", "update")
-	_, err := ObserveLease(ctx, fc.Cluster, relName, relNS, true, time.Now())
+	obs, err := ObserveLease(ctx, fc.Cluster, relName, relNS, true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range fc.client.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("reading the lease sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	_, err = TakeLease(ctx, fc.Cluster, obs, leaseRequest("run-a", time.Now()))
 	var pe *LeasePermissionError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "you may not create, update leases (coordination.k8s.io) in namespace demo") {
-		t.Fatalf("apply: %v", err)
+		t.Fatalf("take: %v", err)
 	}
 	for _, a := range fc.client.Actions() {
 		if a.GetVerb() != "get" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 			t.Errorf("the refused apply sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
-	}
-	if _, err := ObserveLease(ctx, fc.Cluster, relName, relNS, false, time.Now()); err != nil {
-		t.Errorf("dry-run: %v", err)
 	}
 }

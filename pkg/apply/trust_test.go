@@ -213,4 +213,3 @@ func TestUndoSaysWhatWasDeleted(t *testing.T) {
 		t.Errorf("undo: %v %q", err, line)
 	}
 }
-

@@ -100,7 +100,11 @@ func (c *Config) takeLease(ctx context.Context, release string, observed *apply.
 	if err != nil {
 		return "", nil, err
 	}
-	c.Logf("took the Lease %s/%s as %s", c.Namespace, apply.LeaseName(release), req.Identity)
+	if lease == nil {
+		c.Logf("namespace %s does not exist yet: no Lease taken (Helm creates the namespace)", c.Namespace)
+	} else {
+		c.Logf("took the Lease %s/%s as %s", c.Namespace, apply.LeaseName(release), req.Identity)
+	}
 	return user, lease, nil
 }
 

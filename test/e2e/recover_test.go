@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,9 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolproc"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )
 
 // waitHook is a pre-upgrade hook Job that never completes (no kubelet): it
@@ -61,56 +57,15 @@ func stsV2(t *testing.T, hook string) string {
 	return writeChart(t, "app", "2.0.0", map[string]string{"sts.yaml": bigger.yaml(), "hook.yaml": hook})
 }
 
-// toolArgsEnv passes the command line of a tool run in a subprocess (that
-// a test signals) to TestToolSubprocess.
-const toolArgsEnv = "SAFE_UPGRADE_E2E_TOOL_ARGS"
-
-// TestToolSubprocess is the tool run by startTool in a subprocess; alone
-// it does nothing.
-func TestToolSubprocess(t *testing.T) {
-	args := os.Getenv(toolArgsEnv)
-	if args == "" {
-		t.Skip("run by startTool")
-	}
-	var errOut bytes.Buffer
-	code := cli.Execute("helm-safe-upgrade", strings.Split(args, "\x1f"), iostreams.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut},
-		cli.BuildInfo{Version: "e2e", Commit: "test"})
-	// No test verdict of its own: it would read as the parent's failure.
-	fmt.Printf("safe-upgrade: exit %d\n%s", code, errOut.String())
-	os.Exit(code)
-}
-
-// toolProcess is the tool running in a subprocess.
-type toolProcess struct {
-	cmd *exec.Cmd
-	out bytes.Buffer
-}
+// TestToolSubprocess is the tool that startTool runs in a subprocess;
+// alone it does nothing.
+func TestToolSubprocess(t *testing.T) { toolproc.Child(t) }
 
 // startTool starts the tool with args against c in a subprocess, so that
 // it can be killed as a user's would be.
-func startTool(t *testing.T, c *testcluster.Cluster, args ...string) *toolProcess {
+func startTool(t *testing.T, c *testcluster.Cluster, args ...string) *toolproc.Process {
 	t.Helper()
-	args = append(args, "--kubeconfig", c.Kubeconfig)
-	p := &toolProcess{cmd: exec.Command(os.Args[0], "-test.run=^TestToolSubprocess$", "-test.v")}
-	p.cmd.Env = append(os.Environ(), toolArgsEnv+"="+strings.Join(args, "\x1f"))
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
-	return p
-}
-
-// stop sends sig, waits for the process and returns what it printed.
-func (p *toolProcess) stop(t *testing.T, sig os.Signal) string {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	out := "| " + strings.ReplaceAll(p.out.String(), "\n", "\n| ") // no test events for go test's parser
-	t.Logf("the tool, sent %s, printed:\n%s", sig, out)
-	return out
+	return toolproc.Start(t, "TestToolSubprocess", append(args, "--kubeconfig", c.Kubeconfig)...)
 }
 
 // leaseHolder returns the holder of the release's Lease ("" when free or
@@ -144,7 +99,7 @@ func killApplyWaitingOnHook(t *testing.T, c *testcluster.Cluster, ns string) {
 		_, jobErr := cs.BatchV1().Jobs(ns).Get(t.Context(), "pre-upgrade", metav1.GetOptions{})
 		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
 	})
-	p.stop(t, syscall.SIGKILL)
+	p.Stop(t, syscall.SIGKILL)
 	testcluster.Eventually(t, "the killed apply's Lease stale", func() (bool, string) {
 		holder, stale := leaseHolder(t, c, ns, "app")
 		return stale, "held by " + holder
@@ -332,7 +287,7 @@ func TestApplyRefusedWhileAnotherApplies(t *testing.T) {
 	if recovered.Code != 1 || !strings.Contains(recovered.Stderr, "is being applied by "+holder) {
 		t.Errorf("--recover during the apply: exit %d, want 1 naming %s\n%s", recovered.Code, holder, recovered.Stderr)
 	}
-	p.stop(t, syscall.SIGTERM)
+	p.Stop(t, syscall.SIGTERM)
 	if h, _ := leaseHolder(t, c, ns, "app"); h != "" {
 		t.Errorf("the Lease is still held by %s after the apply ended", h)
 	}
