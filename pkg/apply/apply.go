@@ -61,6 +61,9 @@ type Request struct {
 	// Description is the release description `helm history` shows (the
 	// audit trail); empty means Render.Description.
 	Description string
+	// User is who runs the apply (SelfSubjectReview), recorded in the
+	// recreate journal; "" when unknown.
+	User string
 	// Log receives Helm's debug log; nil discards it.
 	Log func(string, ...interface{})
 	// Sanitizer removes the release's Secret values from everything the
@@ -155,7 +158,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		log = req.Sanitizer.Logf(log)
 	}
 	timeout := req.Render.TimeLimit()
-	if err := refuseRecreate(req.Recreate, req.Rendered.Install); err != nil {
+	if err := refuseRecreate(req.Recreate, req.Rendered.Install, ns); err != nil {
 		return nil, err
 	}
 	cancelled := func() error {
@@ -186,6 +189,9 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			return nil, fmt.Errorf("release %q: connecting for the recreate step: %w", name, err)
 		}
 		rec = &recreator{cluster: cluster, out: out, log: log, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
+		if rec.deployed, rec.deployedVersion, err = deployedOf(req.Config.Releases, name, ns, cluster); err != nil {
+			return nil, fmt.Errorf("%w; nothing was written", err)
+		}
 		secrets := cluster.Dynamic.Resource(secretsGVR).Namespace(ns)
 		if left, err := readJournal(ctx, secrets, name); err != nil {
 			return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
@@ -196,15 +202,10 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			return nil, err
 		}
 		jr = newJournal(secrets, name, ns, next.Version, next.Manifest, targets)
+		jr.rec.WrittenBy = req.User
 	}
 	if err := cancelled(); err != nil {
 		return nil, err
-	}
-	if len(targets) > 0 {
-		rec.announce(targets)
-		if hooks := preUpgradeHooks(next.Hooks); hooks != "" && !req.Render.DisableHooks {
-			fmt.Fprintf(out, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", hooks)
-		}
 	}
 	if jr != nil && len(jr.rec.Objects) > 0 {
 		// The journal is written before the first delete: from here on,
@@ -214,6 +215,16 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			return nil, fmt.Errorf("release %q: %w; nothing was deleted and the Helm upgrade was not started", name, err)
 		}
 		rec.journal = jr
+	}
+	if len(targets) > 0 {
+		// Said once nothing can stop the deletes any more, so that a
+		// refused journal is not preceded by what would have happened.
+		rec.announce(targets)
+		if hooks := preUpgradeHooks(next.Hooks); hooks != "" && !req.Render.DisableHooks {
+			fmt.Fprintf(out, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", hooks)
+		}
+	}
+	if rec != nil && rec.journal != nil {
 		err := rec.run(targets)
 		if err == nil {
 			jr.rec.Step = StepUpgrading

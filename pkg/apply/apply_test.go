@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -129,11 +130,14 @@ func (f *fixture) plan(t *testing.T, opts render.Options) *render.Result {
 	return res
 }
 
-// seed stores a deployed first revision.
+// seed stores a deployed first revision. Its manifest also holds the
+// objects of the fake cluster the recreate tests delete (deployedObjects):
+// a recreate and a restore act only on objects of the deployed revision.
 func (f *fixture) seed(t *testing.T) *release.Release {
 	t.Helper()
 	rel := f.plan(t, render.Options{Install: true}).Next
 	rel.Info.Status = release.StatusDeployed
+	rel.Manifest += deployedObjects
 	if err := f.cfg.Releases.Create(rel); err != nil {
 		t.Fatal(err)
 	}
@@ -501,6 +505,7 @@ func TestApplyCancelledAfterDeleteRestores(t *testing.T) {
 	cm.SetNamespace(relNS)
 	cm.SetUID("cm-uid")
 	cm.SetLabels(map[string]string{"keep": "me"})
+	cm.Object["data"] = map[string]interface{}{"message": "hello"} // as deployed
 	if _, err := configMaps.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +522,7 @@ func TestApplyCancelledAfterDeleteRestores(t *testing.T) {
 	var out bytes.Buffer
 	_, err := apply(ctx, req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
 	if ctx.Err() == nil {
-		t.Fatal("the recreate did not delete the ConfigMap")
+		t.Fatalf("the recreate did not delete the ConfigMap: %v", err)
 	}
 	for _, want := range []string{
 		"Helm stopped before storing revision 2", "context canceled",
@@ -563,7 +568,8 @@ func TestApplyUpgradeFailsAfterRecreate(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
 			failed, gerr := f.cfg.Releases.Get(relName, 2)
-			if gerr != nil || failed.Info.Status != release.StatusFailed || !strings.Contains(failed.Info.Description, want) {
+			// The tool's line first: helm history's table shows one cut line.
+			if gerr != nil || failed.Info.Status != release.StatusFailed || !strings.HasPrefix(failed.Info.Description, want) {
 				t.Errorf("revision 2: %v %+v", gerr, failed)
 			}
 			sts := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
@@ -575,6 +581,61 @@ func TestApplyUpgradeFailsAfterRecreate(t *testing.T) {
 				t.Errorf("restored claim templates %v, want the old ones", size)
 			}
 			assertNoJournal(t, fc)
+		})
+	}
+}
+
+// TestApplyRecreateRefusedBeforeAnyDelete: when the journal cannot be
+// written (RBAC), or the live object differs from the deployed revision at
+// a field the chart sets (its journal entry would be refused by
+// --recover), nothing is deleted, and the output does not first describe
+// a delete that never happens.
+func TestApplyRecreateRefusedBeforeAnyDelete(t *testing.T) {
+	tests := []struct {
+		name    string
+		cluster func(t *testing.T, fc *fakeCluster)
+		want    string
+	}{
+		{"journal forbidden", func(t *testing.T, fc *fakeCluster) {
+			fc.client.PrependReactor("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(secretsGVR.GroupResource(), JournalName(relName), errors.New("RBAC"))
+			})
+		}, "writing the recreate journal Secret demo/safe-upgrade-journal.app: secrets \"safe-upgrade-journal.app\" is forbidden: RBAC; nothing was deleted and the Helm upgrade was not started"},
+		{"live object drifted at a field the chart sets", func(t *testing.T, fc *fakeCluster) {
+			sts := fc.client.Resource(stsGVR).Namespace(relNS)
+			live, err := sts.Get(context.Background(), "app-db", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedField(live.Object, map[string]interface{}{"app": "edited"}, "spec", "selector", "matchLabels")
+			if _, err := sts.Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "StatefulSet.apps/demo/app-db: recreate refused: its journal entry would not pass the checks of a restore (it differs from the deployed revision 1 at spec.selector.matchLabels.app, which the chart sets); nothing was deleted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seed(t)
+			rendered := f.plan(t, render.Options{})
+			rendered.Next.Manifest += plannedObjects
+			fc := newFakeCluster(t)
+			tt.cluster(t, fc)
+			req := f.request(t, rendered)
+			req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
+			var out bytes.Buffer
+			_, err := apply(context.Background(), req, &out, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+			if strings.Contains(out.String(), "deleted with") {
+				t.Errorf("the output describes a delete that did not happen:\n%s", out.String())
+			}
+			for _, d := range fc.deletes {
+				if len(d.DeleteOptions.DryRun) == 0 {
+					t.Errorf("deleted %s", d.Name)
+				}
+			}
 		})
 	}
 }

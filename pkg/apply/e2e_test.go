@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolproc"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	tool "github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
@@ -514,26 +513,10 @@ func TestE2EFailedUpgradeRestoresStatefulSetHelm4(t *testing.T) {
 	e.c.HelmV4(t, "upgrade", e.name, e.chart, "-n", e.ns, "--set", "node="+node, "--set", "replicas=3")
 }
 
-// killArgsEnv passes the command line of the apply that is signalled to
-// TestE2EApplySubprocess, in a subprocess.
-const killArgsEnv = "SAFE_UPGRADE_E2E_KILL_ARGS"
-
 // TestE2EApplySubprocess is the apply that TestE2EKilledApplyRecovers kills
 // with SIGKILL and TestE2EInterruptedApplyRestores stops with SIGTERM; alone
 // it does nothing.
-func TestE2EApplySubprocess(t *testing.T) {
-	args := os.Getenv(killArgsEnv)
-	if args == "" {
-		t.Skip("run by TestE2EKilledApplyRecovers")
-	}
-	var errOut bytes.Buffer
-	code := tool.Execute("helm-safe-upgrade", strings.Split(args, "\x1f"), iostreams.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut},
-		tool.BuildInfo{Version: "e2e", Commit: "test"})
-	// Interrupted (not killed): report without a test verdict of its own,
-	// which would read as a failure of the parent's test.
-	fmt.Printf("safe-upgrade: exit %d\n%s", code, errOut.String())
-	os.Exit(code)
-}
+func TestE2EApplySubprocess(t *testing.T) { toolproc.Child(t) }
 
 // signalApplyWaitingOnHook starts an acknowledged StatefulSet recreate
 // with a pre-upgrade hook that never completes in a subprocess, sends it sig
@@ -544,27 +527,13 @@ func (e *e2e) signalApplyWaitingOnHook(t *testing.T, node string, sig os.Signal)
 	cs := e.c.Clientset(t)
 	args := []string{e.name, e.chart, "--set", "node=" + node, "--set", "storage=2Gi", "--set", "hook=wait",
 		"--ack-all-destructive", "--timeout", "10m", "-n", e.ns, "--kubeconfig", e.c.Kubeconfig}
-	var childOut bytes.Buffer
-	child := exec.Command(os.Args[0], "-test.run=^TestE2EApplySubprocess$", "-test.v")
-	child.Env = append(os.Environ(), killArgsEnv+"="+strings.Join(args, "\x1f"))
-	child.Stdout, child.Stderr = &childOut, &childOut
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill() //nolint:errcheck // ended already when the test got that far
+	child := toolproc.Start(t, "TestE2EApplySubprocess", args...)
 	testcluster.Eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
 		_, stsErr := cs.AppsV1().StatefulSets(e.ns).Get(t.Context(), "db-db", metav1.GetOptions{})
 		_, jobErr := cs.BatchV1().Jobs(e.ns).Get(t.Context(), "db-pre-upgrade", metav1.GetOptions{})
 		return apierrors.IsNotFound(stsErr) && jobErr == nil, fmt.Sprintf("StatefulSet: %v, hook Job: %v", stsErr, jobErr)
 	})
-	if err := child.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	// Prefixed, so go test's output parser sees no test events in it.
-	out := "| " + strings.ReplaceAll(childOut.String(), "\n", "\n| ")
-	t.Logf("the apply, sent %s, printed:\n%s", sig, out)
-	return out
+	return child.Stop(t, sig)
 }
 
 // TestE2EInterruptedApplyRestores: SIGTERM while Helm waits on a pre-upgrade
@@ -614,11 +583,22 @@ func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(
 	if code != 1 || !strings.Contains(stderr, "--recover") || !strings.Contains(stderr, "StatefulSet.apps/"+e.ns+"/db-db") {
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
+	// The killed apply's Lease refuses --recover until it is stale.
+	if code, stderr := e.tool(t, e.name, "--recover", "--yes"); code != 1 || !strings.Contains(stderr, "is being applied by") {
+		t.Fatalf("--recover while the killed apply's Lease is live: exit %d, want 1 naming its holder", code)
+	}
+	testcluster.Eventually(t, "the killed apply's Lease stale", func() (bool, string) {
+		l, err := e.c.Clientset(t).CoordinationV1().Leases(e.ns).Get(t.Context(), apply.LeaseName(e.name), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return time.Since(l.Spec.RenewTime.Time) > apply.LeaseDuration, l.Spec.RenewTime.String()
+	})
 	// Both forms: RELEASE CHART --recover, and RELEASE --recover (a
 	// recovery applies no chart).
-	recoverArgs := []string{e.name, e.chart, "--recover"}
+	recoverArgs := []string{e.name, e.chart, "--recover", "--yes"}
 	if ssa {
-		recoverArgs = []string{e.name, "--recover"}
+		recoverArgs = []string{e.name, "--recover", "--yes"}
 	}
 	code, stderr = e.tool(t, recoverArgs...)
 	if code != 0 || !strings.Contains(stderr, "re-created with its previous spec") || !strings.Contains(stderr, "Revision 2 was left pending-upgrade: marked failed") {

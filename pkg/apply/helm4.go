@@ -91,7 +91,7 @@ func (h *helm4) started() bool { return h.store.started() }
 func (h *helm4) describe(version int, line string) {
 	next := h.store.next
 	if err := editRecord(h.req.Config, next.Namespace, next.Name, version, func(info *release.Info) {
-		info.Description = strings.TrimSpace(info.Description + " (" + line + ")")
+		info.Description = lineFirst(line, info.Description)
 	}); err != nil {
 		h.cfg.Logger().Warn(fmt.Sprintf("adding the restore to the description of revision %d: %v", version, err))
 	}

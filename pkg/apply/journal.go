@@ -70,7 +70,16 @@ type journalObject struct {
 	// Helm 4's server-side apply conflicts with any other owner of a field
 	// the chart sets (empty in a journal written before they were kept).
 	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
+	// Restored is the UID of the object a restore created, once known: a
+	// kill before its field managers were put back leaves it to --recover
+	// to finish (which also knows it by its restoreManager entry).
+	Restored types.UID `json:"restored,omitempty"`
 }
+
+// restoreManager is the field manager of the create that restores an
+// object: until its previous managers are put back, it marks the object as
+// one a restore created (not Helm's upgrade or rollback).
+const restoreManager = "helm-safe-upgrade-restore"
 
 // id is the object's ID, printed as everywhere (manifest.ObjectID.String).
 func (o *journalObject) id() manifest.ObjectID {
@@ -84,11 +93,14 @@ type journalRecord struct {
 	Namespace string `json:"namespace"`
 	// Revision is the revision the apply creates; ManifestDigest the
 	// sha256 of its planned manifest.
-	Revision       int             `json:"revision"`
-	ManifestDigest string          `json:"manifestDigest"`
-	Step           Step            `json:"step"`
-	Started        time.Time       `json:"started"`
-	Objects        []journalObject `json:"objects"`
+	Revision       int       `json:"revision"`
+	ManifestDigest string    `json:"manifestDigest"`
+	Step           Step      `json:"step"`
+	Started        time.Time `json:"started"`
+	// WrittenBy is the user the apply ran as (SelfSubjectReview), as the
+	// journal says: anyone who can write the Secret can write this too.
+	WrittenBy string          `json:"writtenBy,omitempty"`
+	Objects   []journalObject `json:"objects"`
 }
 
 // journal is the journal Secret of one release.
@@ -201,6 +213,9 @@ func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release
 		return nil, fmt.Errorf("Secret %s/%s is not a recreate journal (type %q)", s.GetNamespace(), s.GetName(), t)
 	}
 	raw, _, _ := unstructured.NestedString(s.Object, "data", journalKey)
+	if len(raw) > maxJournalBytes {
+		return nil, fmt.Errorf("Secret %s/%s: the journal is %d bytes, more than a journal can be (%d): not a journal this tool wrote", s.GetNamespace(), s.GetName(), len(raw), maxJournalBytes)
+	}
 	var data []byte
 	if raw != "" {
 		if data, err = base64.StdEncoding.DecodeString(raw); err != nil {
@@ -214,7 +229,31 @@ func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release
 	if err := json.Unmarshal(data, &j.rec); err != nil {
 		return nil, fmt.Errorf("Secret %s/%s: decoding the journal: %w", s.GetNamespace(), s.GetName(), err)
 	}
+	if err := j.rec.wellFormed(); err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", s.GetNamespace(), s.GetName(), err)
+	}
 	return j, nil
+}
+
+// maxJournalBytes is the most a journal's data can hold: a Secret's limit.
+const maxJournalBytes = 1 << 20
+
+// wellFormed checks what a journal read back says of itself: each entry's
+// object is the one its header names (whether it may be restored is
+// checkRestorable's question).
+func (r *journalRecord) wellFormed() error {
+	if len(r.Objects) > maxJournalObjects {
+		return fmt.Errorf("the journal lists %d objects, more than %d: not a journal this tool wrote", len(r.Objects), maxJournalObjects)
+	}
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		obj := &unstructured.Unstructured{Object: o.Object}
+		if o.Object == nil || obj.GetAPIVersion() != o.APIVersion || obj.GetKind() != o.Kind || obj.GetName() != o.Name || obj.GetNamespace() != o.Namespace {
+			return fmt.Errorf("journal entry %d (%s): its object is %s %s %s/%s, not the one the entry names", i+1, o.id(),
+				obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		}
+	}
+	return nil
 }
 
 // refs names the journal's objects.
@@ -228,39 +267,96 @@ func (j *journal) refs() string {
 
 // describe says what an interrupted apply left, for users.
 func (j *journal) describe() string {
-	return fmt.Sprintf("an apply of revision %d started %s was interrupted at step %q; the recreate journal (Secret %s/%s) holds %s, deleted or about to be deleted for recreation",
-		j.rec.Revision, j.rec.Started.Format(time.RFC3339), j.rec.Step, j.rec.Namespace, JournalName(j.rec.Release), j.refs())
+	return fmt.Sprintf("an apply of revision %d started %s by %s was interrupted at step %q; the recreate journal (Secret %s/%s) holds %s, deleted or about to be deleted for recreation",
+		j.rec.Revision, j.rec.Started.Format(time.RFC3339), j.writer(), j.rec.Step, j.rec.Namespace, JournalName(j.rec.Release), j.refs())
+}
+
+// writer is the user the journal says wrote it.
+func (j *journal) writer() string {
+	if j.rec.WrittenBy == "" {
+		return "an unknown user"
+	}
+	return fmt.Sprintf("%q", j.rec.WrittenBy)
+}
+
+// survey says, from a fresh read of each object, what restore will do,
+// one line per object, and what of each stored object the chart does not
+// set but the restore keeps.
+func (j *journal) survey(ctx context.Context, cluster *live.Cluster, deployed *manifest.Set) (string, error) {
+	var b strings.Builder
+	for i := range j.rec.Objects {
+		o := &j.rec.Objects[i]
+		res, _, err := cluster.Resource(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind), o.Namespace)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", o.id(), err)
+		}
+		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
+		var what string
+		switch {
+		case apierrors.IsNotFound(err):
+			what = fmt.Sprintf("re-create it with its previous spec (it had uid %s)", o.UID)
+		case err != nil:
+			return "", fmt.Errorf("%s: reading it: %w", o.id(), err)
+		case cur.GetUID() == o.UID && cur.GetDeletionTimestamp() != nil:
+			what = "re-create it with its previous spec once its deletion finishes"
+		case cur.GetUID() == o.UID:
+			what = "leave it as it is: it was not deleted"
+		case restoredByUs(o, cur):
+			what = fmt.Sprintf("finish the restore that re-created it (uid %s): put its previous field managers back", cur.GetUID())
+		default:
+			what = fmt.Sprintf("leave it as it is: it was created again since, by Helm's upgrade or rollback (uid %s)", cur.GetUID())
+		}
+		fmt.Fprintf(&b, "  - %s: %s\n", o.id(), what)
+		stored := &unstructured.Unstructured{Object: o.Object}
+		stored = stored.DeepCopy()
+		stored.SetManagedFields(o.ManagedFields)
+		var want *unstructured.Unstructured
+		if d := deployed.Get(o.id()); d != nil {
+			want = d.Obj
+		}
+		if kept := keptFields(stored, want); len(kept) > 0 {
+			fmt.Fprintf(&b, "      kept as they were, not set by the chart: %s\n", strings.Join(kept, ", "))
+		}
+	}
+	return b.String(), nil
 }
 
 // restore puts back every journal object that is not in the cluster any
 // more, with its old spec (its orphaned pods and claims are adopted again),
-// and says, per object, what it did. An object still there with its old UID
-// was not deleted (or its deletion is still finishing: restore waits for it
-// up to timeout); one there with another UID was created since (by Helm's
-// upgrade or its --atomic rollback) and is left as it is. The error lists
-// the objects it could not restore.
-func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, timeout time.Duration) (string, error) {
+// and says, per object, what it did; deleted names the objects found
+// deleted (gone, being deleted, or replaced), decided from what the server
+// answers now, never from the journal's marks alone. An object still there
+// with its old UID was not deleted (or its deletion is still finishing:
+// restore waits for it up to timeout); one there with another UID was
+// created since: by an earlier restore (its field managers are put back if
+// that restore was cut short) or by Helm's upgrade or its --atomic
+// rollback (left as it is). The error lists the objects it could not
+// restore.
+func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, timeout time.Duration) (msg string, deleted []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var done, failed []string
 	for i := range j.rec.Objects {
 		o := &j.rec.Objects[i]
-		what, err := restoreOne(ctx, cluster, o, poll)
+		what, gone, err := j.restoreOne(ctx, cluster, o, poll)
+		if gone || (err != nil && o.Deleted) {
+			deleted = append(deleted, o.id().String())
+		}
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", o.id(), err))
 			continue
 		}
 		done = append(done, o.id().String()+" "+what)
 	}
-	msg := "restored from the recreate journal: " + strings.Join(done, "; ")
+	msg = "restored from the recreate journal: " + strings.Join(done, "; ")
 	if len(done) == 0 {
 		msg = ""
 	}
 	if len(failed) > 0 {
-		return msg, fmt.Errorf("could not restore %s; the journal Secret %s/%s is kept: run again with --recover",
+		return msg, deleted, fmt.Errorf("could not restore %s; the journal Secret %s/%s is kept: run again with --recover",
 			strings.Join(failed, "; "), j.rec.Namespace, JournalName(j.rec.Release))
 	}
-	return msg, nil
+	return msg, deleted, nil
 }
 
 // restoreManagers puts the field managers an object had before its
@@ -284,51 +380,90 @@ func restoreManagers(ctx context.Context, res dynamic.ResourceInterface, obj *un
 	return err
 }
 
-func restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, poll time.Duration) (string, error) {
+// restoredByUs reports whether cur, an object with another UID than o's,
+// was created by a restore of o: the journal recorded its UID, or the
+// restore's own field manager is still on it (a kill came before its
+// previous managers were put back, or before the journal was updated).
+func restoredByUs(o *journalObject, cur *unstructured.Unstructured) bool {
+	if o.Restored != "" && cur.GetUID() == o.Restored {
+		return true
+	}
+	return hasManager(cur, restoreManager)
+}
+
+// restoreOne restores o and says what it did; gone says that o's object
+// was found deleted (decided from the server's answers).
+func (j *journal) restoreOne(ctx context.Context, cluster *live.Cluster, o *journalObject, poll time.Duration) (what string, gone bool, err error) {
 	gvk := schema.FromAPIVersionAndKind(o.APIVersion, o.Kind)
 	res, _, err := cluster.Resource(gvk, o.Namespace)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
 		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
 		switch {
+		case err == nil && cur.GetUID() != o.UID && restoredByUs(o, cur):
+			note := ""
+			if hasManager(cur, restoreManager) && len(o.ManagedFields) > 0 {
+				if err := restoreManagers(ctx, res, cur, o.ManagedFields); err != nil {
+					note = fmt.Sprintf(", but not its field managers (%v)", err)
+				} else {
+					note = ", its previous field managers put back"
+				}
+			}
+			return fmt.Sprintf("re-created with its previous spec by an earlier restore (uid %s)%s", cur.GetUID(), note), true, nil
 		case err == nil && cur.GetUID() != o.UID:
-			return fmt.Sprintf("was created again since, by Helm's upgrade or rollback (uid %s), left as it is", cur.GetUID()), nil
+			return fmt.Sprintf("was created again since, by Helm's upgrade or rollback (uid %s), left as it is", cur.GetUID()), true, nil
 		case err == nil && cur.GetDeletionTimestamp() == nil:
-			return "was not deleted", nil
+			return "was not deleted", false, nil
 		case apierrors.IsNotFound(err):
-			created, err := res.Create(ctx, &unstructured.Unstructured{Object: o.Object}, metav1.CreateOptions{})
+			obj := &unstructured.Unstructured{Object: o.Object}
+			create := metav1.CreateOptions{FieldManager: restoreManager}
+			created, err := res.Create(ctx, obj, create)
 			note := ""
 			if apierrors.IsInvalid(err) && o.Kind == "Service" && o.APIVersion == "v1" {
 				// Its cluster IP or node ports were taken meanwhile: let
 				// the server allocate new ones.
-				obj := withoutAllocations(o.Object)
-				created, err = res.Create(ctx, obj, metav1.CreateOptions{})
+				created, err = res.Create(ctx, withoutAllocations(o.Object), create)
 				note = ", with a new cluster IP and node ports (the old ones were taken)"
 			}
 			if apierrors.IsAlreadyExists(err) {
 				continue // created meanwhile: look again
 			}
 			if err != nil {
-				return "", fmt.Errorf("creating it again: %w", err)
+				return "", true, fmt.Errorf("creating it again: %w", err)
+			}
+			o.Restored = created.GetUID()
+			if err := j.save(ctx); err != nil {
+				note += fmt.Sprintf(" (the journal could not record it: %v)", err)
 			}
 			if err := restoreManagers(ctx, res, created, o.ManagedFields); err != nil {
 				note += fmt.Sprintf(", but not its field managers (%v)", err)
 			}
-			return fmt.Sprintf("re-created with its previous spec%s (uid %s)", note, created.GetUID()), nil
+			return fmt.Sprintf("re-created with its previous spec%s (uid %s)", note, created.GetUID()), true, nil
 		case err != nil && ctx.Err() == nil:
-			return "", fmt.Errorf("reading it: %w", err)
+			return "", false, fmt.Errorf("reading it: %w", err)
+		case err == nil:
+			gone = true // its deletion was accepted and is finishing
 		}
 		// Its deletion is still finishing (finalizers): wait.
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("still being deleted, not re-created: %w", ctx.Err())
+			return "", gone, fmt.Errorf("still being deleted, not re-created: %w", ctx.Err())
 		case <-ticker.C:
 		}
 	}
+}
+
+func hasManager(obj *unstructured.Unstructured, manager string) bool {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == manager {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutAllocations is a Service without the cluster IPs (unless headless)

@@ -47,6 +47,20 @@ func writeJournal(t *testing.T, fc *fakeCluster, step Step, deleted bool) *journ
 	return j
 }
 
+// killedApply is what an apply of revision 2 (left at status) killed after
+// deleting the StatefulSet leaves: a deployed revision 1, revision 2 and
+// the journal.
+func killedApply(t *testing.T, status release.Status) (*fixture, *fakeCluster, *journal) {
+	t.Helper()
+	f := newFixture(t)
+	f.seed(t)
+	helmtest.NextRevision(t, f.cfg, relName, status)
+	fc := newFakeCluster(t)
+	j := writeJournal(t, fc, StepUpgrading, true)
+	deleteSts(t, fc)
+	return f, fc, j
+}
+
 func assertNoJournal(t *testing.T, fc *fakeCluster) {
 	t.Helper()
 	if _, err := fc.secrets().Get(context.Background(), JournalName(relName), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -221,14 +235,9 @@ func TestRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.seed(t)
-			helmtest.NextRevision(t, f.cfg, relName, tt.status)
-			fc := newFakeCluster(t)
-			writeJournal(t, fc, StepUpgrading, true)
-			deleteSts(t, fc)
+			f, fc, _ := killedApply(t, tt.status)
 			var out bytes.Buffer
-			if err := recoverRelease(context.Background(), f.cfg, fc.Cluster, relName, relNS, render.DefaultTimeout, &out); err != nil {
+			if err := recoverRelease(context.Background(), RecoverRequest{Config: f.cfg, Cluster: fc.Cluster, Name: relName, Namespace: relNS, Timeout: render.DefaultTimeout}, &out); err != nil {
 				t.Fatalf("recover: %v\n%s", err, out.String())
 			}
 			for _, w := range tt.wantOut {
@@ -250,7 +259,7 @@ func TestRecover(t *testing.T) {
 			assertNoJournal(t, fc)
 			// Nothing left to recover.
 			out.Reset()
-			if err := recoverRelease(context.Background(), f.cfg, fc.Cluster, relName, relNS, 0, &out); err != nil || !strings.Contains(out.String(), "nothing to recover") {
+			if err := recoverRelease(context.Background(), RecoverRequest{Config: f.cfg, Cluster: fc.Cluster, Name: relName, Namespace: relNS}, &out); err != nil || !strings.Contains(out.String(), "nothing to recover") {
 				t.Errorf("second recover: %v %q", err, out.String())
 			}
 		})

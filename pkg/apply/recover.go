@@ -9,8 +9,11 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -29,23 +32,62 @@ func CheckJournal(ctx context.Context, cluster *live.Cluster, name, ns string) e
 	return nil
 }
 
-// Recover resolves what an interrupted apply (killed, or whose restore
-// failed) left: when the journal's revision was deployed, it only removes
-// the journal; otherwise it restores every object the journal holds (with
-// its previous spec: orphaned pods and claims are adopted again), marks the
-// revision the interrupted apply left pending as failed (as Helm's own
-// failure handling would, so no `helm rollback` is needed; the deployed
-// revision before it stays deployed) with a description that says so, then
-// removes the journal. What it did is printed to out. Without a journal it
-// says so and does nothing.
-func Recover(ctx context.Context, cfg *action.Configuration, cluster *live.Cluster, name, ns string, timeout time.Duration, out io.Writer) error {
-	if cfg == nil || cfg.Releases == nil || cluster == nil {
-		return fmt.Errorf("recover: no release storage or cluster connection")
-	}
-	return recoverRelease(ctx, cfg, cluster, name, ns, timeout, out)
+// RecoverRequest is what --recover needs.
+type RecoverRequest struct {
+	// Config is Helm's configuration of the release namespace; Cluster the
+	// connection that reads and restores.
+	Config  *action.Configuration
+	Cluster *live.Cluster
+	Name    string
+	// Namespace is the release namespace.
+	Namespace string
+	// Timeout bounds the restore (0: render.DefaultTimeout).
+	Timeout time.Duration
+	// Confirm is asked, with what the recovery will do, before it writes
+	// anything; false aborts. nil: no confirmation (--yes).
+	Confirm func(plan string) (bool, error)
+	// Lease says who takes the release's Lease for the recovery.
+	Lease LeaseRequest
 }
 
-func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *live.Cluster, name, ns string, timeout time.Duration, out io.Writer) error {
+// Recover resolves what an interrupted apply (killed, or whose restore
+// failed) left. It refuses while another run holds the release's Lease,
+// and takes it (a stale one too) for itself. When the journal's revision
+// was deployed, it only removes the journal. Otherwise it checks every
+// entry of the journal (checkRestorable: an object of the last deployed
+// revision, in the release namespace, as its manifest says) and refuses
+// the whole journal, writing nothing, when one fails; it says what it will
+// re-create and asks Confirm; then it restores every object the journal
+// holds (with its previous spec: orphaned pods and claims are adopted
+// again), marks the revision the interrupted apply left pending as failed
+// (as Helm's own failure handling would, so no `helm rollback` is needed;
+// the deployed revision before it stays deployed) with a description that
+// says so, then removes the journal. What it did is printed to out.
+// Without a journal it says so and does nothing.
+func Recover(ctx context.Context, req RecoverRequest, out io.Writer) error {
+	if req.Config == nil || req.Config.Releases == nil || req.Cluster == nil {
+		return fmt.Errorf("recover: no release storage or cluster connection")
+	}
+	if req.Lease.Now == nil {
+		req.Lease.Now = time.Now
+	}
+	obs, err := ObserveLease(ctx, req.Cluster, req.Name, req.Namespace, true, req.Lease.Now())
+	if err != nil {
+		return err
+	}
+	lease, err := TakeLease(ctx, req.Cluster, obs, req.Lease)
+	if err != nil {
+		return err
+	}
+	err = recoverRelease(ctx, req, out)
+	if rerr := lease.Release(); rerr != nil {
+		fmt.Fprintf(out, "warning: %v\n", rerr)
+	}
+	return err
+}
+
+func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) error {
+	cfg, cluster, name, ns, timeout := req.Config, req.Cluster, req.Name, req.Namespace, req.Timeout
 	if timeout <= 0 {
 		timeout = render.DefaultTimeout
 	}
@@ -76,6 +118,24 @@ func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *liv
 		fmt.Fprintf(out, "Revision %d was deployed: the upgrade finished; the journal is removed, nothing else to do\n", j.rec.Revision)
 		return nil
 	}
+	deployed, err := trust(j, cfg.Releases, name, ns, cluster)
+	if err != nil {
+		return err
+	}
+	todo, err := j.survey(ctx, cluster, deployed)
+	if err != nil {
+		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
+	}
+	fmt.Fprintf(out, "--recover will:\n%s", todo)
+	if req.Confirm != nil {
+		ok, err := req.Confirm(todo)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("release %q in namespace %s: recovery not confirmed; nothing was restored or changed", name, ns)
+		}
+	}
 	rec := &recreator{cluster: cluster, out: out, log: func(string, ...interface{}) {}, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
 	line, err := rec.undo(j)
 	line = "safe-upgrade --recover: the apply was interrupted; " + line
@@ -84,7 +144,7 @@ func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *liv
 		was := attempted.Info.Status
 		uerr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
 			info.Status = release.StatusFailed
-			info.Description = fmt.Sprintf("Upgrade %q interrupted (%s)", name, line)
+			info.Description = lineFirst(line, fmt.Sprintf("Upgrade %q interrupted", name))
 		})
 		if uerr != nil {
 			return fmt.Errorf("release %q: marking the pending revision %d failed: %w", name, attempted.Version, uerr)
@@ -92,7 +152,7 @@ func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *liv
 		fmt.Fprintf(out, "Revision %d was left %s: marked failed\n", attempted.Version, was)
 	} else if attempted != nil && attempted.Info.Status == release.StatusFailed {
 		if derr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
-			info.Description = strings.TrimSpace(info.Description + " (" + line + ")")
+			info.Description = lineFirst(line, info.Description)
 		}); derr != nil {
 			fmt.Fprintf(out, "warning: adding the restore to the description of revision %d: %v\n", attempted.Version, derr)
 		}
@@ -101,4 +161,32 @@ func recoverRelease(ctx context.Context, cfg *action.Configuration, cluster *liv
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}
 	return nil
+}
+
+// trust checks every entry of j against the release's last deployed
+// revision (checkRestorable) and refuses the journal, naming each entry
+// and why, when one fails; it returns that revision's objects.
+func trust(j *journal, store *storage.Storage, name, ns string, scoper manifest.Scoper) (*manifest.Set, error) {
+	refuse := func(why string) error {
+		return fmt.Errorf("release %q in namespace %s: the recreate journal (Secret %s/%s, written by %s as it says) is refused: %s; nothing was restored or changed. Anyone who may write Secrets in namespace %s can write a journal: check who wrote it, and delete it (kubectl delete secret -n %s %s) once the release's objects are as they should be",
+			name, ns, ns, JournalName(name), j.writer(), why, ns, ns, JournalName(name))
+	}
+	if j.rec.Release != name || j.rec.Namespace != ns {
+		return nil, refuse(fmt.Sprintf("it is for release %q in namespace %s", j.rec.Release, j.rec.Namespace))
+	}
+	deployed, version, err := deployedOf(store, name, ns, scoper)
+	if err != nil {
+		return nil, refuse(err.Error())
+	}
+	var bad []string
+	for i := range j.rec.Objects {
+		o := &j.rec.Objects[i]
+		if err := checkRestorable(&unstructured.Unstructured{Object: o.Object}, ns, deployed, version); err != nil {
+			bad = append(bad, fmt.Sprintf("entry %d, %s: %v", i+1, o.id(), err))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, refuse(strings.Join(bad, "; "))
+	}
+	return deployed, nil
 }

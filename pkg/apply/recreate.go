@@ -34,18 +34,16 @@ var (
 )
 
 // refuseRecreate checks, without the cluster, that every change may be
-// recreated: an acknowledged recreate-required update of a kind whose
-// deletion does not take other objects with it.
-func refuseRecreate(changes []plan.Change, install bool) error {
+// recreated: an acknowledged recreate-required update, in the release
+// namespace ns (a journal entry for anything else is refused on restore), of
+// a kind whose deletion does not take other objects with it.
+func refuseRecreate(changes []plan.Change, install bool, ns string) error {
 	for _, c := range changes {
-		why := ""
+		why := neverRecreated(schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind})
 		switch {
-		case c.ID.Group == "apiextensions.k8s.io" && c.ID.Kind == "CustomResourceDefinition":
-			why = "deleting a CustomResourceDefinition deletes every custom resource of its kind in the cluster; change the CRD in a way the API server accepts, or migrate its resources by hand"
-		case c.ID.Group == "" && (c.ID.Kind == "PersistentVolumeClaim" || c.ID.Kind == "PersistentVolume"):
-			why = "safe-upgrade never deletes a volume (its data would be lost or the claim left Terminating while a pod uses it); keep the old spec, or migrate the data to a new claim by hand"
-		case c.ID.Group == "" && c.ID.Kind == "Namespace":
-			why = "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"
+		case why != "":
+		case c.ID.Namespace != ns:
+			why = fmt.Sprintf("safe-upgrade recreates only objects of the release namespace %s (it could not tell the journal entry of another from a forged one, so it could not restore it); change it in a way the API server accepts, or recreate it by hand", ns)
 		case install:
 			why = "the release is being installed: there is nothing to recreate"
 		case c.Action != plan.ActionUpdate || c.Class != plan.ClassRecreateRequired:
@@ -81,6 +79,11 @@ type recreator struct {
 	timeout, poll time.Duration
 	// journal, when set, is written after each delete.
 	journal *journal
+	// deployed are the objects of the release's last deployed revision
+	// (deployedVersion): a live object is deleted only when --recover
+	// would accept its journal entry (checkRestorable).
+	deployed        *manifest.Set
+	deployedVersion int
 }
 
 // recreateTarget is one object to recreate.
@@ -128,6 +131,11 @@ func (r *recreator) prepare(ctx context.Context, changes []plan.Change, nextMani
 			t.live = nil
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: reading the live object: %w", name, err)
+		}
+		if t.live != nil && r.deployed != nil {
+			if err := checkRestorable(&unstructured.Unstructured{Object: restorable(t.live)}, r.namespace, r.deployed, r.deployedVersion); err != nil {
+				return nil, fmt.Errorf("%s: %w: its journal entry would not pass the checks of a restore (%v); nothing was deleted: put back the deployed values, then plan again", name, ErrRecreateRefused, err)
+			}
 		}
 		_, err = res.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -223,24 +231,20 @@ func (r *recreator) deleted(ctx context.Context, t *recreateTarget) {
 
 // undo restores what the journal holds after a failure and, when all is
 // back, removes the journal. It returns the line that says what was
-// deleted and what was restored, for the error and the release history.
+// deleted and what was restored, for the error and the release history:
+// what was deleted is what the server's answers and a fresh read of each
+// object say (a delete whose answer was lost to a timeout still deleted).
 func (r *recreator) undo(j *journal) (string, error) {
 	ctx := context.Background()
-	var deleted []string
-	for i := range j.rec.Objects {
-		if j.rec.Objects[i].Deleted {
-			deleted = append(deleted, j.rec.Objects[i].id().String())
-		}
-	}
-	line := "safe-upgrade deleted nothing"
-	if len(deleted) > 0 {
-		line = "safe-upgrade deleted " + strings.Join(deleted, ", ") + " for recreation"
-	}
 	j.rec.Step = StepRestoring
 	if err := j.save(ctx); err != nil {
 		r.log("warning: %v", err)
 	}
-	restored, err := j.restore(ctx, r.cluster, r.poll, r.timeout)
+	restored, deleted, err := j.restore(ctx, r.cluster, r.poll, r.timeout)
+	line := "safe-upgrade deleted nothing"
+	if len(deleted) > 0 {
+		line = "safe-upgrade deleted " + strings.Join(deleted, ", ") + " for recreation"
+	}
 	if restored != "" {
 		line += "; " + restored
 	}

@@ -96,6 +96,38 @@ metadata: {name: api, namespace: demo, uid: svc-uid}
 spec: {clusterIP: 10.96.0.10, type: ClusterIP}
 `
 
+// deployedObjects are the objects of liveObjects the release deployed, as
+// its manifest has them.
+const deployedObjects = `
+---
+# Source: app/templates/db.yaml
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: app-db}
+spec:
+  selector: {matchLabels: {app: app-db}}
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec: {resources: {requests: {storage: 1Gi}}}
+---
+# Source: app/templates/web.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+---
+# Source: app/templates/migrate.yaml
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+---
+# Source: app/templates/api.yaml
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+`
+
 // plannedManifest is the new render, as Helm writes it.
 const plannedObjects = `---
 # Source: app/templates/db.yaml

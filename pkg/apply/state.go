@@ -155,16 +155,25 @@ func failure(store *storage.Storage, name, ns string, attempted int, err error) 
 	return ue
 }
 
-// describeFailure adds line to the description of the failed revision, so
-// `helm history` says what the recreate deleted and restored, not only
-// Helm's error.
+// describeFailure puts line before the description of the failed
+// revision, so `helm history` says what the recreate deleted and restored,
+// not only Helm's error: first, because its table shows one cut line and
+// Helm's error can span many.
 func describeFailure(store *storage.Storage, name string, version int, line string, log func(string, ...interface{})) {
 	rel, err := store.Get(name, version)
 	if err == nil {
-		rel.Info.Description = strings.TrimSpace(rel.Info.Description + " (" + line + ")")
+		rel.Info.Description = lineFirst(line, rel.Info.Description)
 		err = store.Update(rel)
 	}
 	if err != nil {
 		log("warning: adding the restore to the description of revision %d: %v", version, err)
 	}
+}
+
+// lineFirst is the description line, then what the revision said before.
+func lineFirst(line, description string) string {
+	if description = strings.TrimSpace(description); description == "" {
+		return line
+	}
+	return line + " (before: " + description + ")"
 }

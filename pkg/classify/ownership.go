@@ -63,6 +63,16 @@ func (o *Ownership) Owner(path string) string {
 	return strings.Join(found, ", ")
 }
 
+// Paths returns every path a manager other than self owns, sorted.
+func (o *Ownership) Paths() []string {
+	out := make([]string, 0, len(o.owners))
+	for p := range o.owners {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Path returns a server-notation field path (as in a conflict's cause) in
 // this package's notation: as read from the managed fields when they hold
 // it, otherwise the server's without its leading dot.

@@ -99,6 +99,7 @@ func TestBadInput(t *testing.T) {
 		{"unreachable cluster", []string{"demo", demo, "--dry-run", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
 		{"recover with dry-run", []string{"demo", demo, "--recover", "--dry-run"}, []string{"--recover", "--dry-run"}},
 		{"recover without a release", []string{"--recover"}, []string{"--recover expects RELEASE"}},
+		{"--yes without --recover", []string{"demo", demo, "--yes"}, []string{"--yes confirms --recover only", "--ack"}},
 		{"recover with three arguments", []string{"demo", demo, "extra", "--recover"}, []string{"--recover expects RELEASE", "3 argument(s)"}},
 		// Accepted without CHART: it gets as far as the cluster.
 		{"recover without a chart", []string{"demo", "--recover", "--kube-apiserver", "https://127.0.0.1:1", "--timeout", "5s"}, []string{"cluster unreachable at https://127.0.0.1:1"}},
@@ -385,5 +386,19 @@ func TestProgressOnTerminal(t *testing.T) {
 		if got != tty {
 			t.Errorf("stderr a terminal: %v; progress lines shown: %v\n%s", tty, got, errOut.String())
 		}
+	}
+}
+
+// TestCommandLine: the command recorded in the release's Lease names the
+// flags given, never their values (a --set value can be a password).
+func TestCommandLine(t *testing.T) {
+	o := NewUpgradeOptions(iostreams.Streams{})
+	cmd := newRootCommand("helm-safe-upgrade", o, BuildInfo{})
+	if err := cmd.ParseFlags([]string{"--set", "db.password=hunter2", "-n", "prod", "--ack-all-destructive"}); err != nil {
+		t.Fatal(err)
+	}
+	got := commandLine("helm safe-upgrade", []string{"db", "./chart"}, cmd.Flags())
+	if want := "helm safe-upgrade db ./chart --ack-all-destructive --namespace --set"; got != want || strings.Contains(got, "hunter2") {
+		t.Errorf("command %q, want %q", got, want)
 	}
 }

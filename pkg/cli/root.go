@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
@@ -80,6 +81,7 @@ func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Com
 			return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = commandLine(name, args, cmd.Flags())
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -94,6 +96,15 @@ func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Com
 	cmd.SetErr(o.Streams.ErrOut)
 	o.AddFlags(cmd)
 	return cmd
+}
+
+// commandLine is the command as run, with the flags given but none of
+// their values (a --set value can be a password): what the release's Lease
+// shows other users.
+func commandLine(name string, args []string, fs *pflag.FlagSet) string {
+	parts := append([]string{name}, args...)
+	fs.Visit(func(f *pflag.Flag) { parts = append(parts, "--"+f.Name) })
+	return strings.Join(parts, " ")
 }
 
 // versionLine is what --version prints.

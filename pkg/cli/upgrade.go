@@ -28,6 +28,8 @@ type UpgradeOptions struct {
 	// every request of this tool (audit logs show it).
 	Masker    *upgrade.Masker
 	UserAgent string
+	// Command is the command line without flag values (see commandLine).
+	Command string
 
 	// Set by Complete.
 	Config   *upgrade.Config
@@ -58,6 +60,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 // Complete fills the fields Run needs from flags and arguments.
 func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker)
+	o.Config.Command = o.Command
 	if o.Streams.ErrTTY {
 		o.Config.Progress = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)
@@ -96,7 +99,11 @@ func (o *UpgradeOptions) Validate() error {
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if o.Recover {
-		return o.Config.Recover(ctx, o.Request.ReleaseName, o.Render)
+		var confirm func(string) (bool, error)
+		if !o.Yes {
+			confirm = o.confirmRecover
+		}
+		return o.Config.Recover(ctx, o.Request.ReleaseName, o.Render, confirm)
 	}
 	planned, err := o.Config.PlanFor(ctx, o.Flags, o.Request)
 	if err != nil {
@@ -142,6 +149,16 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
 	}
 	return o.Config.Apply(ctx, planned)
+}
+
+// confirmRecover asks, on a terminal, to type the release name before
+// --recover restores what it printed; without one it refuses (--yes is
+// how CI confirms).
+func (o *UpgradeOptions) confirmRecover(string) (bool, error) {
+	if !o.Streams.CanPrompt() {
+		return false, fmt.Errorf("release %q: --recover re-creates the objects listed above: confirm on a terminal, or pass --yes; nothing was restored or changed", o.Request.ReleaseName)
+	}
+	return gate.ConfirmRelease(o.Prompter, o.Request.ReleaseName, "restore them")
 }
 
 func (o *UpgradeOptions) printDecision(d gate.Decision) {

@@ -50,12 +50,9 @@ func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, erro
 			}
 		}
 	}
-	answer, err := p.Input(fmt.Sprintf("Type the release name (%s) to apply them; anything else aborts: ", release))
-	if err != nil {
+	ok, err := ConfirmRelease(p, release, "apply them")
+	if err != nil || !ok {
 		return false, err
-	}
-	if strings.TrimSpace(answer) != release {
-		return false, nil
 	}
 	for _, c := range d.Unacked {
 		c.Acknowledged = true
@@ -63,4 +60,14 @@ func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, erro
 	}
 	d.Unacked = nil
 	return true, nil
+}
+
+// ConfirmRelease asks the person to type the release name to do what
+// (e.g. "apply them"); anything else declines.
+func ConfirmRelease(p Prompter, release, what string) (bool, error) {
+	answer, err := p.Input(fmt.Sprintf("Type the release name (%s) to %s; anything else aborts: ", release, what))
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(answer) == release, nil
 }

@@ -2,8 +2,10 @@ package upgrade
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -43,6 +45,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			recreate = append(recreate, ch)
 		}
 	}
+	user, lease, err := c.takeLease(ctx, planned.Plan.Release.Name, planned.Lease)
+	if err != nil {
+		return err
+	}
+	defer c.releaseLease(lease)
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
@@ -60,6 +67,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		ApplyMethod: planned.Plan.Release.ApplyMethod,
 		Description: report.AuditLine(planned.Plan, planned.Render.Description),
 		Sanitizer:   c.Sanitizer,
+		User:        user,
 		Log:         c.Logf,
 	}, c.Out)
 	if err != nil {
@@ -72,6 +80,49 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
 	writeNotes(c.Out, rel.Info.Notes, planned.Render.HideNotes)
 	return nil
+}
+
+// takeLease takes the release's Lease as observed before the plan (see
+// apply.TakeLease) for who the API server says the user is; it returns
+// that user.
+func (c *Config) takeLease(ctx context.Context, release string, observed *apply.LeaseObservation) (string, *apply.HeldLease, error) {
+	user, err := apply.WhoAmI(ctx, c.Cluster.Dynamic)
+	if err != nil {
+		return "", nil, fmt.Errorf("release %q in namespace %s: %w; nothing was written", release, c.Namespace, err)
+	}
+	if observed == nil { // not read before a plan: read now
+		if observed, err = apply.ObserveLease(ctx, c.Cluster, release, c.Namespace, true, c.Now()); err != nil {
+			return "", nil, err
+		}
+	}
+	req := c.leaseRequest(user)
+	lease, err := apply.TakeLease(ctx, c.Cluster, observed, req)
+	if err != nil {
+		return "", nil, err
+	}
+	if lease == nil {
+		c.Logf("namespace %s does not exist yet: no Lease taken (Helm creates the namespace)", c.Namespace)
+	} else {
+		c.Logf("took the Lease %s/%s as %s", c.Namespace, apply.LeaseName(release), req.Identity)
+	}
+	return user, lease, nil
+}
+
+// leaseRequest says who holds the lease: the user, on this host, in this
+// process, in this run (a random part: two runs in one process differ).
+func (c *Config) leaseRequest(user string) apply.LeaseRequest {
+	host, _ := os.Hostname()
+	var run [4]byte
+	_, _ = rand.Read(run[:])
+	return apply.LeaseRequest{Identity: fmt.Sprintf("%s on %s (pid %d, run %x)", user, host, os.Getpid(), run), User: user,
+		Command: c.Command, Now: c.Now, Log: c.Logf}
+}
+
+// releaseLease releases a lease taken by takeLease, saying so if it fails.
+func (c *Config) releaseLease(lease *apply.HeldLease) {
+	if err := lease.Release(); err != nil {
+		fmt.Fprintf(c.Out, "warning: %v\n", err)
+	}
 }
 
 // writeNotes prints the chart's NOTES after an apply, as helm upgrade does,

@@ -91,6 +91,9 @@ type Config struct {
 	// Progress, when set, receives a line as each stage of a plan or an
 	// apply starts (the CLI sets it when stderr is a terminal).
 	Progress func(format string, args ...interface{})
+	// Command is the command line without flag values (which may hold
+	// Secret values), recorded in the release's Lease for other users.
+	Command string
 
 	// Set by Connect.
 	//

@@ -32,8 +32,9 @@ type Flags struct {
 	// older than PlanMaxAge (0: no limit).
 	PlanOut, PlanIn string
 	PlanMaxAge      time.Duration
-	// Recover settles the journal an interrupted apply left.
-	Recover bool
+	// Recover settles the journal an interrupted apply left; Yes confirms
+	// it without asking (CI).
+	Recover, Yes bool
 	// Offline compares the base From with the chart without any cluster
 	// access (pre-merge mode).
 	Offline bool
@@ -53,6 +54,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.DurationVar(&f.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
 	fs.BoolVar(&f.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
+	fs.BoolVar(&f.Yes, "yes", false, "with --recover: restore without asking (CI); what it re-creates is still printed first")
 	fs.BoolVar(&f.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 }
 
@@ -71,6 +73,7 @@ func (f *Flags) Validate(r RenderOptions) error {
 		{f.PlanMaxAge != 0 && f.PlanIn == "", "--plan-max-age needs --plan"},
 		{f.PlanIn != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 		{f.Recover && (f.DryRun || f.PlanIn != "" || f.PlanOut != ""), "--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out"},
+		{f.Yes && !f.Recover, "--yes confirms --recover only; destructive changes are acknowledged with --ack, --ack-file or --ack-all-destructive"},
 		{r.HideSecret && !f.DryRun, "--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run"},
 		{f.DetailedExitcode && !f.DryRun, "--detailed-exitcode needs --dry-run"},
 	} {
@@ -95,7 +98,7 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 		f.DryRun = true
 	}
 	req := PlanRequest{ReleaseName: release, ChartRef: chart, Render: r, Rules: f.Rules,
-		Apply: f.Apply, SavedMaxAge: f.PlanMaxAge}
+		Apply: f.Apply, SavedMaxAge: f.PlanMaxAge, ForApply: !f.DryRun && !f.Recover}
 	dryRuns, err := planner.ParseServerDryRun(f.ServerDryRun)
 	if err != nil {
 		return req, err

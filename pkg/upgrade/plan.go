@@ -39,6 +39,11 @@ type PlanRequest struct {
 	// server as dry-runs ("" asks only where its answer can differ from
 	// what the planner derives).
 	ServerDryRun planner.ServerDryRun
+	// ForApply: the plan is to be applied. The release's Lease is then read
+	// before planning (refused while another run holds it, or when the user
+	// may not take it) for the apply to take; a dry-run only notes a live
+	// one.
+	ForApply bool
 }
 
 // Planned is a plan with what is needed to save or apply it.
@@ -50,18 +55,27 @@ type Planned struct {
 	ChartRef string
 	Render   RenderOptions
 	Apply    ApplyRequest
+	// Lease is the release's Lease as read before the plan: the apply
+	// takes it on condition that nobody took it since.
+	Lease *apply.LeaseObservation
 }
 
 // Plan renders the release as `helm upgrade` would and plans it against the
 // cluster. It sends no write but dry-run requests.
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
+	var lease *apply.LeaseObservation
 	err := c.Stage("connect", func() error {
 		if err := c.Connect(ctx); err != nil {
 			return err
 		}
 		// An interrupted apply's deleted objects come back (--recover)
 		// before anything is planned against a cluster missing them.
-		return apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace)
+		if err := apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace); err != nil {
+			return err
+		}
+		var err error
+		lease, err = apply.ObserveLease(ctx, c.Cluster, req.ReleaseName, c.Namespace, req.ForApply, c.Now())
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -148,9 +162,12 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
 	}
+	if note := lease.Note(); note != "" {
+		p.Notes = append(p.Notes, note)
+	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
-	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
+	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
 }
 
 // readEarly reads the release's history once, for the render(s) to use,

@@ -8,10 +8,17 @@ import (
 
 // Recover resolves what an interrupted apply of release left (see
 // apply.Recover): the objects it deleted for recreation come back from its
-// journal, its pending revision is marked failed, the journal is removed.
-func (c *Config) Recover(ctx context.Context, release string, opts RenderOptions) error {
+// journal once every entry passed the checks and confirm (nil: --yes)
+// said yes, its pending revision is marked failed, the journal is
+// removed. It holds the release's Lease meanwhile.
+func (c *Config) Recover(ctx context.Context, release string, opts RenderOptions, confirm func(plan string) (bool, error)) error {
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
-	return apply.Recover(ctx, c.Helm, c.Cluster, release, c.Namespace, opts.TimeLimit(), c.Out)
+	user, err := apply.WhoAmI(ctx, c.Cluster.Dynamic)
+	if err != nil {
+		return err
+	}
+	return apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
+		Timeout: opts.TimeLimit(), Confirm: confirm, Lease: c.leaseRequest(user)}, c.Out)
 }
