@@ -40,7 +40,7 @@ func TestEncryptedRoundTrip(t *testing.T) {
 	}
 	other, _ := newKey(t)
 	for _, tc := range []struct {
-		name       string
+		name        string
 		write, read Keys
 	}{
 		{"identity given as the key", Keys{Recipients: []string{recipient}}, Keys{Identity: identity}},

@@ -40,7 +40,7 @@ func fixture(t *testing.T) (*plan.Plan, render.Options, *Plan) {
 		Manifest:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: a}\n",
 		Hooks:        []*release.Hook{{Name: "migrate", Kind: "Job", Manifest: "kind: Job", Events: []release.HookEvent{release.HookPreUpgrade}}},
 		Notes:        "hello", MaskKey: []byte("0123456789abcdef"),
-		Reports:      map[string]string{"text": "report\n", "json": "{}\n", "markdown": "# report\n"}}
+		Reports: map[string]string{"text": "report\n", "json": "{}\n", "markdown": "# report\n"}}
 	s.Release.Name, s.Release.Namespace, s.Release.LastRevision = "app", "prod", 1
 	for _, c := range p.Changes {
 		s.Objects = append(s.Objects, Object{Object: c.ID.String(), ResourceVersion: c.LiveResourceVersion, StateDigest: StateDigest(c)})

@@ -40,8 +40,8 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // InitProcess sets what Helm's SDKs (3 and 4) take only as process-wide state, once,
