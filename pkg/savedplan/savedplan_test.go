@@ -205,3 +205,21 @@ func TestSavedPlanPinsCreates(t *testing.T) {
 		t.Fatalf("error %v, want the created ConfigMap named", err)
 	}
 }
+
+func TestProvenanceFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want Provenance
+	}{
+		{"no CI", nil, Provenance{Tool: "t"}},
+		{"GitHub Actions", map[string]string{"GITHUB_SHA": "abc", "GITHUB_RUN_ID": "1"}, Provenance{Tool: "t", Commit: "abc", Pipeline: "1"}},
+		{"GitLab CI", map[string]string{"CI_COMMIT_SHA": "def", "CI_PIPELINE_ID": "2"}, Provenance{Tool: "t", Commit: "def", Pipeline: "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProvenanceFrom("t", func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
