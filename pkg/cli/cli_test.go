@@ -116,7 +116,7 @@ func TestBadInput(t *testing.T) {
 		{"--plan-out with a bad recipient", []string{"demo", demo, "--dry-run", "--plan-out", "/tmp/x.json", "--plan-recipient", "age1bad"}, []string{`plan recipient "age1bad"`}},
 		{"--plan-unencrypted with a recipient", []string{"demo", demo, "--dry-run", "--plan-out", "/tmp/x.json", "--plan-unencrypted", "--plan-recipient", "age1bad"}, []string{"--plan-unencrypted", "choose one"}},
 		{"--plan-recipient without --plan-out", []string{"demo", demo, "--dry-run", "--plan-recipient", "age1bad"}, []string{"--plan-recipient needs --plan-out"}},
-		{"show-plan of a missing file", []string{"show-plan", "/no/plan"}, []string{"--plan", "/no/plan"}},
+		{"show-plan of a missing file", []string{"show-plan", "/no/plan"}, []string{"show-plan /no/plan: no such file"}},
 		{"show-plan of a plan in clear", []string{"show-plan", planFile(`{}`)}, []string{"not an age-encrypted plan"}},
 		{"show-plan with sarif", []string{"show-plan", "-o", "sarif", "/no/plan"}, []string{"--output", "sarif"}},
 		{"show-plan without a file", []string{"show-plan"}, []string{"show-plan expects FILE"}},

@@ -76,11 +76,11 @@ func (o *ShowPlanOptions) Validate() error {
 func (o *ShowPlanOptions) Run() error {
 	s, err := savedplan.Open(o.Path, o.Keys)
 	if err != nil {
-		return err
+		return fmt.Errorf("show-plan %w", err)
 	}
 	text, ok := s.Reports[o.Output]
 	if !ok {
-		return errors.New("--plan " + o.Path + ": the saved plan holds no " + o.Output + " report")
+		return errors.New("show-plan " + o.Path + ": the saved plan holds no " + o.Output + " report")
 	}
 	fmt.Fprintln(o.Streams.ErrOut, s.Origin())
 	_, err = fmt.Fprint(o.Streams.Out, text)

@@ -169,7 +169,7 @@ func Write(path string, p *Plan, keys Keys) error {
 func Verify(path string, keys Keys, name, namespace string) (*Plan, error) {
 	s, err := Open(path, keys)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--plan %w", err)
 	}
 	if s.Release.Name != name || s.Release.Namespace != namespace {
 		return nil, fmt.Errorf("--plan %s was made for release %s/%s, not %s/%s", path,
@@ -178,7 +178,7 @@ func Verify(path string, keys Keys, name, namespace string) (*Plan, error) {
 	return s, nil
 }
 
-// Open reads the saved plan at path: decrypts and authenticates it with
+// Open reads the saved plan at path (its errors start with path): decrypts and authenticates it with
 // keys (a plan in clear only with keys.Unencrypted), then decodes it
 // strictly (unknown fields, nulls and values of the wrong type are refused,
 // naming the field) and checks its seal. Nothing is parsed before age
@@ -186,22 +186,26 @@ func Verify(path string, keys Keys, name, namespace string) (*Plan, error) {
 func Open(path string, keys Keys) (*Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--plan: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, first
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	inClear := !bytes.HasPrefix(data, []byte(ageMagic))
 	if data, err = decrypt(data, keys); err != nil {
-		return nil, fmt.Errorf("--plan %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s, err := decodeStrict(data)
 	if err != nil {
-		return nil, fmt.Errorf("--plan %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.InClear = inClear
 	if s.APIVersion != plan.APIVersion || s.Kind != Kind {
-		return nil, fmt.Errorf("--plan %s: not a saved plan (want apiVersion %s, kind %s)", path, plan.APIVersion, Kind)
+		return nil, fmt.Errorf("%s: not a saved plan (want apiVersion %s, kind %s)", path, plan.APIVersion, Kind)
 	}
 	if d, err := s.digest(); err != nil || d != s.Seal {
-		return nil, fmt.Errorf("--plan %s: the file was changed after it was saved (its seal does not match its content); plan again", path)
+		return nil, fmt.Errorf("%s: the file was changed after it was saved (its seal does not match its content); plan again", path)
 	}
 	return s, nil
 }
