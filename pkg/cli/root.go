@@ -95,6 +95,9 @@ func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Com
 	cmd.SetOut(o.Streams.Out)
 	cmd.SetErr(o.Streams.ErrOut)
 	o.AddFlags(cmd)
+	cmd.AddCommand(newShowPlanCommand(o.Streams))
+	// A release may be named "completion": only show-plan is a subcommand.
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
@@ -67,6 +68,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		}
 	}
 	o.Render.Namespace = o.Config.Namespace
+	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
 	acks, err := o.Gate.Collect()
 	if err != nil {
 		return err
@@ -79,6 +81,9 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		return err
 	}
 	if o.Request.Saved != nil {
+		if o.Request.Saved.InClear {
+			fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.PlanIn)
+		}
 		acks.Add(o.Request.Saved.Acks())
 	}
 	o.AckSet = acks
@@ -116,7 +121,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun {
-		if err := o.Config.SavePlanTo(ctx, o.Flags, planned); err != nil {
+		if err := o.savePlan(ctx, planned); err != nil {
 			return err
 		}
 		o.printDecision(decision)
@@ -142,7 +147,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitBlocked, nil)
 	}
 	// After the prompt, so the acknowledgements given there are kept.
-	if err := o.Config.SavePlanTo(ctx, o.Flags, planned); err != nil {
+	if err := o.savePlan(ctx, planned); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -159,6 +164,20 @@ func (o *UpgradeOptions) confirmRecover(string) (bool, error) {
 		return false, fmt.Errorf("release %q: --recover re-creates the objects listed above: confirm on a terminal, or pass --yes; nothing was restored or changed", o.Request.ReleaseName)
 	}
 	return gate.ConfirmRelease(o.Prompter, o.Request.ReleaseName, "restore them")
+}
+
+// savePlan saves planned with --plan-out, with who made it and its report
+// as printed; without --plan-out it does nothing.
+func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned) error {
+	if o.PlanOut == "" {
+		return nil
+	}
+	reports, err := o.Report.Reports(planned.Plan, o.Request.ChartRef, o.Render.HideSecret)
+	if err != nil {
+		return err
+	}
+	return o.Config.SavePlan(ctx, upgrade.SaveRequest{Path: o.PlanOut, Keys: o.PlanKeys,
+		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }
 
 func (o *UpgradeOptions) printDecision(d gate.Decision) {

@@ -9,6 +9,7 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -479,6 +480,29 @@ func (f Flags) Options(color bool) Options {
 		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
 	}
 	return Options{Format: f.Output, Color: color, Context: ctx}
+}
+
+// SavedFormats are the formats a saved plan keeps its report in (show-plan
+// prints them): those a reviewer reads.
+func SavedFormats() []string { return []string{FormatText, FormatJSON, FormatMarkdown} }
+
+// Reports are p's report in each of SavedFormats as Write prints it without
+// colour, by format.
+func (f Flags) Reports(p *plan.Plan, chartRef string, hideSecrets bool) (map[string]string, error) {
+	out := map[string]string{}
+	for _, format := range SavedFormats() {
+		g := f
+		g.Output = format
+		opts := g.Options(false)
+		opts.ChartDir = ChartDir(chartRef)
+		opts.HideSecrets = hideSecrets
+		var buf bytes.Buffer
+		if err := Write(&buf, p, opts); err != nil {
+			return nil, err
+		}
+		out[format] = buf.String()
+	}
+	return out, nil
 }
 
 // Write writes p as the flags ask: the report on out (coloured when color

@@ -5,7 +5,8 @@
 //
 //	plan.go     Plan: render the release and plan it against the cluster
 //	offline.go  PlanOffline: compare a base with a head render, no cluster
-//	saved.go    SavePlan, LoadPlan and the staleness checks of --plan
+//	saved.go    SavePlan: write a plan for --plan (the file and its checks
+//	            are pkg/savedplan's)
 //	apply.go    Apply: hand exactly the reviewed render to Helm
 //	recover.go  Recover: settle what an interrupted apply left
 //
@@ -40,6 +41,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // InitProcess sets what Helm's SDKs (3 and 4) take only as process-wide state, once,
@@ -106,7 +108,7 @@ type Config struct {
 	ServerVersion string
 	// Identity names the cluster (saved plans are pinned to it); see
 	// identity. server is the API server's URL.
-	Identity ClusterIdentity
+	Identity savedplan.ClusterIdentity
 	server   string
 	// requests counts every request sent to the API server, Helm's
 	// included (--debug prints them per stage).
@@ -249,16 +251,16 @@ func (c *Config) Connect(ctx context.Context) error {
 
 // identity names the cluster; read once, and only for saved plans (it costs
 // a GET of kube-system that plain plans do not need).
-func (c *Config) identity(ctx context.Context) (ClusterIdentity, error) {
+func (c *Config) identity(ctx context.Context) (savedplan.ClusterIdentity, error) {
 	if c.Identity.Server != "" {
 		return c.Identity, nil
 	}
 	if err := c.Connect(ctx); err != nil {
-		return ClusterIdentity{}, err
+		return savedplan.ClusterIdentity{}, err
 	}
 	id, err := identify(ctx, c.Settings.RESTClientGetter(), c.Settings.KubeContext, c.server, c.Cluster.Dynamic)
 	if err != nil {
-		return ClusterIdentity{}, err
+		return savedplan.ClusterIdentity{}, err
 	}
 	c.Identity = id
 	return id, nil
@@ -266,8 +268,8 @@ func (c *Config) identity(ctx context.Context) (ClusterIdentity, error) {
 
 // identify names the cluster: server URL, kube-system UID (empty when RBAC
 // hides it: the server URL and context still pin the plan), context.
-func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, kubeContext, server string, dyn dynamic.Interface) (ClusterIdentity, error) {
-	id := ClusterIdentity{Server: server, Context: kubeContext}
+func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, kubeContext, server string, dyn dynamic.Interface) (savedplan.ClusterIdentity, error) {
+	id := savedplan.ClusterIdentity{Server: server, Context: kubeContext}
 	if id.Context == "" {
 		if raw, err := getter.ToRawKubeConfigLoader().RawConfig(); err == nil {
 			id.Context = raw.CurrentContext

@@ -11,6 +11,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // Flags are the run's own flags (helm upgrade's render flags are
@@ -32,6 +33,13 @@ type Flags struct {
 	// older than PlanMaxAge (0: no limit).
 	PlanOut, PlanIn string
 	PlanMaxAge      time.Duration
+	// PlanRecipients (--plan-recipient) are the age recipients --plan-out
+	// encrypts to; PlanUnencrypted (--plan-unencrypted) allows a plan in
+	// clear. PlanKeys are all the saved plan's keys, the environment's
+	// included (the command layer sets them).
+	PlanRecipients  []string
+	PlanUnencrypted bool
+	PlanKeys        savedplan.Keys
 	// Recover settles the journal an interrupted apply left; Yes confirms
 	// it without asking (CI).
 	Recover, Yes bool
@@ -50,8 +58,10 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	f.Apply.AddFlags(fs)
 	f.Rules.AddFlags(fs)
 	fs.StringVar(&f.ServerDryRun, "server-dry-run", string(planner.ServerDryRunNeeded), "which updates the plan sends to the API server as dry-runs: needed (where its answer can differ from what the tool derives: see docs/performance.md) or all")
-	fs.StringVar(&f.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements) to FILE; it holds Secret values: keep it private")
-	fs.StringVar(&f.PlanIn, "plan", "", "apply exactly the plan saved in FILE; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
+	fs.StringVar(&f.PlanOut, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements, the report) to FILE, encrypted with age to --plan-recipient or "+savedplan.EnvRecipients+" (or to "+savedplan.EnvPassphrase+")")
+	fs.StringVar(&f.PlanIn, "plan", "", "apply exactly the plan saved in FILE, decrypted with "+savedplan.EnvIdentity+" (an identity file or the key) or "+savedplan.EnvPassphrase+"; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
+	fs.StringArrayVar(&f.PlanRecipients, "plan-recipient", nil, "with --plan-out: an age recipient (age1…) to encrypt the saved plan to (repeatable; added to "+savedplan.EnvRecipients+")")
+	fs.BoolVar(&f.PlanUnencrypted, "plan-unencrypted", false, "with --plan-out: save the plan in clear (Secret values readable, edits detectable only by a checksum); with --plan: accept such a plan")
 	fs.DurationVar(&f.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
 	fs.BoolVar(&f.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
 	fs.BoolVar(&f.Yes, "yes", false, "with --recover: restore without asking (CI); what it re-creates is still printed first")
@@ -71,6 +81,8 @@ func (f *Flags) Validate(r RenderOptions) error {
 		{!f.Offline && (r.KubeVersion != "" || len(r.APIVersions) > 0), "--kube-version and --api-versions need --offline; against a cluster, the cluster's own are used"},
 		{f.Offline && (f.PlanIn != "" || f.PlanOut != ""), "--plan and --plan-out need a cluster; they cannot be used with --offline"},
 		{f.PlanMaxAge != 0 && f.PlanIn == "", "--plan-max-age needs --plan"},
+		{(len(f.PlanRecipients) > 0) && f.PlanOut == "", "--plan-recipient needs --plan-out"},
+		{f.PlanUnencrypted && f.PlanOut == "" && f.PlanIn == "", "--plan-unencrypted needs --plan-out or --plan"},
 		{f.PlanIn != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 		{f.Recover && (f.DryRun || f.PlanIn != "" || f.PlanOut != ""), "--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out"},
 		{f.Yes && !f.Recover, "--yes confirms --recover only; destructive changes are acknowledged with --ack, --ack-file or --ack-all-destructive"},
@@ -79,6 +91,11 @@ func (f *Flags) Validate(r RenderOptions) error {
 	} {
 		if bad.when {
 			return errors.New(bad.msg)
+		}
+	}
+	if f.PlanOut != "" {
+		if err := f.PlanKeys.ValidateForWrite(); err != nil {
+			return err
 		}
 	}
 	if err := render.ValidateServerSide(r.ServerSide); err != nil {
@@ -107,7 +124,7 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 	if f.PlanIn == "" {
 		return req, nil
 	}
-	saved, err := LoadPlan(f.PlanIn, release, r.Namespace)
+	saved, err := savedplan.Verify(f.PlanIn, f.PlanKeys, release, r.Namespace)
 	req.Saved = saved
 	return req, err
 }
@@ -123,14 +140,6 @@ func (c *Config) PlanFor(ctx context.Context, f Flags, req PlanRequest) (*Planne
 		return c.PlanOffline(ctx, offline)
 	}
 	return c.Plan(ctx, req)
-}
-
-// SavePlanTo saves planned with --plan-out; without it, it does nothing.
-func (c *Config) SavePlanTo(ctx context.Context, f Flags, planned *Planned) error {
-	if f.PlanOut == "" {
-		return nil
-	}
-	return c.SavePlan(ctx, f.PlanOut, planned)
 }
 
 // dryRunFlag is --dry-run with helm upgrade's spellings: alone it means

@@ -18,6 +18,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // PlanRequest is what to plan: helm upgrade's arguments and render flags.
@@ -33,7 +34,7 @@ type PlanRequest struct {
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
 	// replaces the new one, and the plan is refused if anything moved since,
 	// or if it is older than SavedMaxAge (0: no limit).
-	Saved       *SavedPlan
+	Saved       *savedplan.Plan
 	SavedMaxAge time.Duration
 	// ServerDryRun is --server-dry-run: which updates are sent to the API
 	// server as dry-runs ("" asks only where its answer can differ from
@@ -81,12 +82,13 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		return nil, err
 	}
 	if req.Saved != nil {
+		fmt.Fprintln(c.Out, req.Saved.Origin())
 		c.Masker.Key = req.Saved.MaskKey // masked values compare with the reviewed plan's
 		id, err := c.identity(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if err := req.Saved.check(id, applyFlags(req.Render, req.Apply), c.Now(), req.SavedMaxAge); err != nil {
+		if err := req.Saved.Check(id, savedplan.ApplyFlags(req.Render, req.Apply.Force), c.Now(), req.SavedMaxAge); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +122,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
 	}
 	if req.Saved != nil {
-		if err := req.Saved.useIn(res, req.Render); err != nil {
+		if err := req.Saved.UseIn(res, req.Render); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +153,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	c.logStages(stats)
 	if req.Saved != nil {
-		if err := req.Saved.unmoved(p); err != nil {
+		if err := req.Saved.Unmoved(p); err != nil {
 			return nil, err
 		}
 	}

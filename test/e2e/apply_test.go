@@ -262,7 +262,9 @@ func TestApplyWritesWhatWasShown(t *testing.T) {
 
 // TestSavedPlan: --plan applies exactly the render saved by --plan-out (a
 // randAlphaNum value included) and refuses when the release or a changed
-// object moved since.
+// object moved since. The plan is saved in clear (--plan-unencrypted), so
+// that the test can read it and edit it field by field; encryption is
+// TestSavedPlanTwoJobs'.
 func TestSavedPlan(t *testing.T) {
 	c := testcluster.Get(t)
 	chart := func(version string) string {
@@ -274,7 +276,7 @@ func TestSavedPlan(t *testing.T) {
 	v1, v2 := chart("1"), chart("2")
 	save := func(t *testing.T, ns string) (string, string) {
 		path := filepath.Join(t.TempDir(), "plan.json")
-		r := run(t, c, "app", v2, "-n", ns, "--dry-run", "-o", "json", "--plan-out", path)
+		r := run(t, c, "app", v2, "-n", ns, "--dry-run", "-o", "json", "--plan-out", path, "--plan-unencrypted")
 		if r.Code != 0 {
 			t.Fatalf("plan-out: exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -292,7 +294,7 @@ func TestSavedPlan(t *testing.T) {
 		if shown == nil {
 			t.Fatalf("no masked password in the plan:\n%s", shownPlan)
 		}
-		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path, "--plan-unencrypted")
 		if r.Code != 0 {
 			t.Fatalf("--plan: exit %d\n%s", r.Code, r.Stderr)
 		}
@@ -328,7 +330,7 @@ func TestSavedPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(c.AuditEvents(t, nil))
-		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path, "--plan-unencrypted")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "changed after it was saved") {
 			t.Fatalf("want exit 1 saying the plan was edited, got %d\n%s", r.Code, r.Stderr)
 		}
@@ -347,7 +349,7 @@ func TestSavedPlan(t *testing.T) {
 		}
 		other.Helm(t, "install", "app", v1, "-n", ns)
 		before, beforeHere := len(other.AuditEvents(t, nil)), len(c.AuditEvents(t, nil))
-		r := run(t, other, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, other, "app", v2, "-n", ns, "--plan", path, "--plan-unencrypted")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "saved plan was made for another cluster") || !strings.Contains(r.Stderr, "kube-system UID") {
 			t.Fatalf("want exit 1 naming the cluster's identity, got %d\n%s", r.Code, r.Stderr)
 		}
@@ -366,7 +368,7 @@ func TestSavedPlan(t *testing.T) {
 		c.Helm(t, "install", "app", v1, "-n", ns)
 		path, _ := save(t, ns)
 		c.Helm(t, "upgrade", "app", v1, "-n", ns)
-		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path, "--plan-unencrypted")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "moved from revision 1 to 2") {
 			t.Fatalf("want exit 1 naming the moved revision, got %d\n%s", r.Code, r.Stderr)
 		}
@@ -384,7 +386,7 @@ func TestSavedPlan(t *testing.T) {
 		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		r := run(t, c, "app", v2, "-n", ns, "--plan", path)
+		r := run(t, c, "app", v2, "-n", ns, "--plan", path, "--plan-unencrypted")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "ConfigMap/"+ns+"/settings changed in the cluster") {
 			t.Fatalf("want exit 1 naming the ConfigMap, got %d\n%s", r.Code, r.Stderr)
 		}

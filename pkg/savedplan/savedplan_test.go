@@ -1,23 +1,19 @@
-package upgrade
+package savedplan
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -26,58 +22,73 @@ var (
 	planned = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 )
 
-// savedFixture returns a connected-looking Config (no cluster is reached)
-// and a plan that creates one ConfigMap and changes another.
-func savedFixture(t *testing.T) (*Config, *Planned) {
+// fixture returns a plan that creates one ConfigMap and changes another,
+// the render options it was made with, and the saved plan of it (as the
+// Plan action builds it).
+func fixture(t *testing.T) (*plan.Plan, render.Options, *Plan) {
 	t.Helper()
-	c := &Config{Out: io.Discard, Logf: t.Logf, Now: func() time.Time { return planned }, Masker: redact.NewMasker(),
-		Helm: &action.Configuration{}, Identity: here}
 	ch := &chart.Chart{Metadata: &chart.Metadata{Name: "app", Version: "1.0.0"}}
-	next := &release.Release{Name: "app", Namespace: "prod", Version: 2, Chart: ch,
-		Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: a}\n",
-		Hooks:    []*release.Hook{{Name: "migrate", Kind: "Job", Manifest: "kind: Job", Events: []release.HookEvent{release.HookPreUpgrade}}},
-		Info:     &release.Info{Notes: "hello"}}
-	last := &release.Release{Name: "app", Namespace: "prod", Version: 1}
 	live := &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{"mode": "x"}}}
 	p := &plan.Plan{Release: plan.Release{Name: "app", Namespace: "prod", Revision: 2}, Changes: []plan.Change{
 		{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "prod", Name: "settings"}, Action: plan.ActionUpdate, LiveResourceVersion: "7", Before: live},
 		{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "prod", Name: "new"}, Action: plan.ActionCreate},
 	}}
-	return c, &Planned{Plan: p, Rendered: &render.Result{Next: next, Last: last, Previous: last, Chart: ch},
-		ChartRef: "./app", Render: RenderOptions{Namespace: "prod"}}
+	opts := render.Options{Namespace: "prod"}
+	s := &Plan{Created: planned, Cluster: here, PlannedBy: Provenance{Tool: "helm-safe-upgrade/test"},
+		ApplyFlags: ApplyFlags(opts, false), ChartRef: "./app", ChartDigest: ChartDigest(ch),
+		ValuesDigest: ValuesDigest(nil, opts),
+		Manifest:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: a}\n",
+		Hooks:        []*release.Hook{{Name: "migrate", Kind: "Job", Manifest: "kind: Job", Events: []release.HookEvent{release.HookPreUpgrade}}},
+		Notes:        "hello", MaskKey: []byte("0123456789abcdef"),
+		Reports: map[string]string{"text": "report\n", "json": "{}\n", "markdown": "# report\n"}}
+	s.Release.Name, s.Release.Namespace, s.Release.LastRevision = "app", "prod", 1
+	for _, c := range p.Changes {
+		s.Objects = append(s.Objects, Object{Object: c.ID.String(), ResourceVersion: c.LiveResourceVersion, StateDigest: StateDigest(c)})
+	}
+	return p, opts, s
 }
 
-func save(t *testing.T) (string, *Config, *Planned) {
+// clear are the keys of a plan in clear: the checks of what is inside the
+// file are the same for an encrypted one, and a clear file can be edited
+// field by field.
+var clear = Keys{Unencrypted: true}
+
+func save(t *testing.T) (string, *plan.Plan, render.Options) {
 	t.Helper()
-	c, pl := savedFixture(t)
-	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := c.SavePlan(context.Background(), path, pl); err != nil {
+	return saveWith(t, clear)
+}
+
+func saveWith(t *testing.T, keys Keys) (string, *plan.Plan, render.Options) {
+	t.Helper()
+	p, opts, s := fixture(t)
+	path := filepath.Join(t.TempDir(), "plan")
+	if err := Write(path, s, keys); err != nil {
 		t.Fatal(err)
 	}
-	return path, c, pl
+	return path, p, opts
 }
 
 func TestSavedPlanRoundTrip(t *testing.T) {
-	path, c, pl := save(t)
+	path, _, opts := save(t)
 	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("saved plan %v, mode %v; want 0600", err, info.Mode())
 	}
-	s, err := LoadPlan(path, "app", "prod")
+	s, err := Verify(path, clear, "app", "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Manifest != pl.Rendered.Next.Manifest || len(s.Hooks) != 1 || s.Cluster != here || !s.Created.Equal(planned) {
+	if !strings.Contains(s.Manifest, "mode: a") || len(s.Hooks) != 1 || s.Cluster != here || !s.Created.Equal(planned) {
 		t.Fatalf("loaded %+v", s)
 	}
-	if err := s.check(here, applyFlags(pl.Render, pl.Apply), c.Now(), time.Hour); err != nil {
+	if err := s.Check(here, ApplyFlags(opts, false), planned, time.Hour); err != nil {
 		t.Fatalf("the same cluster, flags and time: %v", err)
 	}
-	if _, err := LoadPlan(path, "other", "prod"); err == nil || !strings.Contains(err.Error(), "made for release prod/app, not prod/other") {
+	if _, err := Verify(path, clear, "other", "prod"); err == nil || !strings.Contains(err.Error(), "made for release prod/app, not prod/other") {
 		t.Fatalf("another release: %v", err)
 	}
 }
 
-// TestSavedPlanRefusesEdits: whatever is changed in the file, LoadPlan
+// TestSavedPlanRefusesEdits: whatever is changed in a clear file, Verify
 // refuses it with exit-1 wording that names why; nothing panics.
 func TestSavedPlanRefusesEdits(t *testing.T) {
 	for _, tc := range []struct {
@@ -121,7 +132,7 @@ func TestSavedPlanRefusesEdits(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err = LoadPlan(path, "app", "prod")
+			_, err = Verify(path, clear, "app", "prod")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("error %v, want one naming %s and saying %q", err, path, tc.want)
 			}
@@ -130,14 +141,14 @@ func TestSavedPlanRefusesEdits(t *testing.T) {
 }
 
 func TestSavedPlanCheck(t *testing.T) {
-	path, c, pl := save(t)
-	s, err := LoadPlan(path, "app", "prod")
+	path, _, opts := save(t)
+	s, err := Verify(path, clear, "app", "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	noHooks := pl.Render
+	noHooks := opts
 	noHooks.DisableHooks = true
-	hideNotes := pl.Render
+	hideNotes := opts
 	hideNotes.HideNotes = true // what is shown, not what is applied
 	for _, tc := range []struct {
 		name   string
@@ -148,20 +159,20 @@ func TestSavedPlanCheck(t *testing.T) {
 		want   string
 	}{
 		{name: "another cluster", id: ClusterIdentity{Server: here.Server, KubeSystemUID: "uid-2", Context: "dev"},
-			flags: applyFlags(pl.Render, pl.Apply), now: c.Now(), want: "made for another cluster"},
+			flags: ApplyFlags(opts, false), now: planned, want: "made for another cluster"},
 		{name: "another context", id: ClusterIdentity{Server: here.Server, KubeSystemUID: here.KubeSystemUID, Context: "prod"},
-			flags: applyFlags(pl.Render, pl.Apply), now: c.Now(), want: `context "dev"`},
-		{name: "--no-hooks at apply only", id: here, flags: applyFlags(noHooks, pl.Apply), now: c.Now(),
+			flags: ApplyFlags(opts, false), now: planned, want: `context "dev"`},
+		{name: "--no-hooks at apply only", id: here, flags: ApplyFlags(noHooks, false), now: planned,
 			want: "made with DisableHooks=false, this run has true"},
-		{name: "--force at apply only", id: here, flags: applyFlags(pl.Render, ApplyRequest{Force: true}), now: c.Now(),
+		{name: "--force at apply only", id: here, flags: ApplyFlags(opts, true), now: planned,
 			want: "made with Force=false, this run has true"},
-		{name: "too old", id: here, flags: applyFlags(pl.Render, pl.Apply), now: c.Now().Add(2 * time.Hour), maxAge: time.Hour,
+		{name: "too old", id: here, flags: ApplyFlags(opts, false), now: planned.Add(2 * time.Hour), maxAge: time.Hour,
 			want: "2h0m0s old, more than --plan-max-age 1h0m0s"},
-		{name: "--hide-notes at apply only", id: here, flags: applyFlags(hideNotes, pl.Apply), now: c.Now()},
-		{name: "old but no limit", id: here, flags: applyFlags(pl.Render, pl.Apply), now: c.Now().Add(2 * time.Hour)},
+		{name: "--hide-notes at apply only", id: here, flags: ApplyFlags(hideNotes, false), now: planned},
+		{name: "old but no limit", id: here, flags: ApplyFlags(opts, false), now: planned.Add(2 * time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.check(tc.id, tc.flags, tc.now, tc.maxAge)
+			err := s.Check(tc.id, tc.flags, tc.now, tc.maxAge)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -178,19 +189,37 @@ func TestSavedPlanCheck(t *testing.T) {
 // TestSavedPlanPinsCreates: an object the plan creates that appeared since
 // makes the plan stale, as a changed object does.
 func TestSavedPlanPinsCreates(t *testing.T) {
-	path, _, pl := save(t)
-	s, err := LoadPlan(path, "app", "prod")
+	path, pl, _ := save(t)
+	s, err := Verify(path, clear, "app", "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.unmoved(pl.Plan); err != nil {
+	if err := s.Unmoved(pl); err != nil {
 		t.Fatalf("nothing moved: %v", err)
 	}
-	now := *pl.Plan
-	now.Changes = append([]plan.Change(nil), pl.Plan.Changes...)
+	now := *pl
+	now.Changes = append([]plan.Change(nil), pl.Changes...)
 	now.Changes[1].Action, now.Changes[1].LiveResourceVersion = plan.ActionUpdate, "9"
 	now.Changes[1].Before = &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{}}}
-	if err := s.unmoved(&now); err == nil || !strings.Contains(err.Error(), "ConfigMap/prod/new, which the plan creates, appeared") {
+	if err := s.Unmoved(&now); err == nil || !strings.Contains(err.Error(), "ConfigMap/prod/new, which the plan creates, appeared") {
 		t.Fatalf("error %v, want the created ConfigMap named", err)
+	}
+}
+
+func TestProvenanceFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want Provenance
+	}{
+		{"no CI", nil, Provenance{Tool: "t"}},
+		{"GitHub Actions", map[string]string{"GITHUB_SHA": "abc", "GITHUB_RUN_ID": "1"}, Provenance{Tool: "t", Commit: "abc", Pipeline: "1"}},
+		{"GitLab CI", map[string]string{"CI_COMMIT_SHA": "def", "CI_PIPELINE_ID": "2"}, Provenance{Tool: "t", Commit: "def", Pipeline: "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProvenanceFrom("t", func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
