@@ -61,6 +61,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Description: report.AuditLine(planned.Plan, planned.Render.Description),
 		Sanitizer:   c.Sanitizer,
 		Log:         c.Logf,
+		Bound:       c.boundBy,
 	}, c.Out)
 	if err != nil {
 		return err

@@ -114,6 +114,7 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 func (c *Config) PlanFor(ctx context.Context, f Flags, req PlanRequest) (*Planned, error) {
 	ctx, cancel := context.WithTimeout(ctx, req.Render.TimeLimit())
 	defer cancel()
+	defer c.boundByContext(ctx)() // Helm's requests too, which pass no context
 	if f.Offline {
 		offline := f.From
 		offline.PlanRequest = req
