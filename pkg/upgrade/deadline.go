@@ -2,6 +2,8 @@ package upgrade
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -68,4 +70,15 @@ func (c *Config) boundByContext(ctx context.Context) (restore func()) {
 		return func() {}
 	}
 	return c.boundBy(deadline)
+}
+
+// timedOut says, in front of err, that the API server did not answer in
+// time, when that is what err comes from: a request past its deadline (the
+// step's or the context's) or its --timeout (rest.Config.Timeout).
+func (c *Config) timedOut(err error) error {
+	var timeout interface{ Timeout() bool }
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &timeout) && timeout.Timeout()) {
+		return err
+	}
+	return fmt.Errorf("the API server did not answer within --timeout %s: %w", c.RequestTimeout, err)
 }

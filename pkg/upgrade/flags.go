@@ -120,7 +120,8 @@ func (c *Config) PlanFor(ctx context.Context, f Flags, req PlanRequest) (*Planne
 		offline.PlanRequest = req
 		return c.PlanOffline(ctx, offline)
 	}
-	return c.Plan(ctx, req)
+	planned, err := c.Plan(ctx, req)
+	return planned, c.timedOut(err)
 }
 
 // SavePlanTo saves planned with --plan-out; without it, it does nothing.
