@@ -225,10 +225,7 @@ func (r *recreator) deleted(ctx context.Context, t *recreateTarget) {
 // back, removes the journal. It returns the line that says what was
 // deleted and what was restored, for the error and the release history.
 func (r *recreator) undo(j *journal) (string, error) {
-	// A fresh window of its own: undo runs after a failure, often because
-	// the apply's deadline passed.
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
+	ctx := context.Background()
 	var deleted []string
 	for i := range j.rec.Objects {
 		if j.rec.Objects[i].Deleted {
