@@ -80,5 +80,8 @@ func (c *Config) timedOut(err error) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &timeout) && timeout.Timeout()) {
 		return err
 	}
+	if c.RequestTimeout == 0 {
+		return fmt.Errorf("the API server did not answer in time: %w", err)
+	}
 	return fmt.Errorf("the API server did not answer within --timeout %s: %w", c.RequestTimeout, err)
 }

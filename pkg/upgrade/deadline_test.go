@@ -3,9 +3,11 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -91,3 +93,33 @@ func TestStepDeadline(t *testing.T) {
 		t.Errorf("after the step: %q, %v; want an answer", body, err)
 	}
 }
+
+// TestTimedOut: an error from a request past its deadline or its client's
+// timeout says first that the API server did not answer within --timeout;
+// any other error is left as it is.
+func TestTimedOut(t *testing.T) {
+	c := &Config{RequestTimeout: 5 * time.Second}
+	netTimeout := &url.Error{Op: "Get", URL: "https://x/version", Err: timeoutErr{}}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("rendering: %w", context.DeadlineExceeded), "the API server did not answer within --timeout 5s: rendering: context deadline exceeded"},
+		{fmt.Errorf("reading: %w", netTimeout), "the API server did not answer within --timeout 5s: reading: Get \"https://x/version\": i/o timeout"},
+		{errors.New("forbidden"), "forbidden"},
+		{nil, ""},
+	} {
+		got := c.timedOut(tt.err)
+		if fmt.Sprint(got) != tt.want && !(got == nil && tt.want == "") {
+			t.Errorf("timedOut(%v) = %v, want %s", tt.err, got, tt.want)
+		}
+		if tt.err != nil && !errors.Is(got, tt.err) {
+			t.Errorf("timedOut(%v) does not wrap it", tt.err)
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string { return "i/o timeout" }
+func (timeoutErr) Timeout() bool { return true }
