@@ -78,6 +78,8 @@ type Cluster struct {
 
 	helmHome string
 	audit    auditLog
+	// private is true for a cluster of one test's own (Private).
+	private bool
 }
 
 var (
@@ -177,17 +179,26 @@ func start() (*Cluster, error) {
 // under the cache's run/ (named prefix...), with env added, and returns its
 // kubeconfig; Main stops it.
 func startOwned(root, prefix string, env []string) (string, error) {
+	o, kc, err := startState(root, prefix, env)
+	if o.state != "" {
+		owned = append(owned, o)
+	}
+	return kc, err
+}
+
+// startState starts a control plane like startOwned and returns it, for
+// the caller to stop.
+func startState(root, prefix string, env []string) (ownedCluster, string, error) {
 	runDir := filepath.Join(cacheDir(root), "run")
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return "", err
+		return ownedCluster{}, "", err
 	}
 	state, err := os.MkdirTemp(runDir, prefix+filepath.Base(mustGetwd())+"-")
 	if err != nil {
-		return "", err
+		return ownedCluster{}, "", err
 	}
 	kc, supervisor, err := kubeUp(root, state, env)
-	owned = append(owned, ownedCluster{state: state, supervisor: supervisor})
-	return kc, err
+	return ownedCluster{state: state, supervisor: supervisor}, kc, err
 }
 
 // connect reads the cluster's kubeconfig, version and audit log, and makes

@@ -66,6 +66,14 @@ type Request struct {
 	User string
 	// Log receives Helm's debug log; nil discards it.
 	Log func(string, ...interface{})
+	// Bound, when set, bounds every request the apply sends, those that
+	// carry no context included (Helm's release storage), by deadline until
+	// the function it returns is called. After a failure, the clean-up (the
+	// restore from the journal, the failed revision's record) gets one fresh
+	// --timeout through it: the deadline that failed has passed, and a
+	// server that stops answering must not hold the run for one timeout per
+	// request.
+	Bound func(deadline time.Time) (restore func())
 	// Sanitizer removes the release's Secret values from everything the
 	// API server or Helm says that Apply passes on: its error, Helm's log
 	// (the action's and the kube client's), and the release descriptions
@@ -231,6 +239,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			err = jr.save(context.WithoutCancel(ctx))
 		}
 		if err != nil {
+			defer req.cleanup(timeout)()
 			line, _ := rec.undo(jr)
 			return nil, fmt.Errorf("%w; the Helm upgrade was not started; %s", err, line)
 		}
@@ -249,6 +258,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		return rel, nil
 	}
 	// Helm failed: put back what the recreate deleted, then say so.
+	defer req.cleanup(timeout)()
 	line := ""
 	if jr != nil {
 		line, _ = rec.undo(jr)
@@ -301,6 +311,14 @@ func (req *Request) validate() error {
 		return fmt.Errorf("apply: the plan of release %q is an upgrade without a current revision", req.Rendered.Next.Name)
 	}
 	return nil
+}
+
+// cleanup starts the clean-up window after a failure (see Bound).
+func (req *Request) cleanup(timeout time.Duration) (restore func()) {
+	if req.Bound == nil {
+		return func() {}
+	}
+	return req.Bound(time.Now().Add(timeout))
 }
 
 func (req *Request) description() string {

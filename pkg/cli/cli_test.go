@@ -254,9 +254,15 @@ func TestSecretCorpusNeverLeaks(t *testing.T) {
 			"annotated.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: " +
 				"'{\"kind\":\"Secret\",\"data\":{\"pw\":\"" + b64(v("lastapplied")) + "\"}}'\ndata: {mode: " + tag + "}\n",
 			"hook.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: " + v("hook") + "}\n",
+			// Issue 25: a Secret's value the chart copies elsewhere.
+			"db.yaml":   "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + v("copied") + "}\n",
+			"url.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: url}\ndata:\n  url: postgres://app:" + v("copied") + "@db:5432/app\n  b64: " + b64(v("copied")) + "\n",
+			"migrate.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations: {helm.sh/hook: pre-upgrade}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n" +
+				"      containers: [{name: m, image: migrate, command: [sh, -c, 'migrate --password " + v("copied") + "'], env: [{name: PW, value: " + v("copied") + "}]}]\n",
+			"NOTES.txt": "Log in with password " + v("copied") + "\n",
 		}
 		var canaries []string
-		for _, name := range []string{"data", "lower", "group", "unknown", "list", "typedlist", "lastapplied", "hook"} {
+		for _, name := range []string{"data", "lower", "group", "unknown", "list", "typedlist", "lastapplied", "hook", "copied"} {
 			canaries = append(canaries, v(name), b64(v(name)))
 		}
 		canaries = append(canaries, "MIIBcanary"+tag, b64(pem))
@@ -270,8 +276,13 @@ func TestSecretCorpusNeverLeaks(t *testing.T) {
 	for name, content := range head {
 		os.WriteFile(filepath.Join(chart, "templates", name), []byte(content), 0o644)
 	}
+	// Where the chart copies a Secret's value: each named by the warning.
+	copies := []string{"ConfigMap/corpus/url holds a value of one of the release's Secrets in data.b64, data.url",
+		"hook Job/migrate holds a value of one of the release's Secrets in spec.template.spec.containers[0].command[2], spec.template.spec.containers[0].env[0].value"}
 	base, baseCanaries := shapes("old")
 	delete(base, "hook.yaml") // a release manifest holds no hooks
+	delete(base, "migrate.yaml")
+	delete(base, "NOTES.txt")
 	var manifest strings.Builder
 	for name, content := range base {
 		manifest.WriteString("---\n# Source: corpus/templates/" + name + "\n" + content)
@@ -293,6 +304,15 @@ func TestSecretCorpusNeverLeaks(t *testing.T) {
 		for _, c := range append(headCanaries, baseCanaries...) {
 			if strings.Contains(out, c) || strings.Contains(errOut, c) {
 				t.Errorf("%v: the output holds %q", args, c)
+			}
+		}
+		for _, c := range copies {
+			if !strings.Contains(errOut, "warning: "+c) {
+				t.Errorf("%v: no warning %q on stderr:\n%s", args, c, errOut)
+			}
+			report := strings.NewReplacer(`\[`, "[", `\]`, "]").Replace(strings.Join(strings.Fields(out), " ")) // Markdown escapes
+			if !strings.Contains(report, c) {
+				t.Errorf("%v: the report does not say %q:\n%s", args, c, out)
 			}
 		}
 	}

@@ -62,6 +62,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker)
 	o.Config.Command = o.Command
+	o.Config.RequestTimeout = o.Render.TimeLimit()
 	if o.Streams.ErrTTY {
 		o.Config.Progress = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)

@@ -228,6 +228,12 @@ type Plan struct {
 	// Blockers are plan-wide reasons the upgrade cannot succeed, whatever
 	// is acknowledged (a release record too large for its storage).
 	Blockers []string
+	// SecretCopies say where the new render copies a value of one of the
+	// release's Secrets into an object or hook that is not a Secret (masked
+	// in the plan; anyone who may read that kind can read the value): a
+	// finding for the chart's author. Each is also a note, of its change or,
+	// for a hook, of the plan.
+	SecretCopies []string
 }
 
 // Summary counts changes by verdict.

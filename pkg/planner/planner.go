@@ -156,6 +156,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		san = redact.NewSanitizer(p.Masker)
 	}
 	addSecrets(san, prev, next)
+	for _, hs := range [][]HookManifest{in.Hooks, in.PreviousHooks} {
+		for _, h := range hs {
+			san.AddManifest(h.Manifest) // a hook Secret's values, copied elsewhere
+		}
+	}
 	hooks, err := p.hooks(in)
 	if err != nil {
 		return nil, err
@@ -215,7 +220,8 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if len(crdChanges) > 0 {
 		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
 	}
-	sanitizeChanges(changes, san) // before fingerprints
+	copies := sanitizeChanges(changes, san) // before fingerprints
+	hookCopies := sanitizeHooks(hooks, san)
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
 	for i := range changes {
@@ -229,7 +235,8 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Offline:       p.Cluster.Offline(),
 		Changes:       changes,
 		Hooks:         hooks,
-		Notes:         append(slices.Clone(in.Notes), crdNotes...),
+		Notes:         append(slices.Concat(in.Notes, crdNotes), hookCopies...),
+		SecretCopies:  append(copies, hookCopies...),
 	}
 	if in.APIs != nil {
 		apis.MarkObjects(out, prevAPIs, nextAPIs, crdKinds, in.APIs)

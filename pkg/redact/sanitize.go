@@ -48,11 +48,27 @@ type Sanitizer struct {
 	mu     sync.Mutex
 	values map[string]bool
 	// forms maps each form to its replacement, longest form first; nil
-	// when values were added since it was built.
-	forms []form
+	// when values were added since it was built. copies replaces the forms
+	// of the values of MinCopiedLen bytes or more (Object).
+	forms  []form
+	copies *strings.Replacer
 }
 
-type form struct{ old, new string }
+type form struct {
+	old, new string
+	// long: the value is MinCopiedLen bytes or more.
+	long bool
+}
+
+// MinCopiedLen is the shortest secret value Object masks in the fields of
+// a non-Secret object. Shorter than MinSecretLen's messages: a short Secret
+// value (a port, "true", a user name such as "admin") also appears, by
+// chance, in unrelated fields of other objects (images, labels, flags), and
+// masking it there would hide real changes from the review and report copies
+// the chart never made; values that short are guessed in a few thousand tries
+// anyway. A copied value of this length or more is masked wherever it is,
+// even inside a longer string (a connection URL holding a password).
+const MinCopiedLen = 6
 
 // NewSanitizer returns an empty Sanitizer replacing values by their
 // markers under m (nil: the unkeyed marker).
@@ -141,16 +157,16 @@ func (s *Sanitizer) build() []form {
 	}
 	seen := map[string]bool{}
 	var forms []form
-	add := func(old, marker string) {
+	add := func(old, marker string, long bool) {
 		if len(old) >= MinSecretLen && !seen[old] {
 			seen[old] = true
-			forms = append(forms, form{old, marker})
+			forms = append(forms, form{old, marker, long})
 		}
 	}
 	for v := range s.values {
 		marker := s.masker.Value([]byte(v))
 		for _, f := range valueForms(v) {
-			add(f, marker)
+			add(f, marker, len(v) >= MinCopiedLen)
 		}
 	}
 	sort.Slice(forms, func(i, j int) bool {
@@ -159,8 +175,110 @@ func (s *Sanitizer) build() []form {
 		}
 		return forms[i].old < forms[j].old
 	})
-	s.forms = forms
+	// Longest first: at one position, strings.Replacer takes the first
+	// form in this order, so a value wins over a line of it.
+	var pairs []string
+	for _, f := range forms {
+		if f.long {
+			pairs = append(pairs, f.old, f.new)
+		}
+	}
+	s.forms, s.copies = forms, strings.NewReplacer(pairs...)
 	return forms
+}
+
+// copier returns the replacer of the values of MinCopiedLen bytes or more,
+// nil when there are none.
+func (s *Sanitizer) copier() *strings.Replacer {
+	if len(s.build()) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copies
+}
+
+// Object returns obj with every collected secret value of MinCopiedLen
+// bytes or more masked in its string fields, in the forms String removes
+// (a value copied into a ConfigMap, an env var, an argument, an annotation,
+// plain or base64), and the paths of the fields where it masked one
+// (data.url, spec.template.spec.containers[0].env[1].value). obj is not
+// changed; it is returned as it is when it holds none. A nil Sanitizer or
+// object masks nothing. Use it for objects that are not Secrets, whose
+// values Masker.Object masks whole.
+func (s *Sanitizer) Object(obj *unstructured.Unstructured) (*unstructured.Unstructured, []string) {
+	if s == nil || obj == nil {
+		return obj, nil
+	}
+	r := s.copier()
+	if r == nil {
+		return obj, nil
+	}
+	var paths []string
+	content, changed := maskCopies(obj.Object, "", r, &paths)
+	if !changed {
+		return obj, nil
+	}
+	return &unstructured.Unstructured{Object: content.(map[string]interface{})}, paths
+}
+
+// maskCopies returns v with r applied to every string in it, copying only
+// the maps and slices on the way to a change; path is v's field path.
+func maskCopies(v interface{}, path string, r *strings.Replacer, paths *[]string) (interface{}, bool) {
+	switch t := v.(type) {
+	case string:
+		masked := r.Replace(t)
+		if masked == t {
+			return v, false
+		}
+		*paths = append(*paths, path)
+		return masked, true
+	case map[string]interface{}:
+		var out map[string]interface{}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // paths in a stable order
+		for _, k := range keys {
+			sub := k
+			if path != "" {
+				sub = path + "." + k
+			}
+			x, changed := maskCopies(t[k], sub, r, paths)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]interface{}, len(t))
+				for k2, x2 := range t {
+					out[k2] = x2
+				}
+			}
+			out[k] = x
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case []interface{}:
+		var out []interface{}
+		for i, x := range t {
+			masked, changed := maskCopies(x, fmt.Sprintf("%s[%d]", path, i), r, paths)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = append([]interface{}(nil), t...)
+			}
+			out[i] = masked
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	}
+	return v, false
 }
 
 // valueForms returns the forms v can take in a message.

@@ -108,3 +108,55 @@ func TestSanitizerAddManifest(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestSanitizerObject: a Secret's value copied into another object is
+// masked wherever it appears in a string field (inside a longer string,
+// base64-encoded) and the fields are named; a value shorter than
+// MinCopiedLen is left as it is; the object given is not changed.
+func TestSanitizerObject(t *testing.T) {
+	const pw, short = "s3cr3t-pass", "ab12x"
+	s := NewSanitizer(NewMasker())
+	s.Add(object("v1", "Secret", map[string]interface{}{"stringData": map[string]interface{}{"pw": pw, "port": short}}))
+	tests := []struct {
+		name      string
+		fields    map[string]interface{}
+		wantPaths []string
+	}{
+		{"in a connection URL", map[string]interface{}{"data": map[string]interface{}{"url": "postgres://app:" + pw + "@db/app", "port": short}}, []string{"data.url"}},
+		{"base64 in an annotation", map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{"a": base64.StdEncoding.EncodeToString([]byte(pw))}}}, []string{"metadata.annotations.a"}},
+		{"in a container's env and command", map[string]interface{}{"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{
+			"command": []interface{}{"run", "--pw=" + pw}, "env": []interface{}{map[string]interface{}{"name": "PW", "value": pw}}}}}},
+			[]string{"spec.containers[0].command[1]", "spec.containers[0].env[0].value"}},
+		{"only a short value", map[string]interface{}{"data": map[string]interface{}{"port": short}}, nil},
+		{"none", map[string]interface{}{"data": map[string]interface{}{"x": "plain"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := object("v1", "ConfigMap", tt.fields)
+			before := obj.DeepCopy()
+			masked, paths := s.Object(obj)
+			if fmt.Sprint(paths) != fmt.Sprint(tt.wantPaths) {
+				t.Errorf("paths %v, want %v", paths, tt.wantPaths)
+			}
+			if !equality(obj, before) {
+				t.Errorf("the object given was changed: %v", obj.Object)
+			}
+			text, _ := json.Marshal(masked.Object)
+			if strings.Contains(string(text), pw) || strings.Contains(string(text), base64.StdEncoding.EncodeToString([]byte(pw))) {
+				t.Errorf("the value is still there: %s", text)
+			}
+			if tt.wantPaths == nil && masked != obj {
+				t.Errorf("an object holding no value was copied")
+			}
+			if strings.Contains(fmt.Sprint(tt.fields), short) && !strings.Contains(string(text), short) {
+				t.Errorf("the short value %q was masked: %s", short, text)
+			}
+		})
+	}
+}
+
+func equality(a, b *unstructured.Unstructured) bool {
+	x, _ := json.Marshal(a.Object)
+	y, _ := json.Marshal(b.Object)
+	return string(x) == string(y)
+}

@@ -69,16 +69,19 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Sanitizer:   c.Sanitizer,
 		User:        user,
 		Log:         c.Logf,
+		Bound:       c.boundBy,
 	}, c.Out)
 	if err != nil {
-		return err
+		return c.timedOut(err)
 	}
 	verb := "upgraded"
 	if planned.Rendered.Install {
 		verb = "installed"
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
-	writeNotes(c.Out, rel.Info.Notes, planned.Render.HideNotes)
+	// A chart's NOTES can print a Secret's value (a password to log in
+	// with): masked as in the plan.
+	writeNotes(c.Out, c.Sanitizer.String(rel.Info.Notes), planned.Render.HideNotes)
 	return nil
 }
 

@@ -21,8 +21,11 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
@@ -36,6 +39,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
@@ -96,6 +100,12 @@ type Config struct {
 	// Command is the command line without flag values (which may hold
 	// Secret values), recorded in the release's Lease for other users.
 	Command string
+	// RequestTimeout bounds each request to the API server, Helm's
+	// included (rest.Config.Timeout): --timeout, so a server that stops
+	// answering ends a request that passes no context of its own (Helm's
+	// release storage, discovery) as it ends those that do. Set it before
+	// Connect; 0 leaves requests unbounded but by their contexts.
+	RequestTimeout time.Duration
 
 	// Set by Connect.
 	//
@@ -113,6 +123,9 @@ type Config struct {
 	// requests counts every request sent to the API server, Helm's
 	// included (--debug prints them per stage).
 	requests *atomic.Int64
+	// deadline bounds every request of the current step (stepDeadline;
+	// Unix nanoseconds, 0: none).
+	deadline *atomic.Int64
 }
 
 // Masker masks Secret values in plans with a key of the run's (see
@@ -140,7 +153,10 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 			fmt.Fprintf(out, "debug: "+format+"\n", args...)
 		})
 	}
+	routeKlog(settings.Debug, logf)
 	requests := new(atomic.Int64)
+	cfg := &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now,
+		Masker: masker, Sanitizer: san, requests: requests, deadline: new(atomic.Int64)}
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok {
 		warnings := sanitizedWarnings(out, san)
 		// Helm's own wrapper sets --qps and --burst-limit (HELM_QPS,
@@ -154,13 +170,31 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 				c.UserAgent = userAgent
 			}
 			c.WarningHandler = warnings
+			if cfg.RequestTimeout > 0 {
+				c.Timeout = cfg.RequestTimeout
+			}
 			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return secretReads{next: rt, san: san} })
 			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, requests} })
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return stepDeadline{next: rt, at: cfg.deadline} })
 			return c
 		}
 	}
-	return &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now,
-		Masker: masker, Sanitizer: san, requests: requests}
+	return cfg
+}
+
+// routeKlog sends what client-go logs through klog (an API server that
+// stops answering makes it log errors of its own, retries, watches cut)
+// to the debug lines with --debug, and nowhere without: the run's error
+// already says what failed, in one line. klog's logger is the process's;
+// the tool runs once per process.
+func routeKlog(debug bool, logf func(string, ...interface{})) {
+	if !debug {
+		klog.SetLogger(logr.Discard())
+		return
+	}
+	klog.SetLoggerWithOptions(logr.Discard(), klog.WriteKlogBuffer(func(line []byte) {
+		logf("klog: %s", strings.TrimRight(string(line), "\n"))
+	}))
 }
 
 // counting counts the requests that pass through it.
@@ -303,9 +337,15 @@ func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
 		// minutes. API Priority and Fairness still protects the server.
 		restConfig.QPS = -1
 	}
-	restConfig.Timeout = 30 * time.Second
-	if deadline, ok := ctx.Deadline(); ok {
+	// Each request ends by --timeout (also set by the getter's wrapper
+	// above; said again for getters that are not Helm's ConfigFlags), and
+	// by ctx's deadline when it comes first.
+	restConfig.Timeout = c.RequestTimeout
+	if deadline, ok := ctx.Deadline(); ok && (restConfig.Timeout == 0 || time.Until(deadline) < restConfig.Timeout) {
 		restConfig.Timeout = time.Until(deadline)
+	}
+	if restConfig.Timeout <= 0 {
+		restConfig.Timeout = 30 * time.Second
 	}
 	return restConfig, nil
 }

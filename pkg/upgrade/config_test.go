@@ -39,29 +39,13 @@ func TestClientRate(t *testing.T) {
 		io.WriteString(w, `{"major":"1","minor":"37","gitVersion":"v1.37.2"}`)
 	}))
 	defer server.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: `+server.URL+`}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-users: [{name: u, user: {token: t}}]
-current-context: c
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, server.URL)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"HELM_QPS", "HELM_BURST_LIMIT"} {
 				t.Setenv(k, tt.env[k])
 			}
-			settings := helmcli.New()
-			fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-			settings.AddFlags(fs)
-			if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, tt.args...)); err != nil {
-				t.Fatal(err)
-			}
-			c := NewConfig(settings, io.Discard, "helm-safe-upgrade/test", nil)
+			c := testConfig(t, kubeconfig, tt.args...)
 			rc, err := c.restConfig(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -85,4 +69,35 @@ current-context: c
 			}
 		})
 	}
+}
+
+// writeKubeconfig writes a kubeconfig for the API server at url and returns
+// its path.
+func writeKubeconfig(t *testing.T, url string) string {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: `+url+`}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// testConfig is the configuration of a run with --kubeconfig kubeconfig
+// and args.
+func testConfig(t *testing.T, kubeconfig string, args ...string) *Config {
+	t.Helper()
+	settings := helmcli.New()
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	settings.AddFlags(fs)
+	if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return NewConfig(settings, io.Discard, "helm-safe-upgrade/test", nil)
 }

@@ -134,12 +134,14 @@ func (f *Flags) PlanRequest(release, chart string, r RenderOptions) (PlanRequest
 func (c *Config) PlanFor(ctx context.Context, f Flags, req PlanRequest) (*Planned, error) {
 	ctx, cancel := context.WithTimeout(ctx, req.Render.TimeLimit())
 	defer cancel()
+	defer c.boundByContext(ctx)() // Helm's requests too, which pass no context
 	if f.Offline {
 		offline := f.From
 		offline.PlanRequest = req
 		return c.PlanOffline(ctx, offline)
 	}
-	return c.Plan(ctx, req)
+	planned, err := c.Plan(ctx, req)
+	return planned, c.timedOut(err)
 }
 
 // dryRunFlag is --dry-run with helm upgrade's spellings: alone it means

@@ -92,6 +92,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	if err != nil {
 		return nil, err
 	}
+	c.warnSecretCopies(p)
 	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
 }
 

@@ -9,6 +9,9 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -151,6 +154,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.warnSecretCopies(p)
 	c.logStages(stats)
 	if req.Saved != nil {
 		if err := req.Saved.Unmoved(p); err != nil {
@@ -166,6 +170,11 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	}
 	if note := lease.Note(); note != "" {
 		p.Notes = append(p.Notes, note)
+	}
+	if blocker, err := c.namespaceBlocker(ctx, res.Next.Namespace, res.Install && req.Render.CreateNamespace); err != nil {
+		return nil, err
+	} else if blocker != "" {
+		p.Blockers = append(p.Blockers, blocker)
 	}
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
@@ -291,4 +300,34 @@ func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 		in.Notes = append(in.Notes, note)
 	}
 	return in
+}
+
+// namespaceBlocker returns the plan-wide blocker of a release whose
+// namespace does not exist: Helm's install (or upgrade) would fail on the
+// first object it creates there, after the pre-install hooks ran. It
+// returns "" when the namespace exists, when created says the install
+// creates it (--install --create-namespace), and when the user may not
+// read namespaces (RBAC commonly hides them: the dry-runs still say
+// "namespaces not found" in each object's notes).
+func (c *Config) namespaceBlocker(ctx context.Context, ns string, created bool) (string, error) {
+	if created {
+		return "", nil
+	}
+	_, err := c.Cluster.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("namespace %q does not exist: Helm would fail to create the release's objects in it; add --create-namespace (with --install) to create it, or create it first", ns), nil
+	case err == nil || apierrors.IsForbidden(err):
+		return "", nil
+	}
+	return "", fmt.Errorf("reading namespace %s (the release namespace): %w", ns, err)
+}
+
+// warnSecretCopies says on Out where the chart copies a Secret's value into
+// an object that is not a Secret: a finding for the chart's author, shown
+// whatever the report's format.
+func (c *Config) warnSecretCopies(p *plan.Plan) {
+	for _, w := range p.SecretCopies {
+		fmt.Fprintln(c.Out, "warning:", w)
+	}
 }

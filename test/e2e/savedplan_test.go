@@ -15,18 +15,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
-// buildTool builds the binary, as a CI job runs it.
-func buildTool(t *testing.T, c *testcluster.Cluster) string {
-	t.Helper()
-	tool := filepath.Join(t.TempDir(), "helm-safe-upgrade")
-	build := exec.Command("go", "build", "-o", tool, "./cmd/helm-safe-upgrade")
-	build.Dir = c.Root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the tool: %v\n%s", err, out)
-	}
-	return tool
-}
-
 // ciJob runs the tool as a separate process in dir with the cluster's
 // environment plus env, as one CI job would.
 func ciJob(t *testing.T, c *testcluster.Cluster, tool, dir string, env []string, args ...string) result {

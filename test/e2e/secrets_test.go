@@ -239,3 +239,52 @@ func TestRenderErrorsKeepSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretValueCopiedElsewhere (issue 25): a value of one of the
+// release's Secrets that the chart also writes into a ConfigMap (a
+// connection URL), a hook Job's env and command, and NOTES.txt is masked
+// in every output format, on stderr, in the NOTES printed after the apply
+// and in the release description; the plan warns about each place it is
+// copied to.
+func TestSecretValueCopiedElsewhere(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	const oldPW, newPW = "copied-old-canary-1", "copied-new-canary-2"
+	chart := func(version, pw string) string {
+		return writeChart(t, "copier", version, map[string]string{
+			"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + pw + "}\n",
+			"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: url}\ndata: {url: 'postgres://app:" + pw + "@db:5432/app'}\n",
+			"hook.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations: {helm.sh/hook: pre-upgrade}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n" +
+				"      containers: [{name: m, image: migrate, command: [sh, -c, 'migrate --password " + pw + "'], env: [{name: PW, value: " + pw + "}]}]\n",
+			"NOTES.txt": "Log in with password {{ \"" + pw + "\" }}\n",
+		})
+	}
+	c.Helm(t, "install", "copier", chart("1.0.0", oldPW), "-n", ns)
+	canaries := secretCanaries(oldPW, newPW)
+	v2 := chart("2.0.0", newPW)
+	copies := []string{
+		"ConfigMap/" + ns + "/url holds a value of one of the release's Secrets in data.url",
+		"hook Job/migrate holds a value of one of the release's Secrets in spec.template.spec.containers[0].command[2], spec.template.spec.containers[0].env[0].value",
+	}
+	for _, format := range []string{"text", "json", "markdown"} {
+		r := run(t, c, "copier", v2, "-n", ns, "--dry-run", "-o", format)
+		if r.Code == 1 {
+			t.Fatalf("-o %s: exit 1\n%s", format, r.Stderr)
+		}
+		noCanary(t, "-o "+format+" report", r.Stdout, canaries)
+		noCanary(t, "-o "+format+" stderr", r.Stderr, canaries)
+		for _, want := range copies {
+			if !strings.Contains(r.Stderr, "warning: "+want) {
+				t.Errorf("-o %s: no warning %q:\n%s", format, want, r.Stderr)
+			}
+		}
+	}
+	// The hook Job never completes here (no kubelet): the apply skips it.
+	r := run(t, c, "copier", v2, "-n", ns, "--no-hooks")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "NOTES:\nLog in with password (sensitive") {
+		t.Fatalf("apply: exit %d, want 0 and the NOTES with the password masked\n%s", r.Code, r.Stderr)
+	}
+	noCanary(t, "apply stdout", r.Stdout, canaries)
+	noCanary(t, "apply stderr", r.Stderr, canaries)
+	noCanary(t, "helm history", c.Helm(t, "history", "copier", "-n", ns, "-o", "json"), canaries)
+}
