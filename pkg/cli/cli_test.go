@@ -355,6 +355,17 @@ func TestOfflineNoise(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "(regenerated on every render)") || !strings.Contains(out, "1 regenerated") {
 		t.Fatalf("exit %d, want 0 with the password labelled\n%s\n%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "Secret value rotated: data.password") || !strings.Contains(out, "lookup") {
+		t.Errorf("no note that the upgrade rotates the password:\n%s", out)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--detailed-exitcode", "--fail-on-regenerated")
+	if code != ExitPending {
+		t.Errorf("--fail-on-regenerated: exit %d, want 3\n%s", code, errOut)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--fail-on-regenerated")
+	if code != ExitError || !strings.Contains(errOut, "--fail-on-regenerated needs --dry-run --detailed-exitcode") {
+		t.Errorf("--fail-on-regenerated alone: exit %d, want 1 naming the flag\n%s", code, errOut)
+	}
 }
 
 // TestIgnoreRules: --ignore shows a change but does not count it; a field

@@ -4,6 +4,8 @@
 package plan
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -312,6 +314,12 @@ func (c *Change) AckFlag() string {
 		s += "@" + c.Fingerprint
 	}
 	return s
+}
+
+// HasRegenerated reports whether an update changes only fields regenerated
+// on every render (--fail-on-regenerated counts them).
+func (p *Plan) HasRegenerated() bool {
+	return slices.ContainsFunc(p.Changes, func(c Change) bool { return c.Regenerated })
 }
 
 // HasChanges reports whether anything would change, regenerated fields
