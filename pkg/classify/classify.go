@@ -111,16 +111,16 @@ func (c *Classifier) Classify(u Update) Verdict {
 	if u.Derived && u.DryRunErr == nil && u.Predicted != nil {
 		return derived(u)
 	}
-	live := comparable(u.Live).Object
+	live := Comparable(u.Live).Object
 	if u.DryRunErr != nil {
-		return c.rejected(u, live, comparable(u.Local).Object)
+		return c.rejected(u, live, Comparable(u.Local).Object)
 	}
 	source := plan.SourceServer
-	predicted := comparable(u.Predicted)
+	predicted := Comparable(u.Predicted)
 	if predicted == nil {
 		source = plan.SourceCatalogue
 		// The local prediction is compared only without a server answer.
-		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, comparable(u.Local).Object)}
+		predicted = &unstructured.Unstructured{Object: keepAllocated(u.GroupKind, live, Comparable(u.Local).Object)}
 	}
 	changed := ChangedPaths(live, predicted.Object)
 	if source == plan.SourceCatalogue {
@@ -196,11 +196,11 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 	return out
 }
 
-// comparable is the form objects are compared in: as the server holds them
-// (ServerForm), without server-managed fields. The local prediction then
-// differs from live only where the server would see a change, whether or not
-// a dry-run was made.
-func comparable(obj *unstructured.Unstructured) *unstructured.Unstructured {
+// Comparable is the form objects are compared in: as the server holds them
+// (ServerForm: a Secret's stringData folded into data), without
+// server-managed fields. The local prediction then differs from live only
+// where the server would see a change, whether or not a dry-run was made.
+func Comparable(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return Normalize(ServerForm(obj))
 }
 

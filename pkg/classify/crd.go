@@ -152,6 +152,12 @@ func schemaFindings(path, field string, live, next *apiextv1.JSONSchemaProps) []
 		}
 		out = append(out, schemaFindings(path+".properties["+name+"]", sub, &lp, &np)...)
 	}
+	for _, name := range sortedKeys(next.Properties) {
+		if _, ok := live.Properties[name]; !ok && !preserves(live) {
+			out = append(out, CRDFinding{Path: path + ".properties[" + name + "]", After: "present",
+				Message: fmt.Sprintf("field %s added to the schema: the cluster's CRD lacks it, so the API server prunes it from custom resources until this CRD is applied", joinKey(field, name))})
+		}
+	}
 	for _, name := range next.Required {
 		if slices.Contains(live.Required, name) {
 			continue

@@ -27,6 +27,10 @@ var builtin = func() *runtime.Scheme {
 
 var typeMetaType = reflect.TypeOf(metav1.TypeMeta{})
 
+// Builtin reports whether gvk is a kind compiled into Kubernetes (not a
+// custom resource).
+func Builtin(gvk schema.GroupVersionKind) bool { return builtin.Recognizes(gvk) }
+
 // ServerForm returns obj as the API server holds it after decoding a request
 // for it: for a built-in kind, the object goes through its typed Go struct
 // and back, which drops unknown fields and the apiVersion/kind of embedded

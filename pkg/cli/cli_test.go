@@ -255,8 +255,8 @@ func TestSecretCorpusNeverLeaks(t *testing.T) {
 				"'{\"kind\":\"Secret\",\"data\":{\"pw\":\"" + b64(v("lastapplied")) + "\"}}'\ndata: {mode: " + tag + "}\n",
 			"hook.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook\n  annotations: {helm.sh/hook: pre-upgrade}\nstringData: {pw: " + v("hook") + "}\n",
 			// Issue 25: a Secret's value the chart copies elsewhere.
-			"db.yaml":   "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + v("copied") + "}\n",
-			"url.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: url}\ndata:\n  url: postgres://app:" + v("copied") + "@db:5432/app\n  b64: " + b64(v("copied")) + "\n",
+			"db.yaml":  "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + v("copied") + "}\n",
+			"url.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: url}\ndata:\n  url: postgres://app:" + v("copied") + "@db:5432/app\n  b64: " + b64(v("copied")) + "\n",
 			"migrate.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations: {helm.sh/hook: pre-upgrade}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n" +
 				"      containers: [{name: m, image: migrate, command: [sh, -c, 'migrate --password " + v("copied") + "'], env: [{name: PW, value: " + v("copied") + "}]}]\n",
 			"NOTES.txt": "Log in with password " + v("copied") + "\n",
@@ -384,6 +384,17 @@ func TestOfflineNoise(t *testing.T) {
 	out, errOut, code := execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--detailed-exitcode")
 	if code != ExitOK || !strings.Contains(out, "(regenerated on every render)") || !strings.Contains(out, "1 regenerated") {
 		t.Fatalf("exit %d, want 0 with the password labelled\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "Secret value rotated: data.password") || !strings.Contains(out, "lookup") {
+		t.Errorf("no note that the upgrade rotates the password:\n%s", out)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--detailed-exitcode", "--fail-on-regenerated")
+	if code != ExitPending {
+		t.Errorf("--fail-on-regenerated: exit %d, want 3\n%s", code, errOut)
+	}
+	_, errOut, code = execute(t, "helm-safe-upgrade", "noisy", chart, "-n", "demo", "--offline", "--from-chart", chart, "--fail-on-regenerated")
+	if code != ExitError || !strings.Contains(errOut, "--fail-on-regenerated needs --dry-run --detailed-exitcode") {
+		t.Errorf("--fail-on-regenerated alone: exit %d, want 1 naming the flag\n%s", code, errOut)
 	}
 }
 

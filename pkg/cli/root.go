@@ -49,7 +49,8 @@ Exit codes:
   1  error (bad input, unreachable cluster, failed upgrade)
   2  blocked: destructive changes are not acknowledged; nothing was written
   3  with --dry-run --detailed-exitcode: changes pending that the gate lets through
-     (and 0 means no changes at all)
+     (and 0 means no changes at all; updates of fields regenerated on every
+     render count only with --fail-on-regenerated)
 `
 
 // newRootCommand builds the command for the given invocation name over o.

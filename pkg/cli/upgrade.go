@@ -129,7 +129,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		switch {
 		case decision.Blocked():
 			return withExitCode(ExitBlocked, nil)
-		case o.DetailedExitcode && planned.Plan.HasChanges():
+		case o.DetailedExitcode && (planned.Plan.HasChanges() || o.FailOnRegenerated && planned.Plan.HasRegenerated()):
 			return withExitCode(ExitPending, nil)
 		}
 		return nil

@@ -4,6 +4,8 @@
 package plan
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -136,6 +138,10 @@ type Change struct {
 	Rollout    *Rollout
 	Drift      []Drift
 	Notes      []string
+	// Pruned are the fields of a custom resource the render sets and the
+	// server's dry-run answer does not hold: the installed CRD prunes them.
+	// HasChanges counts such a change, whatever its action.
+	Pruned []string
 	// Source is the chart template the object was rendered from (Helm's
 	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
 	// unknown.
@@ -320,12 +326,19 @@ func (c *Change) AckFlag() string {
 	return s
 }
 
+// HasRegenerated reports whether an update changes only fields regenerated
+// on every render (--fail-on-regenerated counts them).
+func (p *Plan) HasRegenerated() bool {
+	return slices.ContainsFunc(p.Changes, func(c Change) bool { return c.Regenerated })
+}
+
 // HasChanges reports whether anything would change, regenerated fields
 // aside (they change on every render, whatever the chart and values), and
-// manual changes aside (the upgrade does not make them).
+// manual changes aside (the upgrade does not make them); a custom resource
+// whose fields the server prunes counts (the render is not what is stored).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
-		if c.Action != ActionNoop && !c.Regenerated && !c.Ignored && c.Class != ClassManual {
+		if len(c.Pruned) > 0 || c.Action != ActionNoop && !c.Regenerated && !c.Ignored && c.Class != ClassManual {
 			return true
 		}
 	}

@@ -220,6 +220,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if len(crdChanges) > 0 {
 		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
 	}
+	notePruned(changes, crds)
 	copies := sanitizeChanges(changes, san) // before fingerprints
 	hookCopies := sanitizeHooks(hooks, san)
 	markRenames(changes)
@@ -439,6 +440,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 		created = next.Obj
 	default:
 		c.Prediction = plan.PredictionServer
+		markPruned(c, next.Obj, created)
 	}
 	c.After = p.shown(created)
 }
@@ -509,6 +511,9 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	}
 	p.Stats.add(stagePredict, start)
 	defer p.Stats.add(stageClassify, time.Now())
+	if !u.Derived {
+		markPruned(c, next.Obj, predicted)
+	}
 	v := p.Classifier.Classify(u)
 	if v.Noop {
 		c.Action = plan.ActionNoop

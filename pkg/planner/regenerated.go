@@ -12,9 +12,17 @@ import (
 // RegeneratedMessage labels a field whose value differs on every render.
 const RegeneratedMessage = "regenerated on every render"
 
+// RotatedMessage opens the note on a Secret value regenerated on every
+// render.
+const RotatedMessage = "Secret value rotated"
+
 // regenerated returns, per object of the new render, the field paths whose
 // values differ in a second render of the same chart and values (both as
-// rendered, before Helm's metadata is added to either).
+// rendered, before Helm's metadata is added to either). Both renders are
+// compared in the form the verdicts compare objects in (classify.Comparable:
+// a Secret's stringData folded into data, defaults filled in), so the paths
+// are those the reasons name, whatever the chart wrote: a value generated
+// in stringData is marked at data.KEY, where the server stores it.
 func regenerated(next *manifest.Set, second string, rel plan.Release, scoper manifest.Scoper, parsed *manifest.Parsed) (map[manifest.ObjectID][]string, error) {
 	if second == "" {
 		return nil, nil
@@ -39,7 +47,7 @@ func regenerated(next *manifest.Set, second string, rel plan.Release, scoper man
 		if err != nil {
 			return nil, err
 		}
-		if paths := classify.ChangedPaths(first.Object, second.Object); len(paths) > 0 {
+		if paths := classify.ChangedPaths(classify.Comparable(first).Object, classify.Comparable(second).Object); len(paths) > 0 {
 			out[o.ID] = paths
 		}
 	}
@@ -74,5 +82,29 @@ func markRegenerated(c *plan.Change, paths []string) {
 			c.Regenerated = true
 			c.Destructive, c.Blocking, c.Fingerprint = false, false, ""
 		}
+		if note := rotationNote(c); note != "" {
+			c.Notes = append(c.Notes, note)
+		}
 	}
+}
+
+// rotationNote says what a regenerated Secret value means: unlike a
+// timestamp, it is really replaced by the upgrade (Helm writes the new
+// random value), and whatever read the old one loses it. It names the keys,
+// never the values.
+func rotationNote(c *plan.Change) string {
+	if c.ID.Group != "" || c.ID.Kind != "Secret" {
+		return ""
+	}
+	var keys []string
+	for _, r := range c.Reasons {
+		if r.Regenerated && classify.Under(r.Path, "data") {
+			keys = append(keys, r.Path)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s: the chart generates a new value on every render, so this upgrade rotates it (Helm writes the new value; whatever used the old one must follow); "+
+		"to keep it, read the existing value with lookup in the template or set it in values", RotatedMessage, strings.Join(keys, ", "))
 }

@@ -2,9 +2,16 @@ package planner
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -95,4 +102,109 @@ func TestRegeneratedCreate(t *testing.T) {
 	if c := p.Changes[0]; c.Action != plan.ActionCreate || !strings.Contains(strings.Join(c.Notes, "\n"), "regenerated on every render: data.token") {
 		t.Fatalf("create: %+v", c)
 	}
+}
+
+// shapeSecret and the others render one object with a generated value %s
+// written in a given shape.
+const (
+	shapeStringData = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: %s, user: admin}\n"
+	shapeData       = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {ca.crt: %s}\n"
+	shapeAnnotation = "apiVersion: v1\nkind: Secret\nmetadata: {name: s, annotations: {rendered-at: %s}}\nstringData: {user: admin}\n"
+	shapeLabel      = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s, labels: {build: %s}}\ndata: {level: info}\n"
+	shapeBinaryData = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\nbinaryData: {key: %s}\n"
+	shapeEnv        = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: s}\nspec:\n  selector: {matchLabels: {app: s}}\n  template:\n    metadata: {labels: {app: s}}\n    spec: {containers: [{name: c, image: nginx, env: [{name: TOKEN, value: %s}], args: [--seed=%[1]s]}]}\n"
+)
+
+// TestRegeneratedWhereStored: a generated value is marked at the path the
+// server stores it at, whatever shape the chart wrote it in, and the
+// verdict is the same offline, derived and asked of the server.
+func TestRegeneratedWhereStored(t *testing.T) {
+	tests := []struct {
+		name, shape string
+		base64      bool
+		want        []string // regenerated reason paths
+		rotated     bool     // a Secret value: the rotation note
+	}{
+		{name: "stringData", shape: shapeStringData, want: []string{"data.password"}, rotated: true},
+		{name: "data", shape: shapeData, base64: true, want: []string{"data[ca.crt]"}, rotated: true},
+		{name: "annotation", shape: shapeAnnotation, want: []string{"metadata.annotations[rendered-at]"}},
+		{name: "label", shape: shapeLabel, want: []string{"metadata.labels.build"}},
+		{name: "binaryData", shape: shapeBinaryData, base64: true, want: []string{"binaryData.key"}},
+		{name: "env and args", shape: shapeEnv, want: []string{"spec.template.spec.containers[0].args[0]", "spec.template.spec.containers[0].env[0].value"}},
+	}
+	for _, tt := range tests {
+		render := func(v string) string {
+			if tt.base64 {
+				v = base64.StdEncoding.EncodeToString([]byte(v))
+			}
+			return "---\n# Source: app/templates/t.yaml\n" + fmt.Sprintf(tt.shape, v)
+		}
+		base, head, again := render("gen-one"), render("gen-two"), render("gen-three")
+		for _, mode := range []string{"offline", string(ServerDryRunNeeded), string(ServerDryRunAll)} {
+			t.Run(tt.name+"/"+mode, func(t *testing.T) {
+				var p *Planner
+				if mode == "offline" {
+					p = New(Offline{Release: "app", Namespace: "prod"}, "")
+				} else {
+					p = New(&patchCluster{ssaCluster: ssaCluster{live: stored(t, base)}}, "v1.37.2")
+					p.ServerDryRun = ServerDryRun(mode)
+				}
+				out, err := p.Plan(context.Background(), Input{
+					Release:          plan.Release{Name: "app", Namespace: "prod", ApplyMethod: plan.ApplyMethodCSA},
+					PreviousManifest: base, NextManifest: head, SecondRender: again,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := out.Changes[0]
+				if c.Action != plan.ActionUpdate || !c.Regenerated || out.HasChanges() || !out.HasRegenerated() {
+					t.Fatalf("want a regenerated update, not counted: %+v", c)
+				}
+				var marked []string
+				for _, r := range c.Reasons {
+					if r.Regenerated {
+						marked = append(marked, r.Path)
+					}
+				}
+				if !slices.Equal(marked, tt.want) {
+					t.Errorf("marked %v, want %v (reasons %+v)", marked, tt.want, c.Reasons)
+				}
+				notes := strings.Join(c.Notes, "\n")
+				if rotated := strings.Contains(notes, RotatedMessage); rotated != tt.rotated {
+					t.Errorf("rotation note %v, want %v: %q", rotated, tt.rotated, notes)
+				}
+				for _, v := range []string{"gen-one", "gen-two", "gen-three"} {
+					if strings.Contains(notes, v) || strings.Contains(notes, base64.StdEncoding.EncodeToString([]byte(v))) {
+						t.Errorf("a generated value in the notes: %q", notes)
+					}
+				}
+			})
+		}
+	}
+}
+
+// stored is the object of manifest as the server holds it after the
+// install: its server form, in the release's namespace, with Helm's
+// ownership metadata.
+func stored(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj = classify.Comparable(obj)
+	obj.SetNamespace("prod")
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["app.kubernetes.io/managed-by"] = "Helm"
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["meta.helm.sh/release-name"], annotations["meta.helm.sh/release-namespace"] = "app", "prod"
+	obj.SetAnnotations(annotations)
+	return obj
 }

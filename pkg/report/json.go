@@ -78,6 +78,9 @@ type jsonChange struct {
 	Rollout    *jsonRollout `json:"rollout,omitempty"`
 	Drift      []jsonDrift  `json:"drift,omitempty"`
 	Notes      []string     `json:"notes,omitempty"`
+	// Pruned: fields of a custom resource the render sets that the server
+	// drops (the installed CRD does not define them); counted as a change.
+	Pruned []string `json:"pruned,omitempty"`
 }
 
 type jsonReason struct {
@@ -300,6 +303,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Reasons:      make([]jsonReason, 0, len(c.Reasons)),
 		Diff:         diff,
 		Notes:        c.Notes,
+		Pruned:       c.Pruned,
 	}
 	if c.Action == plan.ActionUpdate {
 		jc.Class = string(c.Class)

@@ -226,12 +226,13 @@ func SummaryLine(p *plan.Plan) string {
 	return "Plan: " + strings.Join(parts, ", ")
 }
 
-// shown returns the changes that are not noops, destructive first, then by
-// kind, namespace and name: the order of every table and diff list.
+// shown returns the changes that are not noops (or are, with fields the
+// server prunes: a warning), destructive first, then by kind, namespace and
+// name: the order of every table and diff list.
 func shown(p *plan.Plan) []*plan.Change {
 	var out []*plan.Change
 	for i := range p.Changes {
-		if p.Changes[i].Action != plan.ActionNoop {
+		if p.Changes[i].Action != plan.ActionNoop || len(p.Changes[i].Pruned) > 0 {
 			out = append(out, &p.Changes[i])
 		}
 	}
@@ -244,11 +245,11 @@ func shown(p *plan.Plan) []*plan.Change {
 	return out
 }
 
-// noops counts the changes that change nothing.
+// noops counts the changes that change nothing and are not shown.
 func noops(p *plan.Plan) int {
 	n := 0
 	for i := range p.Changes {
-		if p.Changes[i].Action == plan.ActionNoop {
+		if p.Changes[i].Action == plan.ActionNoop && len(p.Changes[i].Pruned) == 0 {
 			n++
 		}
 	}

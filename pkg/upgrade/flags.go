@@ -23,6 +23,9 @@ type Flags struct {
 	DryRun bool
 	// DetailedExitcode: with DryRun, exit 3 when changes pass the gate.
 	DetailedExitcode bool
+	// FailOnRegenerated: with DetailedExitcode, updates of fields
+	// regenerated on every render count as changes (exit 3).
+	FailOnRegenerated bool
 	// Apply is how the plan is applied: --force-replace (--force).
 	Apply ApplyRequest
 	// Rules are the ignore rules: --ignore and the rules file (PlanRequest.Rules).
@@ -55,6 +58,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&dryRunFlag{on: &f.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
+	fs.BoolVar(&f.FailOnRegenerated, "fail-on-regenerated", false, "with --detailed-exitcode: count updates of fields regenerated on every render (a generated password the upgrade rotates) as changes (exit 3)")
 	f.Apply.AddFlags(fs)
 	f.Rules.AddFlags(fs)
 	fs.StringVar(&f.ServerDryRun, "server-dry-run", string(planner.ServerDryRunNeeded), "which updates the plan sends to the API server as dry-runs: needed (where its answer can differ from what the tool derives: see docs/performance.md) or all")
@@ -88,6 +92,7 @@ func (f *Flags) Validate(r RenderOptions) error {
 		{f.Yes && !f.Recover, "--yes confirms --recover only; destructive changes are acknowledged with --ack, --ack-file or --ack-all-destructive"},
 		{r.HideSecret && !f.DryRun, "--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run"},
 		{f.DetailedExitcode && !f.DryRun, "--detailed-exitcode needs --dry-run"},
+		{f.FailOnRegenerated && !f.DetailedExitcode, "--fail-on-regenerated needs --dry-run --detailed-exitcode"},
 	} {
 		if bad.when {
 			return errors.New(bad.msg)

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,4 +110,48 @@ func TestInstallCreatesCRDs(t *testing.T) {
 	if _, err := c.Dynamic(t).Resource(gvr).Namespace(ns).Get(t.Context(), "g", metav1.GetOptions{}); err != nil {
 		t.Errorf("the installed Gadget: %v", err)
 	}
+}
+
+// TestCustomResourceFieldsPruned (issue 26): a chart whose custom resource
+// uses a field its crds/ CRD adds, on a cluster that keeps the older CRD
+// (Helm never upgrades crds/), plans a warning on the custom resource that
+// names the dropped field, the CRD version and the chart's CRD; exit 0, and
+// --detailed-exitcode counts it (3).
+func TestCustomResourceFieldsPruned(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // leaves a CRD behind
+	ns := c.Namespace(t)
+	group := ns + ".example.com" // one CRD per test namespace
+	gadget := func(spec string) string {
+		return "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {" + spec + "}\n"
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": helmtest.GadgetCRD(group, true), "g.yaml": gadget("size: 1")}), "-n", ns)
+
+	newer := strings.ReplaceAll(helmtest.GadgetCRD(group, true), "properties: {size: {type: integer}}", "properties: {size: {type: integer}, color: {type: string}}")
+	v2 := writeChart(t, "app", "2.0.0", map[string]string{"crds/gadgets.yaml": newer, "g.yaml": gadget("size: 1, color: red")})
+	if r := run(t, c, "app", v2, "-n", ns, "--dry-run"); r.Code != 0 || !strings.Contains(r.Stdout, "warning: the server drops fields the chart sets: spec.color") {
+		t.Errorf("exit %d, want 0 with the warning in the text report\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	p, r := planJSON(t, c, "app", v2, "-n", ns, "--detailed-exitcode")
+	if r.Code != 3 {
+		t.Errorf("--detailed-exitcode: exit %d, want 3 (the stored object is not the render)\n%s", r.Code, r.Stderr)
+	}
+	g := p.change(t, "Gadget", "g")
+	notes := strings.Join(g.Notes, "\n")
+	if !slices.Equal(g.Pruned, []string{"spec.color"}) || !strings.Contains(notes, "version "+group+"/v1") ||
+		!strings.Contains(notes, "CustomResourceDefinition/gadgets."+group) {
+		t.Errorf("Gadget/g: pruned %v, notes:\n%s", g.Pruned, notes)
+	}
+	if crd := p.change(t, "CustomResourceDefinition", "gadgets."+group); crd.Class != "manual" {
+		t.Errorf("the chart's newer CRD: class %q, want manual: %+v", crd.Class, crd)
+	}
+
+	// Level with the chart's CRD (applied by hand, as the manual change
+	// says), nothing is dropped: an ordinary update.
+	mustBin(t, c, c.Kubectl, "apply", "-f", filepath.Join(v2, "crds", "gadgets.yaml"))
+	waitFor(t, "the newer CRD serving spec.color", func() bool {
+		p, _ := planJSON(t, c, "app", v2, "-n", ns)
+		g := p.change(t, "Gadget", "g")
+		return len(g.Pruned) == 0 && g.Action == "update"
+	})
 }

@@ -131,6 +131,8 @@ type jsonChange struct {
 		Manager  string `json:"manager"`
 	} `json:"drift"`
 	Notes []string `json:"notes"`
+	// Pruned: fields of a custom resource the server drops.
+	Pruned []string `json:"pruned"`
 }
 
 // planJSON runs the tool with --dry-run -o json and decodes the plan.

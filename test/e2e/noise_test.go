@@ -7,14 +7,21 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
-// noisyTemplates render new values on every render: a generated password, a
-// generated CA, and a timestamp annotation on a pod template.
+// noisyTemplates render new values on every render: a generated password
+// (written in data, and in stringData), a generated CA, and a timestamp
+// annotation on a pod template.
 var noisyTemplates = map[string]string{
 	"secret.yaml": `apiVersion: v1
 kind: Secret
 metadata: {name: creds}
 data:
   password: {{ randAlphaNum 16 | b64enc | quote }}
+`,
+	"token.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: token}
+stringData:
+  token: {{ randAlphaNum 16 | quote }}
 `,
 	"tls.yaml": `{{- $ca := genCA "noise-ca" 365 }}
 apiVersion: v1
@@ -53,11 +60,12 @@ func TestNoiseIsNotAChange(t *testing.T) {
 		}
 	}
 	p, _ := planJSON(t, c, "noisy", chart, "-n", ns)
-	if p.Summary["regenerated"] != 3 || p.Summary["inPlace"]+p.Summary["rolling"]+p.Summary["destructive"] != 0 {
-		t.Errorf("summary %v: want the 3 updates counted as regenerated only", p.Summary)
+	if p.Summary["regenerated"] != 4 || p.Summary["inPlace"]+p.Summary["rolling"]+p.Summary["destructive"] != 0 {
+		t.Errorf("summary %v: want the 4 updates counted as regenerated only", p.Summary)
 	}
 	for _, want := range []struct{ kind, name, path string }{
 		{"Secret", "creds", "data.password"},
+		{"Secret", "token", "data.token"},
 		{"Secret", "ca", "data[tls.crt]"},
 		{"Deployment", "web", "spec.template.metadata.annotations[rendered-at]"},
 	} {
@@ -74,7 +82,7 @@ func TestNoiseIsNotAChange(t *testing.T) {
 		}
 	}
 	text := run(t, c, "noisy", chart, "-n", ns, "--dry-run")
-	if !strings.Contains(text.Stdout, "(regenerated on every render)") || !strings.Contains(text.Stdout, "3 regenerated") {
+	if !strings.Contains(text.Stdout, "(regenerated on every render)") || !strings.Contains(text.Stdout, "4 regenerated") {
 		t.Errorf("text report does not label the regenerated fields:\n%s", text.Stdout)
 	}
 	// A real change next to the noise still counts.
