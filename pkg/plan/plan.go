@@ -228,6 +228,9 @@ type Plan struct {
 	// Blockers are plan-wide reasons the upgrade cannot succeed, whatever
 	// is acknowledged (a release record too large for its storage).
 	Blockers []string
+	// Outcome is what the watch after the apply observed; nil for a plan
+	// that was not applied or not watched (--dry-run, --no-watch).
+	Outcome *Outcome
 }
 
 // Summary counts changes by verdict.

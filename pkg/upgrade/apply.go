@@ -11,6 +11,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
 // ApplyRequest is how to apply a reviewed plan.
@@ -19,6 +20,9 @@ type ApplyRequest struct {
 	// replaced with PUT; only when the user asked for it. Helm 4 refuses it
 	// with server-side apply, and so does the apply.
 	Force bool
+	// Watch is whether and how long the rollout is watched after Helm
+	// returns (not pinned by saved plans: it writes nothing).
+	Watch WatchRequest
 }
 
 // AddFlags registers the apply flags of helm upgrade that are not render
@@ -27,11 +31,14 @@ type ApplyRequest struct {
 func (r *ApplyRequest) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.Force, "force-replace", false, "pass --force-replace to Helm (replace changed objects with PUT; client-side apply only); the plan is still gated")
 	fs.BoolVar(&r.Force, "force", false, "Helm 3's name of --force-replace")
+	r.Watch.AddFlags(fs)
 }
 
 // Apply hands exactly the reviewed render of planned to Helm, as
 // planned.Apply says, recreating first the acknowledged recreate-required
-// objects, and says on Out what became of the release.
+// objects, and says on Out what became of the release; then, unless
+// --no-watch, it watches the rollout and checks the prediction (see
+// watchRollout): a rollout that fails is a *RolloutError.
 func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	req := planned.Apply
 	if err := c.Connect(ctx); err != nil {
@@ -43,6 +50,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			recreate = append(recreate, ch)
 		}
 	}
+	w := c.watcher(ctx, planned)
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
@@ -63,7 +71,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Log:         c.Logf,
 	}, c.Out)
 	if err != nil {
-		return err
+		return c.explainHooks(ctx, planned, err)
 	}
 	verb := "upgraded"
 	if planned.Rendered.Install {
@@ -71,7 +79,24 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
 	writeNotes(c.Out, rel.Info.Notes, planned.Render.HideNotes)
-	return nil
+	if w == nil {
+		return nil
+	}
+	return c.watchRollout(ctx, w, planned, rel.Version)
+}
+
+// explainHooks adds to Helm's error what the failed pods of the hook Jobs
+// that ran say (Helm only says that a Job failed); err as it is when none
+// failed visibly.
+func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) error {
+	if planned.Render.DisableHooks || len(planned.Plan.Hooks) == 0 {
+		return err
+	}
+	why := watch.HookFailures(context.WithoutCancel(ctx), c.Cluster, planned.Plan)
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, c.Sanitizer.String(strings.Join(why, "; ")))
 }
 
 // writeNotes prints the chart's NOTES after an apply, as helm upgrade does,

@@ -91,6 +91,9 @@ type Config struct {
 	// Progress, when set, receives a line as each stage of a plan or an
 	// apply starts (the CLI sets it when stderr is a terminal).
 	Progress func(format string, args ...interface{})
+	// Terminal is true when Out is a terminal: the rollout watch then
+	// redraws one line per object in place, instead of a line per change.
+	Terminal bool
 
 	// Set by Connect.
 	//
