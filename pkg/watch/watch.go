@@ -62,8 +62,10 @@ type target struct {
 	// podsBefore are the pods its selector (as it was live) matched before
 	// the apply, by name.
 	podsBefore map[string]types.UID
-	// last is what was last shown of it.
-	last status
+	// last is its status at the last evaluation; shown is true once it
+	// has a progress line.
+	last  status
+	shown bool
 }
 
 func (t *target) workload() bool { return workloadKinds[t.gvk.GroupKind()] }
@@ -280,7 +282,12 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 		if t.last.state == plan.StateInProgress {
 			settled = false
 		}
-		lines = append(lines, Line{ID: t.change.ID.String(), Text: t.last.line()})
+		// One line per workload, and per other object while it is not
+		// current: a ConfigMap that was current at once needs none. Once
+		// shown, a line stays (a terminal's lines are redrawn in place).
+		if t.shown = t.shown || t.workload() || t.last.state != plan.StateCurrent; t.shown {
+			lines = append(lines, Line{ID: t.change.ID.String(), Text: t.last.line()})
+		}
 	}
 	show.Update(lines, elapsed)
 	return settled
@@ -356,28 +363,44 @@ func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names m
 			if err != nil {
 				break // LIST again
 			}
-			gone := false
-			for ev := range wi.ResultChan() {
-				if ev.Type == kwatch.Error {
-					gone = true
-					break
-				}
+			gone, done := watchEvents(ctx, wi, func(ev kwatch.Event) bool {
 				o, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok {
-					continue
+					return true
 				}
 				rv = o.GetResourceVersion()
 				if ev.Type == kwatch.Bookmark || !keep(o) {
-					continue
+					return true
 				}
-				if !send(update{group: k, obj: o, deleted: ev.Type == kwatch.Deleted}) {
-					wi.Stop()
-					return
-				}
-			}
+				return send(update{group: k, obj: o, deleted: ev.Type == kwatch.Deleted})
+			})
 			wi.Stop()
+			if done {
+				return
+			}
 			if gone {
 				break
+			}
+		}
+	}
+}
+
+// watchEvents hands each event of wi to handle until the watch ends (an
+// Error event: gone), handle returns false or ctx is done (done). A
+// watch is not bound to ctx by every client: ctx is selected on here.
+func watchEvents(ctx context.Context, wi kwatch.Interface, handle func(kwatch.Event) bool) (gone, done bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, true
+		case ev, ok := <-wi.ResultChan():
+			switch {
+			case !ok:
+				return false, false
+			case ev.Type == kwatch.Error:
+				return true, false
+			case !handle(ev):
+				return false, true
 			}
 		}
 	}
