@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds etcd, the Kubernetes binaries in KUBE_COMPONENTS (kube-apiserver,
-# kube-controller-manager, kubectl by default) and the helm CLIs (v3 and v4)
-# from the Go module proxy into .cache/bin/<name>-<version>/. A binary already
-# in the cache is not rebuilt. Nothing is downloaded as a prebuilt binary.
+# kube-controller-manager, kube-scheduler, kubectl by default), kwok (the fake
+# kubelets) and the helm CLIs (v3 and v4) from the Go module proxy into
+# .cache/bin/<name>-<version>/. A binary already in the cache is not rebuilt.
+# Nothing is downloaded as a prebuilt binary.
 #
 # The Kubernetes binaries are built by one `go build` (their packages are
 # compiled once and linked in parallel), stripped; etcd joins that build when
@@ -11,8 +12,9 @@
 # once. Each build says
 # what it builds, how long a cold cache takes on 2 cores, and how far it is.
 #
-# Usage: scripts/build-controlplane.sh [etcd|kubernetes|helm3|helm4|helm|demo|all]...
-#   demo: what scripts/demo.sh needs (etcd, kubernetes, helm v3)
+# Usage: scripts/build-controlplane.sh [etcd|kubernetes|kwok|helm3|helm4|helm|demo|all]...
+#   kwok: only when KUBE_COMPONENTS lists kube-scheduler (pods run only then)
+#   demo: what scripts/demo.sh needs (etcd, kubernetes, kwok, helm v3)
 #   all:  what the tests need (demo plus helm v4)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -160,6 +162,7 @@ build_kubernetes() {
   local cold=0 what
   [[ " $missing " == *" kube-apiserver "* ]] && cold=$((cold + 5))
   [[ " $missing " == *" kube-controller-manager "* ]] && cold=$((cold + 2))
+  [[ " $missing " == *" kube-scheduler "* ]] && cold=$((cold + 1))
   [[ " $missing " == *" kubectl "* ]] && cold=$((cold + 1))
   what="$(kube_missing | tr '\n' ' ')"
   what="${what:+${what}$KUBE_VERSION}"
@@ -187,8 +190,28 @@ build_kubernetes_in() (
   local ver=${KUBE_VERSION#v}
   local major=${ver%%.*} rest=${ver#*.}
   local minor=${rest%%.*}
-  local staging="v0.${rest}"
   cd "$dir"
+  kube_module "$missing"
+  local pkg=k8s.io/component-base/version
+  local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  local c pkgs=()
+  for c in $missing; do pkgs+=("./$c"); done
+  # One invocation: shared packages compiled once, binaries linked in parallel.
+  # No -trimpath: the tool and helm are built without it, and the flag is part
+  # of every package's build-cache key.
+  go build -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
+)
+
+# kube_module COMPONENTS: in the current folder (holding the component
+# mains), a go.mod that builds them against k8s.io/kubernetes@KUBE_VERSION
+# (and the etcd server when COMPONENTS lists etcd).
+kube_module() {
+  local components=$1
+  local ver=${KUBE_VERSION#v}
+  local rest=${ver#*.}
+  local staging="v0.${rest}"
   if [[ "$(tool_module_version k8s.io/apimachinery)" == "$staging" ]]; then
     # The tool uses this release's client libraries: start from its go.mod, so
     # every package both build (client-go, api, apimachinery, kubectl's
@@ -203,20 +226,45 @@ build_kubernetes_in() (
   local gomod; gomod="$(kube_gomod)"
   # shellcheck disable=SC2046
   go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION" $(staging_replaces "$gomod" "$staging")
-  if [[ " $missing " == *" etcd "* ]]; then
+  if [[ " $components " == *" etcd "* ]]; then
     go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
   fi
   quietly go mod tidy
-  local pkg=k8s.io/component-base/version
-  local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+}
+
+kwok_cached() { [[ -x "$(kwok_bin_dir)/kwok" ]]; }
+
+# build_kwok builds kwok's controller (it plays the kubelets of fake Nodes)
+# inside the module the Kubernetes binaries build in, plus kwok: kwok then
+# compiles against the very client-go, apimachinery, otel and grpc packages
+# they do (kwok's own go.mod asks for older ones, which Go's minimal version
+# selection lifts), so on top of the Kubernetes build it compiles only its
+# own packages: measured cold, 43 CPU-seconds, 52 s on 2 cores (see
+# docs/development.md).
+build_kwok() {
+  has_component kube-scheduler || return 0
+  local out; out="$(kwok_bin_dir)"
+  kwok_cached && return 0
+  lock_cache
+  kwok_cached && return 0
+  local dir; dir="$(scratch_module "kwok-$KWOK_VERSION")"
+  # The scheduler's main keeps k8s.io/kubernetes, and so its versions, in
+  # the module graph.
+  mkdir -p "$dir/kube-scheduler"
+  cp "$ROOT/scripts/controlplane/cmd/kube-scheduler/main.go" "$dir/kube-scheduler/"
+  building "kwok $KWOK_VERSION" 1 build_kwok_in "$dir" "$out"
+  rm -rf "$out"
+  mv "$out.tmp" "$out"
+}
+
+build_kwok_in() (
+  local dir=$1 out=$2
+  cd "$dir"
+  kube_module ""
+  quietly go get "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
-  local c pkgs=()
-  for c in $missing; do pkgs+=("./$c"); done
-  # One invocation: shared packages compiled once, binaries linked in parallel.
-  # No -trimpath: the tool and helm are built without it, and the flag is part
-  # of every package's build-cache key.
-  go build -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}"
+  go build -ldflags "-s -w" -o "$out.tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
 )
 
 # Helm is built without -trimpath, like the tool (make build) and its tests.
@@ -271,7 +319,8 @@ build_beside() {
 }
 
 demo_cached() {
-  etcd_cached && [[ -z "$(kube_missing)" && -x "$(helm_bin_dir "$HELM3_VERSION")/helm" ]]
+  etcd_cached && [[ -z "$(kube_missing)" && -x "$(helm_bin_dir "$HELM3_VERSION")/helm" ]] &&
+    { kwok_cached || ! has_component kube-scheduler; }
 }
 
 build_helm3() { build_helm "$HELM3_VERSION"; }
@@ -283,15 +332,17 @@ for t in "${targets[@]}"; do
   case "$t" in
     etcd) build_etcd ;;  # on its own: name kubernetes first to share its build
     kubernetes) build_kubernetes ;;
+    kwok) build_kwok ;;
     helm3) build_helm3 ;;
     helm4) build_helm4 ;;
     helm) build_helm3; build_helm4 ;;
     # demo.sh has built the tool, so helm's packages are in the build cache
-    # and its build (a link) can go beside the Kubernetes one too.
-    # etcd first joins the Kubernetes build; build_etcd after it only builds
-    # an etcd that could not join (then on its own).
-    demo) build_beside build_kubernetes build_helm3; build_etcd ;;
-    all) build_kubernetes; build_etcd; build_helm3; build_helm4 ;;
-    *) die "unknown target $t (want etcd, kubernetes, helm3, helm4, helm, demo or all)" ;;
+    # and its build (a link) can go beside the Kubernetes one too. etcd
+    # first joins the Kubernetes build; build_etcd after it only builds an
+    # etcd that could not join (then on its own). kwok comes after the
+    # Kubernetes build: it reuses most of its packages.
+    demo) build_beside build_kubernetes build_helm3; build_etcd; build_kwok ;;
+    all) build_kubernetes; build_etcd; build_kwok; build_helm3; build_helm4 ;;
+    *) die "unknown target $t (want etcd, kubernetes, kwok, helm3, helm4, helm, demo or all)" ;;
   esac
 done

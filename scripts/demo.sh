@@ -3,7 +3,9 @@
 # testdata/charts/demo (v1) with the real helm v3, then ask helm-safe-upgrade
 # what upgrading to testdata/charts/demo-v2 would do. v2 grows the database
 # volume (an immutable StatefulSet field) and changes the web image (a rolling
-# update), so the expected verdict is "blocked" (exit 2).
+# update), so the expected verdict is "blocked" (exit 2). Acknowledged, the
+# upgrade is applied and its rollout watched: kwok runs the pods, so the web
+# pods are seen replaced and the database pod kept.
 #
 # Usage: scripts/demo.sh        (KEEP_CLUSTER=1 leaves the control plane running)
 #        USE_CLUSTER=1 scripts/demo.sh
@@ -67,6 +69,21 @@ export KUBECONFIG="$STATE/kubeconfig"
 export HELM_CACHE_HOME="$STATE/helm/cache" HELM_CONFIG_HOME="$STATE/helm/config" HELM_DATA_HOME="$STATE/helm/data"
 export HELM_PLUGINS="$HELM_DATA_HOME/plugins"
 
+if [[ "${USE_CLUSTER:-}" != 1 ]]; then
+  # No storage provisioner here: a volume bound in advance to the database's
+  # claim lets its pod be scheduled, and then run (kwok plays the kubelet).
+  "$KUBECTL" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: $NS-demo-db-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /tmp/$NS-demo-db-data}
+  claimRef: {namespace: $NS, name: data-demo-db-0}
+EOF
+fi
+
 section "helm install demo testdata/charts/demo (v1.0.0) -n $NS"
 "$HELM" install demo testdata/charts/demo -n "$NS" --create-namespace
 
@@ -92,6 +109,7 @@ uids() { "$KUBECTL" get pods,pvc -n "$NS" -l app.kubernetes.io/component=db \
   -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.metadata.uid}{"\n"}{end}'; }
 before="$(uids)"
 echo "+ helm-safe-upgrade demo testdata/charts/demo-v2 -n $NS --ack StatefulSet/$NS/demo-db@$FP"
+# stderr shows the rollout: the web pods replaced, the database pod kept.
 "$TOOL" demo testdata/charts/demo-v2 -n "$NS" --ack "StatefulSet/$NS/demo-db@$FP" -o json >/dev/null
 
 section "after the upgrade: the database pod and its claim are the same objects (same UIDs)"

@@ -17,10 +17,11 @@ fi
 [[ -d "$STATE" ]] || die "no such state dir: $STATE"
 STATE="$(cd "$STATE" && pwd)"
 
-# The supervisor stops the components in order (controller manager, API
-# server, etcd) and reaps them; whatever it leaves is stopped here, same order.
+# The supervisor stops the components in order (kwok, scheduler, controller
+# manager, API server, etcd) and reaps them; whatever it leaves is stopped
+# here, same order.
 stop_pid_file "$STATE/kube-up.pid" "$STATE" 90
-for c in kube-controller-manager kube-apiserver etcd; do
+for c in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop_pid_file "$STATE/$c.pid" "$STATE"
 done
 log "control plane in $STATE stopped"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Starts a local control plane for tests and the demo: etcd, kube-apiserver and
-# kube-controller-manager (built from the Go module proxy by
-# build-controlplane.sh, cached) on random free loopback ports, with a fresh
-# data dir, RBAC on, a token-auth admin in system:masters and an audit log of
-# every request (Metadata level) so tests can prove what was sent.
+# Starts a local control plane for tests and the demo: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler and kwok (built from the Go module
+# proxy by build-controlplane.sh, cached) on random free loopback ports, with a
+# fresh data dir, RBAC on, a token-auth admin in system:masters and an audit
+# log of every request (Metadata level) so tests can prove what was sent.
+#
+# Pods run: kwok plays the kubelets of $KWOK_NODES fake Nodes (annotation
+# kwok.x-k8s.io/node=fake, 4 CPUs, 16Gi and 110 pods each), the scheduler
+# binds pods to them, and the Stages in scripts/controlplane/kwok/stages.yaml
+# make them Running and Ready, or fail by image tag (docs/development.md).
+# kwok leaves every other Node alone, so a Node a test creates stays a plain
+# object (pods bound to it stay Pending).
 #
 # Usage: scripts/kube-up.sh [--foreground] [STATE_DIR]
 #   STATE_DIR defaults to $KUBE_STATE_DIR, else a new .cache/run/kube-<version>-XXXXXX.
@@ -28,7 +35,9 @@
 #
 # Environment:
 #   KUBE_VERSION          control-plane version (see lib.sh), e.g. v1.36.3
-#   KUBE_COMPONENTS       without kube-controller-manager, none is started (lib.sh)
+#   KUBE_COMPONENTS       without kube-controller-manager, none is started; without
+#                         kube-scheduler neither it nor kwok (no pod runs) (lib.sh)
+#   KWOK_NODES            how many fake Nodes kwok runs (default 3)
 #   KUBE_UP_TIMEOUT       seconds to wait for readiness (default 180)
 #   KUBE_UP_OWNER_PID     stop the cluster when that process exits (tests pass
 #                         their own PID so a crashed test binary leaks nothing)
@@ -37,18 +46,24 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SELF="$ROOT/scripts/kube-up.sh"
 TIMEOUT="${KUBE_UP_TIMEOUT:-180}"
-COMPONENTS=(etcd kube-apiserver kube-controller-manager)
-STOP_ORDER=(kube-controller-manager kube-apiserver etcd) # etcd last: the API server needs it to shut down
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# etcd last: the API server needs it to shut down.
+STOP_ORDER=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
+KWOK_NODES="${KWOK_NODES:-3}"
 # Without the controller manager in KUBE_COMPONENTS (lib.sh) only etcd and the
 # API server run: enough for plans, not for pods or service-account tokens.
 if ! has_component kube-controller-manager; then
   COMPONENTS=(etcd kube-apiserver)
+elif ! has_component kube-scheduler; then
+  COMPONENTS=(etcd kube-apiserver kube-controller-manager)
 fi
 has_component kubectl || die "KUBE_COMPONENTS must include kubectl: kube-up.sh checks readiness with it"
 
 ETCD="$(etcd_bin_dir)/etcd"
 KBIN="$(kube_bin_dir)"
 KUBECTL="$KBIN/kubectl"
+KWOK="$(kwok_bin_dir)/kwok"
+KWOK_STAGES="$ROOT/scripts/controlplane/kwok/stages.yaml"
 
 # prepare_state DIR: resolves the state dir into STATE (absolute), refuses one
 # whose cluster still runs, and removes what an earlier run left there.
@@ -68,7 +83,8 @@ prepare_state() {
   done
   # Only the names this script writes are removed, never the whole dir.
   rm -rf "$STATE/etcd-data" "$STATE/pki" "$STATE"/*.pid "$STATE"/*.log "$STATE/ready" \
-    "$STATE/kubeconfig" "$STATE/kcm.kubeconfig" "$STATE/tokens.csv" "$STATE/audit-policy.yaml"
+    "$STATE/kubeconfig" "$STATE"/*.kubeconfig "$STATE/tokens.csv" "$STATE/audit-policy.yaml" \
+    "$STATE/nodes.yaml"
 }
 
 # --- credentials -------------------------------------------------------------
@@ -128,11 +144,15 @@ write_credentials() {
   gen_pki
   ADMIN_TOKEN="$(openssl rand -hex 24)"
   KCM_TOKEN="$(openssl rand -hex 24)"
-  # token,user,uid,"groups": the controller manager gets its own user so audit
+  SCHED_TOKEN="$(openssl rand -hex 24)"
+  KWOK_TOKEN="$(openssl rand -hex 24)"
+  # token,user,uid,"groups": each component gets its own user so audit
   # events tell its requests from the tests'.
   cat >"$STATE/tokens.csv" <<EOT
 $ADMIN_TOKEN,admin,admin,"system:masters"
 $KCM_TOKEN,system:kube-controller-manager,kube-controller-manager,"system:masters"
+$SCHED_TOKEN,system:kube-scheduler,kube-scheduler,"system:masters"
+$KWOK_TOKEN,kwok,kwok,"system:masters"
 EOT
   chmod 600 "$STATE/tokens.csv"
   cat >"$STATE/audit-policy.yaml" <<'EOT'
@@ -231,11 +251,69 @@ apiserver_ready() { [[ "$(kubectl_admin get --raw=/readyz)" == ok ]]; }
 # The controller manager is up once its service-account controller has made
 # the default ServiceAccount (pods cannot be created in a namespace without it).
 controllers_ready() { kubectl_admin get serviceaccount default -n default -o name; }
+# The scheduler serves its health checks once it runs; kwok has made every
+# fake Node Ready.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+fake_nodes_ready() {
+  local ready
+  ready="$(kubectl_admin get nodes -l type=kwok \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')" || return 1
+  [[ "$(grep -c '^True$' <<<"$ready")" == "$KWOK_NODES" ]]
+}
+
+# write_fake_nodes FILE: the Nodes kwok manages. Ample but finite: a pod that
+# asks for more than 4 CPUs fits none and stays Pending (Unschedulable).
+write_fake_nodes() {
+  local i
+  : >"$1"
+  for ((i = 0; i < KWOK_NODES; i++)); do
+    cat >>"$1" <<EOT
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+  labels:
+    type: kwok
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+  capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+EOT
+  done
+}
+
+# start_pods_runtime: the scheduler, kwok and its fake Nodes.
+start_pods_runtime() {
+  local sched_port=$1
+  start kube-scheduler "$KBIN/kube-scheduler" \
+    --kubeconfig="$STATE/sched.kubeconfig" \
+    --authentication-kubeconfig="$STATE/sched.kubeconfig" --authorization-kubeconfig="$STATE/sched.kubeconfig" \
+    --leader-elect=false --bind-address=127.0.0.1 --secure-port="$sched_port" --profiling=false
+  start kwok "$KWOK" \
+    --kubeconfig="$STATE/kwok.kubeconfig" --config="$KWOK_STAGES" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+  write_fake_nodes "$STATE/nodes.yaml"
+  kubectl_admin create -f "$STATE/nodes.yaml" >/dev/null || return 1
+  # The API server taints every new Node not-ready (TaintNodesByCondition);
+  # the node lifecycle controller, which would lift it, is off (nothing sends
+  # heartbeats), so the taint goes here.
+  local i
+  for ((i = 0; i < KWOK_NODES; i++)); do
+    kubectl_admin patch node "kwok-node-$i" --type=merge -p '{"spec":{"taints":null}}' >/dev/null || return 1
+  done
+  wait_for "kube-scheduler on port $sched_port" port_open "$sched_port" || return
+  wait_for "kwok to make $KWOK_NODES fake Nodes Ready" fake_nodes_ready
+}
 
 start_all() {
-  local etcd_port peer_port api_port kcm_port
+  local etcd_port peer_port api_port kcm_port sched_port
   USED_PORTS=" "
-  free_port etcd_port; free_port peer_port; free_port api_port; free_port kcm_port
+  free_port etcd_port; free_port peer_port; free_port api_port; free_port kcm_port; free_port sched_port
   rm -rf "$STATE/etcd-data" "$STATE/audit.log"
 
   start etcd "$ETCD" --name=default --data-dir="$STATE/etcd-data" \
@@ -263,6 +341,8 @@ start_all() {
 
   write_kubeconfig "$STATE/kubeconfig" admin "$ADMIN_TOKEN" "$api_port"
   write_kubeconfig "$STATE/kcm.kubeconfig" system:kube-controller-manager "$KCM_TOKEN" "$api_port"
+  write_kubeconfig "$STATE/sched.kubeconfig" system:kube-scheduler "$SCHED_TOKEN" "$api_port"
+  write_kubeconfig "$STATE/kwok.kubeconfig" kwok "$KWOK_TOKEN" "$api_port"
   wait_for "kube-apiserver /readyz on port $api_port" apiserver_ready || return
 
   has_component kube-controller-manager || return 0
@@ -274,7 +354,9 @@ start_all() {
     --controllers='*,-node-ipam-controller,-node-lifecycle-controller' \
     --leader-elect=false --bind-address=127.0.0.1 --secure-port="$kcm_port" \
     --authentication-skip-lookup --profiling=false
-  wait_for "kube-controller-manager (the default ServiceAccount)" controllers_ready
+  wait_for "kube-controller-manager (the default ServiceAccount)" controllers_ready || return
+  has_component kube-scheduler || return 0
+  start_pods_runtime "$sched_port"
 }
 
 # supervise: starts the components as children of this process, prints the
@@ -324,14 +406,14 @@ case "${1:-}" in
     supervise
     ;;
   --foreground)
-    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd
+    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd kwok
     prepare_state "${2:-${KUBE_STATE_DIR:-}}"
     # Same process, with the absolute state dir on its command line (that is
     # how kube-down.sh recognises it).
     exec bash "$SELF" --supervise "$STATE"
     ;;
   *)
-    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd
+    "$ROOT/scripts/build-controlplane.sh" kubernetes etcd kwok
     prepare_state "${1:-${KUBE_STATE_DIR:-}}"
     nohup bash "$SELF" --supervise "$STATE" >"$STATE/kube-up.log" 2>&1 </dev/null &
     supervisor=$!

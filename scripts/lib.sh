@@ -12,13 +12,17 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 HELM3_VERSION="${HELM3_VERSION:-v3.22.0}"
 HELM4_VERSION="${HELM4_VERSION:-v4.3.1}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 # The Kubernetes binaries a run needs. kube-up.sh starts the controller
-# manager only when it is listed; make test's second, older minor runs plan
-# tests only and needs no controllers (a third less to compile on a cold cache).
-KUBE_COMPONENTS="${KUBE_COMPONENTS:-kube-apiserver kube-controller-manager kubectl}"
+# manager and the scheduler (with kwok, which plays the kubelets) only when
+# they are listed; make test's second, older minor runs plan tests only and
+# needs no controllers (a third less to compile on a cold cache).
+KUBE_COMPONENTS="${KUBE_COMPONENTS:-kube-apiserver kube-controller-manager kube-scheduler kubectl}"
 
 kube_bin_dir() { echo "$CACHE_DIR/bin/kubernetes-$KUBE_VERSION"; }
 etcd_bin_dir() { echo "$CACHE_DIR/bin/etcd-$ETCD_VERSION"; }
+# kwok is built against the Kubernetes release's libraries: one per pair.
+kwok_bin_dir() { echo "$CACHE_DIR/bin/kwok-$KWOK_VERSION-kubernetes-$KUBE_VERSION"; }
 helm_bin_dir() { echo "$CACHE_DIR/bin/helm-$1"; }
 
 log() { echo "==> $*" >&2; }

@@ -18,8 +18,9 @@ const TestNameAnnotation = "safe-upgrade.test/test"
 
 // Namespace creates a namespace with a fresh unique name derived from the
 // test's name. When the test ends its pods are force-deleted (grace period 0:
-// without a kubelet they would never finish terminating) and the namespace is
-// deleted without waiting for it to disappear.
+// kwok finishes the pods of its fake Nodes, but a pod bound to a Node a test
+// made, or on a user's cluster, would keep the namespace terminating) and
+// the namespace is deleted without waiting for it to disappear.
 func (c *Cluster) Namespace(t testing.TB) string {
 	t.Helper()
 	cs := c.Clientset(t)

@@ -1,7 +1,9 @@
 // Package testcluster gives end-to-end tests a real control plane: etcd,
-// kube-apiserver and kube-controller-manager built from the Go module proxy by
-// scripts/build-controlplane.sh and started by scripts/kube-up.sh, plus the
-// real helm v3 and v4 CLIs and kubectl of the same build.
+// kube-apiserver, kube-controller-manager and kube-scheduler built from the
+// Go module proxy by scripts/build-controlplane.sh and started by
+// scripts/kube-up.sh, with kwok playing the kubelets of fake Nodes (pods run,
+// or fail by image tag: docs/development.md), plus the real helm v3 and v4
+// CLIs and kubectl of the same build.
 //
 // A package that uses it calls Main from its TestMain; the first Get starts
 // the control plane (once per test binary) and Main stops it after the tests.

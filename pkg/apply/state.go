@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 
@@ -176,4 +177,17 @@ func lineFirst(line, description string) string {
 		return line
 	}
 	return line + " (before: " + description + ")"
+}
+
+// MarkRolloutFailed records in revision version of release name (either
+// Helm's record format) that its rollout failed after Helm deployed it: the
+// status becomes failed, as Helm's own --wait leaves a revision whose
+// resources never got ready, and the description (what `helm history`
+// shows) says which workload failed and why. line must already be
+// sanitised.
+func MarkRolloutFailed(cfg *action.Configuration, ns, name string, version int, line string) error {
+	return editRecord(cfg, ns, name, version, func(info *release.Info) {
+		info.Status = release.StatusFailed
+		info.Description = line
+	})
 }

@@ -42,11 +42,14 @@ with the last release and the live objects, and classifies every object:
 create, delete, no-op, in-place, rolling (pods replaced) or recreate-required
 (an immutable field changes). Destructive changes block the upgrade until they
 are acknowledged (--ack, --ack-file, or by typing the release name at the
-prompt). What is applied is exactly the render that was reviewed.
+prompt). What is applied is exactly the render that was reviewed; then the
+rollout is watched until every changed object is ready or has failed, and
+the plan's prediction is checked against the pods and claims seen
+(--no-watch skips it).
 
 Exit codes:
-  0  success (applied; or with --dry-run: the gate lets the upgrade through)
-  1  error (bad input, unreachable cluster, failed upgrade)
+  0  success (applied and rolled out; or with --dry-run: the gate lets the upgrade through)
+  1  error (bad input, unreachable cluster, failed upgrade, failed rollout)
   2  blocked: destructive changes are not acknowledged; nothing was written
   3  with --dry-run --detailed-exitcode: changes pending that the gate lets through
      (and 0 means no changes at all; updates of fields regenerated on every

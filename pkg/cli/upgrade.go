@@ -63,6 +63,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker)
 	o.Config.Command = o.Command
 	o.Config.RequestTimeout = o.Render.TimeLimit()
+	o.Config.Terminal = o.Streams.ErrTTY
 	if o.Streams.ErrTTY {
 		o.Config.Progress = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)
@@ -116,9 +117,21 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
-	if err := o.Config.Stage("report", func() error {
-		return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), o.Request.ChartRef, o.Render.HideSecret)
-	}); err != nil {
+	write := func() error {
+		return o.Config.Stage("report", func() error {
+			return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), o.Request.ChartRef, o.Render.HideSecret)
+		})
+	}
+	// The JSON document of an applied plan carries the rollout's outcome:
+	// it is written once the watch ended (or the run stopped before).
+	if !o.DryRun && o.Report.Output == report.FormatJSON && !o.Apply.Watch.Off {
+		err := o.gateAndApply(ctx, planned, decision)
+		if werr := write(); err == nil {
+			err = werr
+		}
+		return err
+	}
+	if err := write(); err != nil {
 		return err
 	}
 	if o.DryRun {
@@ -134,6 +147,12 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	return o.gateAndApply(ctx, planned, decision)
+}
+
+// gateAndApply asks for the acknowledgements still missing (on a terminal),
+// and applies the plan the gate lets through.
+func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *upgrade.Planned, decision gate.Decision) error {
 	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && o.Streams.CanPrompt() {
 		ok, err := gate.Confirm(o.Prompter, o.Streams.ErrOut, o.Request.ReleaseName, &decision)
 		if err != nil {

@@ -240,6 +240,9 @@ type Plan struct {
 	// finding for the chart's author. Each is also a note, of its change or,
 	// for a hook, of the plan.
 	SecretCopies []string
+	// Outcome is what the watch after the apply observed; nil for a plan
+	// that was not applied or not watched (--dry-run, --no-watch).
+	Outcome *Outcome
 }
 
 // Summary counts changes by verdict.

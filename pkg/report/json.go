@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -27,6 +28,35 @@ type jsonPlan struct {
 	Hooks         []jsonHook   `json:"hooks,omitempty"`
 	Notes         []string     `json:"notes,omitempty"`
 	Blockers      []string     `json:"blockers,omitempty"`
+	// Outcome: what the watch after an apply observed; only in the
+	// document of an applied, watched plan.
+	Outcome *jsonOutcome `json:"outcome,omitempty"`
+}
+
+type jsonOutcome struct {
+	AsPredicted int                 `json:"asPredicted"`
+	Differ      int                 `json:"differ"`
+	Failed      int                 `json:"failed"`
+	TimedOut    bool                `json:"timedOut"`
+	Seconds     float64             `json:"seconds"`
+	Objects     []jsonObjectOutcome `json:"objects"`
+}
+
+type jsonObjectOutcome struct {
+	Kind         string `json:"kind"`
+	Group        string `json:"group,omitempty"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	State        string `json:"state"`
+	Detail       string `json:"detail,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Predicted    string `json:"predicted,omitempty"`
+	Observed     string `json:"observed,omitempty"`
+	AsPredicted  bool   `json:"asPredicted"`
+	PodsBefore   int    `json:"podsBefore"`
+	PodsKept     int    `json:"podsKept"`
+	ClaimsBefore int    `json:"claimsBefore"`
+	ClaimsKept   int    `json:"claimsKept"`
 }
 
 type jsonRelease struct {
@@ -269,6 +299,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Offline:       p.Offline,
 		Notes:         p.Notes,
 		Blockers:      p.Blockers,
+		Outcome:       toJSONOutcome(p.Outcome),
 	}
 	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
 	if err != nil {
@@ -318,4 +349,18 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted, Manager: d.Manager})
 	}
 	return jc
+}
+
+func toJSONOutcome(o *plan.Outcome) *jsonOutcome {
+	if o == nil {
+		return nil
+	}
+	jo := &jsonOutcome{AsPredicted: o.AsPredicted, Differ: o.Differ, Failed: o.Failed, TimedOut: o.TimedOut,
+		Seconds: o.Elapsed.Round(time.Millisecond).Seconds(), Objects: make([]jsonObjectOutcome, 0, len(o.Objects))}
+	for _, ob := range o.Objects {
+		jo.Objects = append(jo.Objects, jsonObjectOutcome{Kind: ob.ID.Kind, Group: ob.ID.Group, Namespace: ob.ID.Namespace, Name: ob.ID.Name,
+			State: ob.State, Detail: ob.Detail, Reason: ob.Reason, Predicted: ob.Predicted, Observed: ob.Observed, AsPredicted: ob.AsPredicted,
+			PodsBefore: ob.PodsBefore, PodsKept: ob.PodsKept, ClaimsBefore: ob.ClaimsBefore, ClaimsKept: ob.ClaimsKept})
+	}
+	return jo
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
 // ApplyRequest is how to apply a reviewed plan.
@@ -21,6 +22,9 @@ type ApplyRequest struct {
 	// replaced with PUT; only when the user asked for it. Helm 4 refuses it
 	// with server-side apply, and so does the apply.
 	Force bool
+	// Watch is whether and how long the rollout is watched after Helm
+	// returns (not pinned by saved plans: it writes nothing).
+	Watch WatchRequest
 }
 
 // AddFlags registers the apply flags of helm upgrade that are not render
@@ -29,11 +33,14 @@ type ApplyRequest struct {
 func (r *ApplyRequest) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.Force, "force-replace", false, "pass --force-replace to Helm (replace changed objects with PUT; client-side apply only); the plan is still gated")
 	fs.BoolVar(&r.Force, "force", false, "Helm 3's name of --force-replace")
+	r.Watch.AddFlags(fs)
 }
 
 // Apply hands exactly the reviewed render of planned to Helm, as
 // planned.Apply says, recreating first the acknowledged recreate-required
-// objects, and says on Out what became of the release.
+// objects, and says on Out what became of the release; then, unless
+// --no-watch, it watches the rollout and checks the prediction (see
+// watchRollout): a rollout that fails is a *RolloutError.
 func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	req := planned.Apply
 	if err := c.Connect(ctx); err != nil {
@@ -50,6 +57,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		return err
 	}
 	defer c.releaseLease(lease)
+	w := c.watcher(ctx, planned)
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
@@ -72,7 +80,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Bound:       c.boundBy,
 	}, c.Out)
 	if err != nil {
-		return c.timedOut(err)
+		return c.timedOut(c.explainHooks(ctx, planned, err))
 	}
 	verb := "upgraded"
 	if planned.Rendered.Install {
@@ -82,7 +90,24 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan.
 	writeNotes(c.Out, c.Sanitizer.String(rel.Info.Notes), planned.Render.HideNotes)
-	return nil
+	if w == nil {
+		return nil
+	}
+	return c.watchRollout(ctx, w, planned, rel.Version)
+}
+
+// explainHooks adds to Helm's error what the failed pods of the hook Jobs
+// that ran say (Helm only says that a Job failed); err as it is when none
+// failed visibly.
+func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) error {
+	if planned.Render.DisableHooks || len(planned.Plan.Hooks) == 0 {
+		return err
+	}
+	why := watch.HookFailures(context.WithoutCancel(ctx), c.Cluster, planned.Plan)
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, c.Sanitizer.String(strings.Join(why, "; ")))
 }
 
 // takeLease takes the release's Lease as observed before the plan (see

@@ -106,6 +106,9 @@ type Config struct {
 	// release storage, discovery) as it ends those that do. Set it before
 	// Connect; 0 leaves requests unbounded but by their contexts.
 	RequestTimeout time.Duration
+	// Terminal is true when Out is a terminal: the rollout watch then
+	// redraws one line per object in place, instead of a line per change.
+	Terminal bool
 
 	// Set by Connect.
 	//

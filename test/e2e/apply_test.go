@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -22,22 +24,49 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
-// stsRelease installs baseSTS with the real helm and waits until the
-// controller manager created its pods and claims; it returns the namespace
-// and the v2 chart, whose claim template grows to 2Gi.
+// stsRelease installs baseSTS with the real helm, its claims bound to
+// volumes made for them, and waits (helm's --wait) until its two pods run;
+// it returns the namespace and the v2 chart, whose claim template grows to
+// 2Gi.
 func stsRelease(t *testing.T, c *testcluster.Cluster) (string, string) {
 	t.Helper()
 	ns := c.Namespace(t)
-	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": baseSTS.yaml()}), "-n", ns)
-	// Without a kubelet pod db-0 never gets ready, so the controller (policy
-	// OrderedReady) stops at one pod and its claim: enough to prove survival.
-	waitFor(t, "the first pod and claim of StatefulSet db", func() bool {
-		pods, claims := c.PodsAndClaims(t, ns, "")
-		return pods["db-0"] != "" && claims["data-db-0"] != ""
-	})
+	boundVolumes(t, c, ns, "data-db-0", "data-db-1")
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"sts.yaml": baseSTS.yaml()}), "-n", ns,
+		"--wait", "--timeout", "5m")
+	pods, claims := c.PodsAndClaims(t, ns, "")
+	if pods["db-1"] == "" || claims["data-db-1"] == "" {
+		t.Fatalf("after helm install --wait: pods %v, claims %v", pods, claims)
+	}
 	bigger := baseSTS
 	bigger.size = "2Gi"
 	return ns, writeChart(t, "app", "2.0.0", map[string]string{"sts.yaml": bigger.yaml()})
+}
+
+// boundVolumes makes, on the project's control plane (no provisioner), a
+// PersistentVolume bound in advance to each claim of namespace ns, so pods
+// using them can be scheduled; a user's cluster provisions its own.
+func boundVolumes(t *testing.T, c *testcluster.Cluster, ns string, claims ...string) {
+	t.Helper()
+	if c.UserCluster {
+		return
+	}
+	cs := c.Clientset(t)
+	for _, claim := range claims {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns + "-" + claim}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
+		}}
+		if _, err := cs.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		})
+	}
 }
 
 // waitFor polls ok (see testcluster.Eventually).
@@ -154,6 +183,14 @@ func TestApplyStatefulSetClaimTemplateKeepsPodsAndClaims(t *testing.T) {
 				t.Fatalf("claim template after apply: %s, want 2Gi", got)
 			}
 			keptPodsAndClaims(t, c, ns, podsBefore, claimsBefore)
+			// The watch saw it too, as the plan predicted: an orphan
+			// recreate with the same pod template keeps both.
+			for _, want := range []string{"StatefulSet.apps/" + ns + "/db: 2 of 2 pod(s) kept, 2 of 2 claim(s) kept (predicted: no pod replaced, every claim kept)",
+				"Outcome: 1 as predicted, 0 differ"} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr does not say %q:\n%s", want, r.Stderr)
+				}
+			}
 			history := c.Helm(t, "history", "app", "-n", ns)
 			if !strings.Contains(history, "safe-upgrade: 1 destructive acked (recreate-required StatefulSet.apps/"+ns+"/db "+tt.via+")") {
 				t.Errorf("helm history lacks the audit line:\n%s", history)

@@ -31,7 +31,8 @@ func TestHookJobImageChange(t *testing.T) {
 	with := func(image string) map[string]string {
 		return map[string]string{"cm.yaml": cm["cm.yaml"], "hook.yaml": migrateHook(image)}
 	}
-	// No kubelet runs the Job, so helm itself installs without hooks.
+	// The install's hooks are not what this test is about: helm installs
+	// without them.
 	c.Helm(t, "install", "hooked", writeChart(t, "hooked", "1.0.0", with("migrate:1.0")), "-n", ns, "--no-hooks")
 	next := writeChart(t, "hooked", "1.1.0", with("migrate:1.1"))
 

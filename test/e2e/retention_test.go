@@ -36,8 +36,8 @@ func TestStatefulSetClaimsDeletedWithIt(t *testing.T) {
 }
 
 // TestRolloutUnderExhaustedBudget: a Deployment whose pods a
-// PodDisruptionBudget covers with 0 disruptions allowed (no kubelet: no pod
-// is ever healthy) says so in its rollout notes, and says what it does: it
+// PodDisruptionBudget covers with 0 disruptions allowed (minAvailable 1 of
+// 1 replica, healthy or not) says so in its rollout notes, and says what it does: it
 // does not block the rollout (controllers delete pods, the eviction API is
 // not involved), it blocks evictions such as node drains meanwhile.
 func TestRolloutUnderExhaustedBudget(t *testing.T) {

@@ -1,0 +1,148 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
+)
+
+// WatchRequest is whether and how long the rollout is watched after apply.
+type WatchRequest struct {
+	// Off is --no-watch: the run ends when Helm returns, as helm upgrade.
+	Off bool
+	// Timeout is --watch-timeout; 0: --timeout.
+	Timeout time.Duration
+}
+
+// AddFlags registers --no-watch and --watch-timeout.
+func (r *WatchRequest) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&r.Off, "no-watch", false, "end when Helm returns, without watching the rollout (pods replaced, ready, failures) nor checking the prediction")
+	fs.DurationVar(&r.Timeout, "watch-timeout", 0, "how long to watch the rollout after Helm returns before calling what is not ready a failure (default: --timeout)")
+}
+
+// RolloutError is a rollout that failed or was not ready when the watch
+// ended: Helm deployed the revision, and what failed is named with why.
+type RolloutError struct {
+	Release  string
+	Revision int
+	Outcome  *plan.Outcome
+}
+
+func (e *RolloutError) Error() string {
+	return fmt.Sprintf("release %q revision %d was applied, but its rollout failed: %s", e.Release, e.Revision, failureLine(e.Outcome))
+}
+
+// failureLine names each object that failed or was not ready, with why.
+func failureLine(o *plan.Outcome) string {
+	var parts []string
+	for _, ob := range o.Objects {
+		if ob.State != plan.StateFailed && ob.State != plan.StateInProgress {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", ob.ID, ob.State, ob.Reason))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// watcher prepares the watch of planned's rollout, reading the pods and
+// claims the outcome compares with; nil when the watch is off or there is
+// nothing to follow. A snapshot that fails is a warning: the rollout is
+// still watched, only without the comparison.
+func (c *Config) watcher(ctx context.Context, planned *Planned) *watch.Watcher {
+	if planned.Apply.Watch.Off {
+		return nil
+	}
+	w := watch.New(c.Cluster, planned.Plan)
+	if w.Empty() {
+		return nil
+	}
+	if err := c.Stage("snapshot", func() error { return w.Snapshot(ctx) }); err != nil {
+		fmt.Fprintf(c.Out, "WARNING: %v; the outcome cannot compare pods and claims with the plan\n", c.Sanitizer.Error(err))
+	}
+	return w
+}
+
+// watchRollout follows the rollout of the applied revision rel until every
+// object is current or failed, prints the outcome on Out, and records it in
+// planned.Plan.Outcome; a failed rollout is a *RolloutError, and the
+// revision's record says so (status failed, the description naming what
+// failed).
+func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Planned, revision int) error {
+	timeout := planned.Apply.Watch.Timeout
+	if timeout <= 0 {
+		timeout = planned.Render.TimeLimit()
+	}
+	c.progress("Watching the rollout (up to %s)", timeout)
+	var out *plan.Outcome
+	err := c.Stage("watch", func() error {
+		var err error
+		out, err = w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
+	}
+	for i := range out.Objects {
+		ob := &out.Objects[i]
+		ob.Reason, ob.Detail = c.Sanitizer.String(ob.Reason), c.Sanitizer.String(ob.Detail)
+	}
+	planned.Plan.Outcome = out
+	writeOutcome(c.Out, out)
+	if out.OK() {
+		return nil
+	}
+	name := planned.Plan.Release.Name
+	line := "Rollout failed after the upgrade: " + failureLine(out)
+	if err := apply.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
+		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %v\n", revision, c.Sanitizer.Error(err))
+	}
+	return &RolloutError{Release: name, Revision: revision, Outcome: out}
+}
+
+// writeOutcome prints the rollout's end and the prediction check.
+func writeOutcome(w io.Writer, o *plan.Outcome) {
+	current := 0
+	for _, ob := range o.Objects {
+		if ob.State == plan.StateCurrent {
+			current++
+		}
+	}
+	fmt.Fprintf(w, "Rollout: %d of %d object(s) current, %d failed or not ready (%s)\n", current, len(o.Objects), o.Failed, o.Elapsed.Round(time.Second))
+	for _, ob := range o.Objects {
+		switch {
+		case ob.State == plan.StateCurrent && ob.Detail != "":
+			fmt.Fprintf(w, "  %s: %s\n", ob.ID, ob.Detail)
+		case ob.State != plan.StateCurrent:
+			fmt.Fprintf(w, "  %s: %s: %s\n", ob.ID, ob.State, joinNonEmpty(ob.Detail, ob.Reason))
+		}
+	}
+	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ\n", o.AsPredicted, o.Differ)
+	for _, ob := range o.Objects {
+		if ob.Predicted == "" {
+			continue
+		}
+		if ob.AsPredicted {
+			fmt.Fprintf(w, "  %s: %s (predicted: %s)\n", ob.ID, ob.Observed, ob.Predicted)
+		} else {
+			fmt.Fprintf(w, "  WARNING: %s: predicted %s, observed %s\n", ob.ID, ob.Predicted, ob.Observed)
+		}
+	}
+}
+
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,271 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// expectKind is what the plan predicts of a workload's pods.
+type expectKind int
+
+const (
+	// expectNone: nothing predicted of pods (a create, not a workload).
+	expectNone expectKind = iota
+	// expectKept: no pod replaced (an in-place update, or a StatefulSet
+	// recreated with its pods orphaned and its template unchanged).
+	expectKept
+	// expectKeptUntilDeleted: updateStrategy OnDelete; pods keep the old
+	// template until each is deleted.
+	expectKeptUntilDeleted
+	// expectReplaced: every pod replaced (a rolling update, a recreate).
+	expectReplaced
+	// expectPartition: a StatefulSet's pods with an ordinal at or above
+	// partition replaced, the others kept.
+	expectPartition
+)
+
+type expectation struct {
+	kind      expectKind
+	partition int64
+	// claimsKept: a StatefulSet's claims must all be kept.
+	claimsKept bool
+}
+
+// expect is what the plan predicts of t's pods and claims.
+func expect(t *target) expectation {
+	ch := t.change
+	if !t.workload() || t.gvk.Kind == "Job" || ch.Action != plan.ActionUpdate || ch.After == nil {
+		return expectation{}
+	}
+	sts := t.gvk.Kind == "StatefulSet"
+	templates, _, _ := unstructured.NestedSlice(ch.After.Object, "spec", "volumeClaimTemplates")
+	e := expectation{claimsKept: sts && len(templates) > 0}
+	strategy, partition := updateStrategy(ch.After)
+	rolls := func() expectation {
+		switch {
+		case strategy == "OnDelete":
+			e.kind = expectKeptUntilDeleted
+		case sts && partition > 0:
+			e.kind, e.partition = expectPartition, partition
+		default:
+			e.kind = expectReplaced
+		}
+		return e
+	}
+	switch ch.Class {
+	case plan.ClassRolling:
+		return rolls()
+	case plan.ClassRecreateRequired:
+		// A StatefulSet is deleted with its pods orphaned: the new one
+		// adopts them, and replaces them only if its template changed, as
+		// its update strategy says. Other workloads go with their pods.
+		if sts {
+			if templateChanged(ch) {
+				return rolls()
+			}
+			e.kind = expectKept
+			return e
+		}
+		e.kind = expectReplaced
+		return e
+	case plan.ClassInPlace:
+		e.kind = expectKept
+	}
+	return e
+}
+
+// updateStrategy is a workload's update strategy type and StatefulSet
+// partition.
+func updateStrategy(o *unstructured.Unstructured) (string, int64) {
+	if o == nil {
+		return "", 0
+	}
+	typ, _, _ := unstructured.NestedString(o.Object, "spec", "updateStrategy", "type")
+	if typ == "" {
+		typ, _, _ = unstructured.NestedString(o.Object, "spec", "strategy", "type")
+	}
+	partition, _, _ := unstructured.NestedInt64(o.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+	return typ, partition
+}
+
+func (e expectation) String() string {
+	s := ""
+	switch e.kind {
+	case expectKept:
+		s = "no pod replaced"
+	case expectKeptUntilDeleted:
+		s = "0 replaced; pods keep the old template until deleted"
+	case expectReplaced:
+		s = "every pod replaced"
+	case expectPartition:
+		s = fmt.Sprintf("pods with ordinal %d and above replaced, the others kept", e.partition)
+	}
+	if e.claimsKept {
+		s += ", every claim kept"
+	}
+	return s
+}
+
+// outcome checks each target against what was observed: pods is the
+// watch's last view of the pods; the claims are listed again.
+func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, timedOut bool) *plan.Outcome {
+	out := &plan.Outcome{Elapsed: elapsed}
+	claimsAfter := map[string]map[string]types.UID{}
+	for ns := range w.claimsBefore {
+		if c, err := listUIDs(ctx, w.cluster.Dynamic.Resource(claimsGVR).Namespace(ns)); err == nil {
+			claimsAfter[ns] = c
+		}
+	}
+	var events map[string][]corev1.Event
+	for _, t := range w.targets {
+		oo := plan.ObjectOutcome{ID: t.change.ID, State: t.last.state, Detail: t.last.detail, Reason: t.last.reason}
+		if oo.State == "" {
+			oo.State = plan.StateInProgress
+		}
+		ns := t.change.ID.Namespace
+		if t.workload() && (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) {
+			if events == nil {
+				events = map[string][]corev1.Event{}
+			}
+			if _, ok := events[ns]; !ok {
+				events[ns] = listEvents(ctx, w, ns)
+			}
+			if note := eventNote(events[ns], podNames(pods[ns])); note != "" && !strings.Contains(oo.Reason, note) {
+				oo.Reason = joinReason(oo.Reason, note)
+			}
+		}
+		if oo.State == plan.StateInProgress && timedOut {
+			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
+		}
+		if t.expect.kind != expectNone || t.expect.claimsKept {
+			t.check(&oo, pods[ns], w.claimsBefore[ns], claimsAfter[ns])
+			if oo.AsPredicted {
+				out.AsPredicted++
+			} else {
+				out.Differ++
+			}
+		}
+		if oo.State == plan.StateFailed || oo.State == plan.StateInProgress {
+			out.Failed++
+		}
+		out.Objects = append(out.Objects, oo)
+	}
+	out.TimedOut = timedOut && out.Failed > 0
+	return out
+}
+
+func joinReason(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func podNames(m map[string]*corev1.Pod) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for n := range m {
+		out[n] = true
+	}
+	return out
+}
+
+func listEvents(ctx context.Context, w *Watcher, ns string) []corev1.Event {
+	list, err := w.cluster.Dynamic.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := make([]corev1.Event, 0, len(list.Items))
+	for i := range list.Items {
+		var e corev1.Event
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// check fills oo's prediction and observation: the pods t's selector
+// matched before the apply that are still there (same UID), the new ones,
+// and the claims.
+func (t *target) check(oo *plan.ObjectOutcome, pods map[string]*corev1.Pod, claimsBefore, claimsAfter map[string]types.UID) {
+	e := t.expect
+	oo.Predicted = e.String()
+	oo.PodsBefore = len(t.podsBefore)
+	var keptLow, keptHigh, low, high int
+	for name, uid := range t.podsBefore {
+		p := pods[name]
+		kept := p != nil && p.UID == uid && p.DeletionTimestamp == nil
+		below := e.kind == expectPartition && ordinal(name) < e.partition
+		if below {
+			low++
+		} else {
+			high++
+		}
+		if kept {
+			oo.PodsKept++
+			if below {
+				keptLow++
+			} else {
+				keptHigh++
+			}
+		}
+	}
+	var obs []string
+	switch e.kind {
+	case expectKept, expectKeptUntilDeleted:
+		oo.AsPredicted = oo.PodsKept == oo.PodsBefore
+		obs = append(obs, fmt.Sprintf("%d of %d pod(s) kept", oo.PodsKept, oo.PodsBefore))
+	case expectReplaced:
+		oo.AsPredicted = oo.PodsKept == 0 && oo.State == plan.StateCurrent
+		obs = append(obs, fmt.Sprintf("%d of %d pod(s) replaced", oo.PodsBefore-oo.PodsKept, oo.PodsBefore))
+	case expectPartition:
+		oo.AsPredicted = keptLow == low && keptHigh == 0 && oo.State == plan.StateCurrent
+		obs = append(obs, fmt.Sprintf("%d of %d pod(s) at or above the partition replaced, %d of %d below kept", high-keptHigh, high, keptLow, low))
+	default:
+		oo.AsPredicted = true
+	}
+	if e.claimsKept {
+		for name, uid := range claimsBefore {
+			if !strings.HasSuffix(name, "-"+t.change.ID.Name+"-"+strconv.FormatInt(ordinal(name), 10)) || ordinal(name) < 0 {
+				continue // not a claim of this StatefulSet
+			}
+			oo.ClaimsBefore++
+			if claimsAfter[name] == uid {
+				oo.ClaimsKept++
+			}
+		}
+		if oo.ClaimsKept != oo.ClaimsBefore {
+			oo.AsPredicted = false
+		}
+		obs = append(obs, fmt.Sprintf("%d of %d claim(s) kept", oo.ClaimsKept, oo.ClaimsBefore))
+	}
+	oo.Observed = strings.Join(obs, ", ")
+}
+
+// ordinal is the ordinal a StatefulSet's pod or claim name ends with, -1
+// when it ends with none.
+func ordinal(name string) int64 {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,70 @@
+package watch
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Line is one object's progress: its ID (Kind/namespace/name) and state.
+type Line struct {
+	ID   string
+	Text string
+}
+
+// Progress shows the watch's progress.
+type Progress interface {
+	// Update shows every object's line, elapsed since the watch started.
+	Update(lines []Line, elapsed time.Duration)
+	// Done ends the display.
+	Done()
+}
+
+// NewProgress shows progress on w: on a terminal one line per object,
+// redrawn in place; otherwise a plain line each time an object's state
+// changes (CI logs).
+func NewProgress(w io.Writer, tty bool) Progress {
+	if tty {
+		return &liveLines{w: w}
+	}
+	return &changeLines{w: w, last: map[string]string{}}
+}
+
+// changeLines prints an object's line when it changed.
+type changeLines struct {
+	w    io.Writer
+	last map[string]string
+}
+
+func (p *changeLines) Update(lines []Line, elapsed time.Duration) {
+	for _, l := range lines {
+		if p.last[l.ID] == l.Text {
+			continue
+		}
+		p.last[l.ID] = l.Text
+		fmt.Fprintf(p.w, "%s: %s (%s)\n", l.ID, l.Text, elapsed.Round(time.Second))
+	}
+}
+
+func (p *changeLines) Done() {}
+
+// liveLines redraws one line per object in place (cursor up, clear line).
+type liveLines struct {
+	w     io.Writer
+	drawn int
+}
+
+func (p *liveLines) Update(lines []Line, elapsed time.Duration) {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(&b, "\r\x1b[2K  %s: %s (%s)\n", l.ID, l.Text, elapsed.Round(time.Second))
+	}
+	p.drawn = len(lines)
+	io.WriteString(p.w, b.String())
+}
+
+func (p *liveLines) Done() {}

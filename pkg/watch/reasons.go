@@ -1,0 +1,170 @@
+package watch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// problem is what is wrong with one pod, in words.
+type problem struct {
+	text string
+	// fatal problems end the watch of their workload at once: the kubelet
+	// is already backing off (an image it cannot pull, a container that
+	// keeps exiting, a container it cannot create) or the pod failed. The
+	// others (not scheduled yet, not ready yet) may still resolve, and are
+	// the reason given when the watch times out.
+	fatal bool
+	// rank orders problems: the most telling one is reported.
+	rank int
+}
+
+// Waiting reasons of a container that the kubelet keeps retrying with a
+// back-off: the pod will not become ready without a change.
+var fatalWaiting = map[string]bool{
+	"ImagePullBackOff":           true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CrashLoopBackOff":           true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"RunContainerError":          true,
+}
+
+// podProblem says what keeps pod from being ready (or completing), nil when
+// nothing visible in its status does (it is ready, or just starting).
+func podProblem(pod *corev1.Pod) *problem {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	var found []problem
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if p := containerProblem(pod, cs); p != nil {
+			found = append(found, *p)
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed && len(found) == 0 {
+		msg := pod.Status.Message
+		if msg == "" {
+			msg = pod.Status.Reason
+		}
+		found = append(found, problem{text: fmt.Sprintf("pod %s failed: %s", pod.Name, msg), fatal: true, rank: 3})
+	}
+	for _, c := range pod.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
+			found = append(found, problem{text: fmt.Sprintf("pod %s cannot be scheduled (Unschedulable): %s", pod.Name, c.Message), rank: 2})
+		case c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && pod.Status.Phase == corev1.PodRunning && len(found) == 0:
+			found = append(found, problem{text: fmt.Sprintf("pod %s is running but not ready (readiness failing): %s", pod.Name, readyMessage(c)), rank: 1})
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].rank > found[j].rank })
+	return &found[0]
+}
+
+func readyMessage(c corev1.PodCondition) string {
+	if c.Message != "" {
+		return c.Message
+	}
+	if c.Reason != "" {
+		return c.Reason
+	}
+	return "Ready is False"
+}
+
+// containerProblem says what is wrong with one container of pod, nil when
+// nothing is.
+func containerProblem(pod *corev1.Pod, cs corev1.ContainerStatus) *problem {
+	if w := cs.State.Waiting; w != nil {
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+			return &problem{
+				text:  fmt.Sprintf("pod %s: image %s cannot be pulled (%s): %s", pod.Name, cs.Image, w.Reason, w.Message),
+				fatal: fatalWaiting[w.Reason], rank: 5,
+			}
+		case "CrashLoopBackOff":
+			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff): %s, restarted %d time(s)",
+				pod.Name, cs.Name, lastExit(cs.LastTerminationState.Terminated), cs.RestartCount), fatal: true, rank: 5}
+		case "", "ContainerCreating", "PodInitializing":
+			return nil
+		default:
+			return &problem{text: fmt.Sprintf("pod %s: container %s is waiting (%s): %s", pod.Name, cs.Name, w.Reason, w.Message),
+				fatal: fatalWaiting[w.Reason], rank: 4}
+		}
+	}
+	if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+		return &problem{text: fmt.Sprintf("pod %s: container %s %s", pod.Name, cs.Name, lastExit(t)),
+			fatal: pod.Status.Phase == corev1.PodFailed, rank: 4}
+	}
+	return nil
+}
+
+// lastExit says how a container last ended.
+func lastExit(t *corev1.ContainerStateTerminated) string {
+	if t == nil {
+		return "last exit code unknown"
+	}
+	s := fmt.Sprintf("exited with code %d", t.ExitCode)
+	if t.Reason != "" {
+		s += " (" + t.Reason + ")"
+	}
+	if m := strings.TrimSpace(t.Message); m != "" {
+		s += ": " + lastLine(m)
+	}
+	return "last " + s
+}
+
+// lastLine is the last non-empty line of s (a termination message, a log).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Warning events that say why a pod does not start or get ready, beyond
+// what its status says.
+var telling = map[string]bool{
+	"Unhealthy":          true, // readiness or liveness probe failed
+	"FailedMount":        true,
+	"FailedAttachVolume": true,
+	"FailedScheduling":   true,
+	"BackOff":            true,
+	"Failed":             true,
+}
+
+// eventNote is the newest telling Warning event about one of pods, "" when
+// there is none.
+func eventNote(events []corev1.Event, pods map[string]bool) string {
+	var best *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "Pod" || !pods[e.InvolvedObject.Name] || !telling[e.Reason] {
+			continue
+		}
+		if best == nil || eventTime(e).After(eventTime(best)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return fmt.Sprintf("event %s on pod %s: %s", best.Reason, best.InvolvedObject.Name, best.Message)
+}
+
+// eventTime is when an event was last seen, from whichever field its
+// reporter set.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}

@@ -1,0 +1,232 @@
+package watch
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+func pod(name string, mutate func(p *corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}}}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func waiting(reason, msg string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = nil
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: "nginx:pull-error",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}
+	}
+}
+
+func TestPodProblem(t *testing.T) {
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		want      []string // substrings; none: no problem
+		wantFatal bool
+	}{
+		{name: "ready", pod: pod("a", nil)},
+		{name: "starting", pod: pod("a", waiting("ContainerCreating", ""))},
+		{name: "first pull error is not fatal yet", pod: pod("a", waiting("ErrImagePull", "not found")),
+			want: []string{"image nginx:pull-error cannot be pulled (ErrImagePull): not found"}},
+		{name: "pull back-off", pod: pod("a", waiting("ImagePullBackOff", `Back-off pulling image "nginx:pull-error"`)),
+			want: []string{"pod a: image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image"}, wantFatal: true},
+		{name: "crash loop names the exit code", pod: pod("a", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: 3,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boot\nno database\n"}}}}
+		}), want: []string{"container web is crash-looping (CrashLoopBackOff): last exited with code 1 (Error): no database, restarted 3 time(s)"}, wantFatal: true},
+		{name: "unschedulable waits for the timeout", pod: pod("a", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+				Message: "0/3 nodes are available: 3 Insufficient cpu."}}
+		}), want: []string{"pod a cannot be scheduled (Unschedulable): 0/3 nodes are available: 3 Insufficient cpu."}},
+		{name: "running, not ready", pod: pod("a", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+				Message: "containers with unready status: [web]"}}
+		}), want: []string{"running but not ready (readiness failing): containers with unready status: [web]"}},
+		{name: "failed job pod", pod: pod("a", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodFailed
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "migrate",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}
+		}), want: []string{"container migrate last exited with code 1 (Error)"}, wantFatal: true},
+		{name: "being deleted", pod: pod("a", func(p *corev1.Pod) {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+			waiting("ImagePullBackOff", "x")(p)
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := podProblem(tt.pod)
+			if len(tt.want) == 0 {
+				if got != nil {
+					t.Fatalf("want no problem, got %+v", got)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("want a problem with %q, got none", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.text, w) {
+					t.Errorf("problem %q does not say %q", got.text, w)
+				}
+			}
+			if got.fatal != tt.wantFatal {
+				t.Errorf("fatal = %v, want %v", got.fatal, tt.wantFatal)
+			}
+		})
+	}
+}
+
+func workload(kind string, spec map[string]interface{}, st map[string]interface{}) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": kind,
+		"metadata": map[string]interface{}{"name": "web", "namespace": "ns", "generation": int64(2)},
+		"spec":     spec,
+	}}
+	if st != nil {
+		st["observedGeneration"] = int64(2)
+		o.Object["status"] = st
+	}
+	return o
+}
+
+var (
+	selector       = map[string]interface{}{"matchLabels": map[string]interface{}{"app": "web"}}
+	claimTemplates = []interface{}{map[string]interface{}{"metadata": map[string]interface{}{"name": "data"}}}
+)
+
+func deploymentTarget(class plan.Class, before, after *unstructured.Unstructured) *target {
+	ch := &plan.Change{ID: manifest.ObjectID{Group: "apps", Kind: after.GetKind(), Namespace: "ns", Name: "web"}, APIVersion: "apps/v1",
+		Action: plan.ActionUpdate, Class: class, Before: before, After: after}
+	t := &target{change: ch, gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: after.GetKind()}}
+	t.expect = expect(t)
+	return t
+}
+
+func TestExpect(t *testing.T) {
+	tmpl := func(image string) map[string]interface{} {
+		return map[string]interface{}{"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{"name": "c", "image": image}}}}
+	}
+	sts := func(strategy map[string]interface{}, image string) *unstructured.Unstructured {
+		return workload("StatefulSet", map[string]interface{}{"selector": selector, "updateStrategy": strategy, "template": tmpl(image),
+			"volumeClaimTemplates": claimTemplates}, nil)
+	}
+	rolling := map[string]interface{}{"type": "RollingUpdate"}
+	tests := []struct {
+		name          string
+		class         plan.Class
+		before, after *unstructured.Unstructured
+		want          string
+	}{
+		{"deployment rolls", plan.ClassRolling, nil, workload("Deployment", map[string]interface{}{"selector": selector}, nil), "every pod replaced"},
+		{"in-place keeps pods", plan.ClassInPlace, nil, workload("Deployment", map[string]interface{}{"selector": selector}, nil), "no pod replaced"},
+		{"OnDelete keeps pods until deleted", plan.ClassRolling, nil, sts(map[string]interface{}{"type": "OnDelete"}, "b"),
+			"0 replaced; pods keep the old template until deleted, every claim kept"},
+		{"partition", plan.ClassRolling, nil, sts(map[string]interface{}{"type": "RollingUpdate", "rollingUpdate": map[string]interface{}{"partition": int64(2)}}, "b"),
+			"pods with ordinal 2 and above replaced, the others kept, every claim kept"},
+		{"orphan recreate, same template", plan.ClassRecreateRequired, sts(rolling, "a"), sts(rolling, "a"), "no pod replaced, every claim kept"},
+		{"orphan recreate, new template", plan.ClassRecreateRequired, sts(rolling, "a"), sts(rolling, "b"), "every pod replaced, every claim kept"},
+		{"deployment recreate replaces", plan.ClassRecreateRequired, nil, workload("Deployment", map[string]interface{}{"selector": selector}, nil), "every pod replaced"},
+		{"no claim templates, no claims to keep", plan.ClassRolling, nil,
+			workload("StatefulSet", map[string]interface{}{"selector": selector, "updateStrategy": map[string]interface{}{"type": "OnDelete"}}, nil),
+			"0 replaced; pods keep the old template until deleted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := deploymentTarget(tt.class, tt.before, tt.after).expect.String(); got != tt.want {
+				t.Errorf("prediction %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	spec := map[string]interface{}{"selector": selector, "replicas": int64(3)}
+	done := map[string]interface{}{"replicas": int64(3), "updatedReplicas": int64(3), "readyReplicas": int64(3), "availableReplicas": int64(3),
+		"conditions": []interface{}{map[string]interface{}{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+			map[string]interface{}{"type": "Available", "status": "True"}}}
+	rolling := map[string]interface{}{"replicas": int64(4), "updatedReplicas": int64(1), "readyReplicas": int64(3), "availableReplicas": int64(3)}
+	deadline := map[string]interface{}{"replicas": int64(3), "updatedReplicas": int64(1), "readyReplicas": int64(2),
+		"conditions": []interface{}{map[string]interface{}{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+			"message": `ReplicaSet "web-2" has timed out progressing.`}}}
+	tests := []struct {
+		name       string
+		status     map[string]interface{}
+		pods       []*corev1.Pod
+		wantState  string
+		wantDetail string
+		wantReason string
+	}{
+		{"rolled and ready", done, []*corev1.Pod{pod("web-1", nil)}, plan.StateCurrent, "3/3 replaced, ready", ""},
+		{"rolling", rolling, []*corev1.Pod{pod("web-1", nil)}, plan.StateInProgress, "1/3 replaced, 3/3 ready", ""},
+		{"new pod cannot pull", rolling, []*corev1.Pod{pod("web-1", nil), pod("web-new", waiting("ImagePullBackOff", "Back-off pulling image"))},
+			plan.StateFailed, "1/3 replaced, 3/3 ready", "pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff)"},
+		{"progress deadline", deadline, nil, plan.StateFailed, "1/3 replaced, 2/3 ready", "ProgressDeadlineExceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := workload("Deployment", spec, tt.status)
+			tg := deploymentTarget(plan.ClassRolling, nil, obj)
+			got := evaluate(tg, obj, tt.pods)
+			if got.state != tt.wantState || got.detail != tt.wantDetail || !strings.Contains(got.reason, tt.wantReason) {
+				t.Errorf("got %+v, want state %s, detail %q, reason with %q", got, tt.wantState, tt.wantDetail, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	sts := workload("StatefulSet", map[string]interface{}{"selector": selector, "updateStrategy": map[string]interface{}{"type": "OnDelete"},
+		"volumeClaimTemplates": claimTemplates}, nil)
+	before := map[string]types.UID{"web-0": "p0", "web-1": "p1"}
+	claims := map[string]types.UID{"data-web-0": "c0", "data-web-1": "c1", "other-x-0": "o"}
+	podsNow := func(uids ...types.UID) map[string]*corev1.Pod {
+		out := map[string]*corev1.Pod{}
+		for i, uid := range uids {
+			name := "web-" + string(rune('0'+i))
+			out[name] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		pods        map[string]*corev1.Pod
+		claimsAfter map[string]types.UID
+		want        bool
+		observed    string
+	}{
+		{"kept", podsNow("p0", "p1"), claims, true, "2 of 2 pod(s) kept, 2 of 2 claim(s) kept"},
+		{"a pod replaced", podsNow("p0", "new"), claims, false, "1 of 2 pod(s) kept, 2 of 2 claim(s) kept"},
+		{"a claim lost", podsNow("p0", "p1"), map[string]types.UID{"data-web-0": "c0", "data-web-1": "new"}, false, "2 of 2 pod(s) kept, 1 of 2 claim(s) kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := deploymentTarget(plan.ClassRolling, nil, sts)
+			tg.podsBefore = before
+			oo := plan.ObjectOutcome{State: plan.StateCurrent}
+			tg.check(&oo, tt.pods, claims, tt.claimsAfter)
+			if oo.AsPredicted != tt.want || oo.Observed != tt.observed {
+				t.Errorf("as predicted %v (%q), want %v (%q)", oo.AsPredicted, oo.Observed, tt.want, tt.observed)
+			}
+		})
+	}
+}

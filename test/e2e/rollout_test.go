@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// The rollout tests run on the project's control plane, where kwok plays
+// the kubelets: pods run, and image tags pull-error, crash and unready fail
+// as docs/development.md says. Their waits are the tools' own timeouts
+// (helm's --wait, the watch's --watch-timeout), never a clock of the test's.
+
+// webRelease installs Deployment web (3 replicas of image) with helm,
+// waiting until its pods are ready, and returns the namespace and the
+// UIDs of its pods.
+func webRelease(t *testing.T, c *testcluster.Cluster, image string) (string, map[string]types.UID) {
+	t.Helper()
+	c.RequireOwnCluster(t) // image tags fail only under kwok's stages
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", image, "RollingUpdate", 3)}),
+		"-n", ns, "--wait", "--timeout", "5m")
+	pods, _ := c.PodsAndClaims(t, ns, "app=web")
+	if len(pods) != 3 {
+		t.Fatalf("after helm install --wait: pods %v, want 3", pods)
+	}
+	return ns, pods
+}
+
+// outcomeDoc is the outcome section of the JSON document.
+type outcomeDoc struct {
+	Outcome *struct {
+		AsPredicted, Differ, Failed int
+		Objects                     []struct {
+			Kind, Name, State, Detail, Reason, Predicted, Observed string
+			AsPredicted                                            bool
+			PodsBefore, PodsKept                                   int
+		}
+	}
+}
+
+func TestRolloutHealthyImageChange(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, before := webRelease(t, c, "nginx:1.25")
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3)}),
+		"-n", ns, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current: 3/3 replaced, ready", "Outcome: 1 as predicted, 0 differ")
+	after, _ := c.PodsAndClaims(t, ns, "app=web")
+	if len(after) != 3 {
+		t.Errorf("pods after: %v, want 3", after)
+	}
+	for name, uid := range after {
+		for _, old := range before {
+			if uid == old {
+				t.Errorf("pod %s (UID %s) was there before the upgrade: not replaced", name, uid)
+			}
+		}
+	}
+	var doc outcomeDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.Outcome == nil {
+		t.Fatalf("JSON document without outcome (%v):\n%s", err, r.Stdout)
+	}
+	o := doc.Outcome
+	if o.AsPredicted != 1 || o.Differ != 0 || o.Failed != 0 || len(o.Objects) != 1 {
+		t.Fatalf("outcome %+v, want one object as predicted", o)
+	}
+	if ob := o.Objects[0]; ob.State != "current" || ob.Detail != "3/3 replaced, ready" || ob.Predicted != "every pod replaced" ||
+		ob.Observed != "3 of 3 pod(s) replaced" || ob.PodsBefore != 3 || ob.PodsKept != 0 {
+		t.Errorf("outcome of Deployment web: %+v", ob)
+	}
+}
+
+// TestRolloutFailureReasons: an image change whose new pods cannot start
+// exits 1 within the watch's timeout, naming the Deployment and why, on
+// stderr and in `helm history`.
+func TestRolloutFailureReasons(t *testing.T) {
+	tests := []struct {
+		name  string
+		image string
+		args  []string
+		state string
+		want  []string
+	}{
+		{"image pull error", "nginx:pull-error", nil, "failed", []string{"nginx:pull-error", "ImagePullBackOff"}},
+		{"crash loop", "nginx:crash", nil, "failed", []string{"CrashLoopBackOff", "last exited with code 1"}},
+		// Readiness may still come: only the watch's timeout ends it.
+		{"never ready", "nginx:unready", []string{"--watch-timeout", "15s"}, "in-progress",
+			[]string{"not current when the watch timed out", "running but not ready (readiness failing)", "Readiness probe failed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testcluster.Get(t)
+			ns, _ := webRelease(t, c, "nginx:1.25")
+			r := run(t, c, append([]string{"app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", tt.image, "RollingUpdate", 3)}),
+				"-n", ns}, tt.args...)...)
+			if r.Code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+			}
+			want := append([]string{`release "app" revision 2 was applied, but its rollout failed: Deployment.apps/` + ns + "/web " + tt.state}, tt.want...)
+			saysAll(t, "stderr", r.Stderr, want...)
+			history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
+			var revs []struct {
+				Revision    int
+				Status      string
+				Description string
+			}
+			if err := json.Unmarshal([]byte(history), &revs); err != nil || len(revs) != 2 {
+				t.Fatalf("helm history: %v\n%s", err, history)
+			}
+			last := revs[1]
+			if last.Status != "failed" || !strings.Contains(last.Description, "Deployment.apps/"+ns+"/web "+tt.state) {
+				t.Errorf("revision 2 in helm history: %+v, want failed naming the Deployment", last)
+			}
+			saysAll(t, "revision 2's description", last.Description, tt.want...)
+		})
+	}
+}
+
+// TestRolloutFailingHookJob: a pre-upgrade hook Job whose container exits
+// 1 fails the upgrade (Helm's doing), and the error says why, from the
+// Job's pod: Helm itself only says that the Job failed.
+func TestRolloutFailingHookJob(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	hook := strings.Replace(migrateHook("migrate:crash"), "spec:\n  template:", "spec:\n  backoffLimit: 0\n  template:", 1)
+	c.Helm(t, "install", "hooked", writeChart(t, "hooked", "1.0.0", map[string]string{"cm.yaml": configMap(false, "a")}), "-n", ns)
+	r := run(t, c, "hooked", writeChart(t, "hooked", "1.1.0", map[string]string{"cm.yaml": configMap(false, "b"), "hook.yaml": hook}), "-n", ns)
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, "pre-upgrade", "hook Job migrate: pod migrate-", "container migrate last exited with code 1 (Error)")
+}
+
+// TestRolloutOnDelete: a StatefulSet with updateStrategy OnDelete whose
+// template changes replaces no pod, as the plan predicts.
+func TestRolloutOnDelete(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	sts := func(image string) map[string]string {
+		return map[string]string{"sts.yaml": `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: kafka}
+spec:
+  replicas: 2
+  serviceName: kafka
+  updateStrategy: {type: OnDelete}
+  selector: {matchLabels: {app: kafka}}
+  template:
+    metadata: {labels: {app: kafka}}
+    spec: {containers: [{name: kafka, image: "` + image + `"}]}
+`}
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
+	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("kafka:3.8")), "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, []string{
+		"StatefulSet.apps/" + ns + "/kafka: 0 replaced; pods keep the old template until deleted, ready",
+		"StatefulSet.apps/" + ns + "/kafka: 2 of 2 pod(s) kept (predicted: 0 replaced; pods keep the old template until deleted)",
+		"Outcome: 1 as predicted, 0 differ",
+	}...)
+	after, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	keptUIDs(t, "Pod", before, after)
+	if len(before) != 2 {
+		t.Errorf("pods before: %v, want 2", before)
+	}
+}
+
+// saysAll fails the test for each of wants that text (named what) does
+// not contain.
+func saysAll(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s does not say %q:\n%s", what, w, text)
+		}
+	}
+}
