@@ -7,7 +7,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	helmcli "helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
@@ -28,6 +30,9 @@ type UpgradeOptions struct {
 	// every request of this tool (audit logs show it).
 	Masker    *upgrade.Masker
 	UserAgent string
+	// Caller and Announce are the helm shim's (see upgrade.Config).
+	Caller   string
+	Announce func(rel *release.Release, installed bool) error
 
 	// Set by Complete.
 	Config   *upgrade.Config
@@ -46,8 +51,9 @@ func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
 // kube context, ...), helm upgrade's render flags, and ours.
-func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
-	fs := cmd.Flags()
+func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) { o.addFlagsTo(cmd.Flags()) }
+
+func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 	o.Settings.AddFlags(fs)
 	o.Render.AddFlags(fs)
 	o.Report.AddFlags(fs)
@@ -58,6 +64,7 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
 // Complete fills the fields Run needs from flags and arguments.
 func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker)
+	o.Config.Caller, o.Config.Announce = o.Caller, o.Announce
 	if o.Streams.ErrTTY {
 		o.Config.Progress = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)

@@ -26,6 +26,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
 	kube4 "helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,13 @@ type Config struct {
 	// Progress, when set, receives a line as each stage of a plan or an
 	// apply starts (the CLI sets it when stderr is a terminal).
 	Progress func(format string, args ...interface{})
+	// Caller, when set, names who ran the upgrade (the helm shim's parent
+	// process, e.g. helmfile): the release description says so.
+	Caller string
+	// Announce, when set, says what became of the release after a
+	// successful apply instead of Apply's own line and NOTES (the helm shim
+	// prints Helm's lines on stdout, which scripts parse).
+	Announce func(rel *release.Release, installed bool) error
 
 	// Set by Connect.
 	//
