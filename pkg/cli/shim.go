@@ -94,7 +94,7 @@ func ExecuteShim(o *ShimOptions) int {
 // Complete tells the command apart and where its answers come from.
 func (o *ShimOptions) Complete() error {
 	o.Command, o.cmdIndex = shim.Classify(o.Args)
-	if o.Command != shim.PassThrough {
+	if o.Command == shim.DiffUpgrade || o.Command == shim.PluginList {
 		serve, err := shim.ServesDiff(o.Getenv(shim.DiffEnv), o.pluginDirs())
 		if err != nil {
 			return err
