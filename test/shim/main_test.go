@@ -86,14 +86,20 @@ func env(t *testing.T, c *testcluster.Cluster, dirs []string, kv ...string) []st
 			out = append(out, e)
 		}
 	}
-	out = append(out,
-		"PATH="+strings.Join(append(dirs, "/usr/bin", "/bin"), string(os.PathListSeparator)),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"HELM_PLUGINS="+filepath.Join(home, "data", "plugins"),
-	)
+	out = append(out, "PATH="+strings.Join(append(dirs, "/usr/bin", "/bin"), string(os.PathListSeparator)))
+	out = append(out, helmHome(home)...)
 	return append(out, kv...)
+}
+
+// helmHome is the environment that gives helm its homes (config, cache,
+// data, plugins) under dir.
+func helmHome(dir string) []string {
+	return []string{
+		"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(dir, "data"),
+		"HELM_PLUGINS=" + filepath.Join(dir, "data", "plugins"),
+	}
 }
 
 // chart returns the path of a chart under testdata/charts.
