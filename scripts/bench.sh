@@ -4,8 +4,9 @@
 # --dry-run=server` and the floor (`helm template` + one LIST of the objects'
 # kinds), each a whole process: median wall time and peak RSS of BENCH_RUNS
 # runs (default 3). Prints them as a table with ratios to the floor and the
-# tool's slope between 1000 and 5000 objects, then (BENCH_STAGES=0 skips it)
-# the Go benchmarks of the pure stages.
+# tool's slope between 1000 and 5000 objects, then what the drop-in helm adds
+# to a command it passes through (BenchmarkShimPassThrough), then
+# (BENCH_STAGES=0 skips it) the Go benchmarks of the pure stages.
 #   BENCH_RUNS=5 make bench         more runs per median
 #   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
 #   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
@@ -45,6 +46,21 @@ awk -v runs="$BENCH_RUNS" '
         (t[large, "tool"] - t[small, "tool"]) / 4, (m[large, "tool"] - m[small, "tool"]) / 4,
         t[small, "tool"], m[small, "tool"], t[large, "tool"], m[large, "tool"]
     }
+  }' "$out"
+
+# The drop-in helm's cost on a command it hands to the real helm.
+go test -count=1 -run '^$' -bench 'ShimPassThrough' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
+  grep -v '^I[0-9]' | tee "$out"
+awk '
+  /^BenchmarkShimPassThrough\/.*ns\/op/ {
+    split($1, part, "/"); via = part[3]; sub(/-[0-9]+$/, "", via)
+    t[part[2], via] = $3 / 1e6
+    if (!(part[2] in seen)) { seen[part[2]] = 1; order[++n] = part[2] }
+  }
+  END {
+    print "\n| helm command (passed through) | real helm | through the shim | the shim adds |"
+    print "|---|---|---|---|"
+    for (i = 1; i <= n; i++) { c = order[i]; printf "| %s | %.0f ms | %.0f ms | %+.0f ms |\n", c, t[c, "helm"], t[c, "shim"], t[c, "shim"] - t[c, "helm"] }
   }' "$out"
 
 if [[ "${BENCH_STAGES:-1}" != 0 ]]; then

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
@@ -127,14 +128,28 @@ func Execute(argv0 string, args []string, streams iostreams.Streams, build Build
 }
 
 // ExecuteWithMasker is Execute masking Secret values with masker: tests use
-// it to tell which value a marker stands for.
-//
+// it to tell which value a marker stands for. Invoked as helm (argv0), the
+// binary is the drop-in helm (ShimOptions); `shim install DIR` installs it.
+func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *upgrade.Masker) int {
+	if shim.IsShim(argv0) {
+		o := NewShimOptions(streams, build, argv0, args)
+		o.Masker = masker
+		return ExecuteShim(o)
+	}
+	if len(args) >= 2 && args[0] == "shim" && args[1] == "install" {
+		return executeShimInstall(args[2:], streams)
+	}
+	o := NewUpgradeOptions(streams)
+	o.Masker = masker
+	return o.execute(argv0, args, build)
+}
+
+// execute runs the command with args over o and returns the exit code.
 // Any panic ends in exit 1 with a one-line error (the stack only with
 // --debug or HELM_DEBUG): exit 2 means "blocked by the gate" and nothing
 // else.
-func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *upgrade.Masker) (code int) {
-	o := NewUpgradeOptions(streams)
-	o.Masker = masker
+func (o *UpgradeOptions) execute(argv0 string, args []string, build BuildInfo) (code int) {
+	streams := o.Streams
 	defer func() {
 		if r := recover(); r != nil {
 			code = o.exit(upgrade.Panicked(r))

@@ -7,7 +7,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	helmcli "helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
@@ -31,6 +33,9 @@ type UpgradeOptions struct {
 	UserAgent string
 	// Command is the command line without flag values (see commandLine).
 	Command string
+	// Caller and Announce are the helm shim's (see upgrade.Config).
+	Caller   string
+	Announce func(rel *release.Release, installed bool) error
 
 	// Set by Complete.
 	Config   *upgrade.Config
@@ -49,8 +54,9 @@ func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
 // kube context, ...), helm upgrade's render flags, and ours.
-func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) {
-	fs := cmd.Flags()
+func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) { o.addFlagsTo(cmd.Flags()) }
+
+func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 	o.Settings.AddFlags(fs)
 	o.Render.AddFlags(fs)
 	o.Report.AddFlags(fs)
@@ -64,6 +70,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config.Command = o.Command
 	o.Config.RequestTimeout = o.Render.TimeLimit()
 	o.Config.Terminal = o.Streams.ErrTTY
+	o.Config.Caller, o.Config.Announce = o.Caller, o.Announce
 	if o.Streams.ErrTTY {
 		o.Config.Progress = func(format string, args ...interface{}) {
 			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)

@@ -73,7 +73,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Recreate:    recreate,
 		Force:       req.Force,
 		ApplyMethod: planned.Plan.Release.ApplyMethod,
-		Description: report.AuditLine(planned.Plan, planned.Render.Description),
+		Description: c.describe(report.AuditLine(planned.Plan, planned.Render.Description)),
 		Sanitizer:   c.Sanitizer,
 		User:        user,
 		Log:         c.Logf,
@@ -81,6 +81,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}, c.Out)
 	if err != nil {
 		return c.timedOut(c.explainHooks(ctx, planned, err))
+	}
+	if c.Announce != nil {
+		return c.Announce(rel, planned.Rendered.Install)
 	}
 	verb := "upgraded"
 	if planned.Rendered.Install {
@@ -160,4 +163,12 @@ func writeNotes(w io.Writer, notes string, hide bool) {
 		return
 	}
 	fmt.Fprintf(w, "NOTES:\n%s\n", strings.TrimRight(notes, "\n"))
+}
+
+// describe adds who ran the upgrade, when known, to the release description.
+func (c *Config) describe(line string) string {
+	if c.Caller == "" {
+		return line
+	}
+	return line + ", run by " + c.Caller + " through the helm shim"
 }

@@ -23,3 +23,17 @@ func TestWriteNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeCaller: an upgrade run through the helm shim names its caller
+// in the release description (the audit trail `helm history` shows).
+func TestDescribeCaller(t *testing.T) {
+	for _, tt := range []struct{ caller, want string }{
+		{"", "safe-upgrade: 1 rolling"},
+		{"helmfile", "safe-upgrade: 1 rolling, run by helmfile through the helm shim"},
+	} {
+		c := &Config{Caller: tt.caller}
+		if got := c.describe("safe-upgrade: 1 rolling"); got != tt.want {
+			t.Errorf("caller %q: %q, want %q", tt.caller, got, tt.want)
+		}
+	}
+}

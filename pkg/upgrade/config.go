@@ -30,6 +30,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
 	kube4 "helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,13 @@ type Config struct {
 	// Terminal is true when Out is a terminal: the rollout watch then
 	// redraws one line per object in place, instead of a line per change.
 	Terminal bool
+	// Caller, when set, names who ran the upgrade (the helm shim's parent
+	// process, e.g. helmfile): the release description says so.
+	Caller string
+	// Announce, when set, says what became of the release after a
+	// successful apply instead of Apply's own line and NOTES (the helm shim
+	// prints Helm's lines on stdout, which scripts parse).
+	Announce func(rel *release.Release, installed bool) error
 
 	// Set by Connect.
 	//

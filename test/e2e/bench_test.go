@@ -167,6 +167,34 @@ func measure(b *testing.B, runs int, one func() (sample, error)) {
 	b.ReportMetric(float64(rsss[len(rsss)/2])/(1<<20), "peak-RSS-MiB")
 }
 
+// benchRuns is how many times a benchmark runs each contender (BenchRunsEnv).
+func benchRuns(b *testing.B) int {
+	s := os.Getenv(BenchRunsEnv)
+	if s == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive number", BenchRunsEnv, s)
+	}
+	return n
+}
+
+// benchTool returns the tool binary to measure: BenchToolEnv's, else this
+// tree's, built.
+func benchTool(b *testing.B, c *testcluster.Cluster) string {
+	if tool := os.Getenv(BenchToolEnv); tool != "" {
+		return tool
+	}
+	tool := filepath.Join(b.TempDir(), "helm-safe-upgrade")
+	build := exec.Command("go", "build", "-o", tool, "./cmd/helm-safe-upgrade")
+	build.Dir = c.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the tool: %v\n%s", err, out)
+	}
+	return tool
+}
+
 // BenchmarkUpgrade measures, for each shape, three whole processes as a user
 // runs them: the tool's plan (the binary built from this tree, --dry-run -o
 // json), `helm upgrade --dry-run=server` (the peer a user has with Helm
@@ -176,26 +204,11 @@ func measure(b *testing.B, runs int, one func() (sample, error)) {
 // into a table with ratios to the floor and the tool's slope between 1000
 // and 5000 objects. Run it with -benchtime 1x: each contender repeats itself.
 func BenchmarkUpgrade(b *testing.B) {
-	runs := 3
-	if s := os.Getenv(BenchRunsEnv); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("%s=%q: want a positive number", BenchRunsEnv, s)
-		}
-		runs = n
-	}
+	runs := benchRuns(b)
 	c := testcluster.Get(b)
 	env := c.Env()
 	chart := writeBenchChart(b)
-	tool := os.Getenv(BenchToolEnv)
-	if tool == "" {
-		tool = filepath.Join(b.TempDir(), "helm-safe-upgrade")
-		build := exec.Command("go", "build", "-o", tool, "./cmd/helm-safe-upgrade")
-		build.Dir = c.Root
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("building the tool: %v\n%s", err, out)
-		}
-	}
+	tool := benchTool(b, c)
 	// One release per size, installed when a shape first needs it and shared
 	// by the shapes of that size (each plans against it; none writes).
 	namespaces := map[int]string{}

@@ -47,6 +47,8 @@ type actionRun struct {
 	Summary string
 	// Log is every step's stdout and stderr.
 	Log string
+	// Path is what the steps added to GITHUB_PATH, in order.
+	Path []string
 }
 
 // expression matches a GitHub Actions expression.
@@ -54,7 +56,8 @@ var expression = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
 
 // runAction runs action.yml's composite steps the way a GitHub runner does —
 // `bash --noprofile --norc -eo pipefail` per step, GITHUB_ACTION_PATH,
-// GITHUB_OUTPUT, GITHUB_STEP_SUMMARY and RUNNER_TEMP set, expressions in env
+// GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_PATH (its folders put first on
+// PATH for the later steps) and RUNNER_TEMP set, expressions in env
 // evaluated — with the given inputs. Expressions may only read inputs and
 // github.action_path, and only in env: (never spliced into a script, where a
 // value could inject shell code); anything else fails the test.
@@ -115,12 +118,15 @@ func runAction(t *testing.T, root string, env []string, inputs map[string]string
 			t.Fatal(err)
 		}
 		outFile := filepath.Join(tmp, "output-"+strconv.Itoa(i))
+		pathFile := filepath.Join(tmp, "path-"+strconv.Itoa(i))
 		stepEnv := withEnv(env,
 			"GITHUB_ACTIONS=true",
 			"GITHUB_ACTION_PATH="+root,
 			"GITHUB_OUTPUT="+outFile,
+			"GITHUB_PATH="+pathFile,
 			"GITHUB_STEP_SUMMARY="+summary,
 			"RUNNER_TEMP="+tmp,
+			"PATH="+prependPath(env, run.Path),
 		)
 		for k, v := range step.Env {
 			stepEnv = append(stepEnv, k+"="+eval(v))
@@ -128,6 +134,9 @@ func runAction(t *testing.T, root string, env []string, inputs map[string]string
 		r := cmd{Env: stepEnv, Dir: tmp}.run(t, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
 		log.WriteString("--- " + step.Name + "\n" + r.Stdout + r.Stderr)
 		stepOutputs[step.ID] = readOutputs(t, outFile)
+		if b, err := os.ReadFile(pathFile); err == nil {
+			run.Path = append(run.Path, strings.Fields(string(b))...)
+		}
 		if r.Code != 0 {
 			run.Failed, run.Code = step.Name, r.Code
 			break
@@ -146,6 +155,21 @@ func runAction(t *testing.T, root string, env []string, inputs map[string]string
 	}
 	run.Log = log.String()
 	return run
+}
+
+// prependPath returns env's PATH with dirs before it, the last added first
+// (as the runner prepends each GITHUB_PATH line).
+func prependPath(env []string, dirs []string) string {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range dirs {
+		path = d + string(os.PathListSeparator) + path
+	}
+	return path
 }
 
 // readOutputs parses a GITHUB_OUTPUT file of NAME=VALUE lines.
@@ -250,5 +274,48 @@ func TestAction(t *testing.T) {
 				t.Errorf("a blocked gate shows no error annotation:\n%s", r.Log)
 			}
 		})
+	}
+}
+
+// TestActionShim: with shim: true and no release, the action only puts the
+// drop-in helm first on PATH for later steps; a later step's helm upgrade of
+// a destructive change is blocked, and other commands reach the real helm.
+func TestActionShim(t *testing.T) {
+	c := testcluster.Get(t)
+	helmDir := t.TempDir()
+	if err := os.Symlink(c.Helm3, filepath.Join(helmDir, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	env := withEnv(helmHome(t, c), "PATH="+helmDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "demo", chart(t, "demo"), "-n", ns)
+
+	r := runAction(t, c.Root, env, map[string]string{"shim": "true"})
+	if r.Code != 0 || len(r.Path) != 1 {
+		t.Fatalf("action with shim: true: step %q exited %d, GITHUB_PATH %q\n%s", r.Failed, r.Code, r.Path, r.Log)
+	}
+	later := withEnv(env, "PATH="+prependPath(env, r.Path))
+	if got := (cmd{Env: later}).run(t, "bash", "-c", "command -v helm"); strings.TrimSpace(got.Stdout) != filepath.Join(r.Path[0], "helm") {
+		t.Fatalf("a later step's helm is %q, want the shim in %s", got.Stdout, r.Path[0])
+	}
+	if got := (cmd{Env: later}).run(t, "bash", "-c", "helm version --short"); got.Code != 0 || !strings.HasPrefix(got.Stdout, "v3.") {
+		t.Errorf("helm version through the shim:\n%s", got)
+	}
+	got := (cmd{Env: later}).run(t, "bash", "-c", `helm upgrade --install demo "$0" -n "$1" --force`, chart(t, "demo-v2"), ns)
+	if got.Code != 2 || !strings.Contains(got.Stderr, "demo-db") {
+		t.Errorf("a later step's helm upgrade of a destructive change: want exit 2 naming the StatefulSet\n%s", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]string
+	}{
+		{"no release without the shim", map[string]string{}},
+		{"a chart without a release", map[string]string{"shim": "true", "chart": chart(t, "demo")}},
+		{"shim: yes", map[string]string{"shim": "yes"}},
+	} {
+		if r := runAction(t, c.Root, env, tc.inputs); r.Code != 1 || !strings.Contains(r.Log, "::error title=safe-upgrade::") {
+			t.Errorf("%s: want exit 1 with an error annotation, got step %q exit %d\n%s", tc.name, r.Failed, r.Code, r.Log)
+		}
 	}
 }

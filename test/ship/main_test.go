@@ -7,32 +7,22 @@
 package ship
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/proc"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolbuild"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // result is one finished command.
-type result struct {
-	Stdout, Stderr string
-	// Code is the exit code.
-	Code int
-}
-
-// String shows the command's output for failure messages.
-func (r result) String() string {
-	return "exit " + strconv.Itoa(r.Code) + "\n--- stdout\n" + r.Stdout + "\n--- stderr\n" + r.Stderr
-}
+type result = proc.Result
 
 // cmd describes a command to run; the zero value runs in the repository root
 // with this process's environment. A command has no time limit of its own
@@ -56,16 +46,10 @@ func (c cmd) run(t *testing.T, name string, args ...string) result {
 		x.Dir = repoRoot(t)
 	}
 	x.Env = c.Env
-	var stdout, stderr bytes.Buffer
-	x.Stdout, x.Stderr = &stdout, &stderr
-	err := x.Run()
-	r := result{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
+	r, err := proc.Run(x)
 	switch {
 	case ctx.Err() != nil:
 		t.Fatalf("%s %s: still running as the test binary's deadline (go test -timeout) nears\n%s", name, strings.Join(args, " "), r)
-	case errors.As(err, &exitErr):
-		r.Code = exitErr.ExitCode()
 	case err != nil:
 		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
@@ -132,26 +116,7 @@ func toolBinary(t *testing.T) string {
 	t.Helper()
 	root := repoRoot(t)
 	toolBuild.once.Do(func() {
-		dir := filepath.Join(root, ".cache", "ship-test")
-		if toolBuild.err = os.MkdirAll(dir, 0o755); toolBuild.err != nil {
-			return
-		}
-		tmp, err := os.MkdirTemp(dir, "build-")
-		if err != nil {
-			toolBuild.err = err
-			return
-		}
-		defer os.RemoveAll(tmp)
-		x := exec.Command("go", "build",
-			"-ldflags", "-X main.version="+testVersion+" -X main.commit="+testCommit,
-			"-o", filepath.Join(tmp, "helm-safe-upgrade"), "./cmd/helm-safe-upgrade")
-		x.Dir = root
-		if out, err := x.CombinedOutput(); err != nil {
-			toolBuild.err = errors.New("go build ./cmd/helm-safe-upgrade: " + err.Error() + "\n" + string(out))
-			return
-		}
-		toolBuild.path = filepath.Join(dir, "helm-safe-upgrade")
-		toolBuild.err = os.Rename(filepath.Join(tmp, "helm-safe-upgrade"), toolBuild.path)
+		toolBuild.path, toolBuild.err = toolbuild.Build(root, filepath.Join(root, ".cache", "ship-test"), testVersion, testCommit)
 	})
 	if toolBuild.err != nil {
 		t.Fatal(toolBuild.err)

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
+)
+
+// ShimInstallOptions is `helm safe-upgrade shim install DIR`: it puts the
+// drop-in helm (a link to this binary named helm) into DIR.
+type ShimInstallOptions struct {
+	Streams iostreams.Streams
+	// Dir is where the shim goes; Self is this binary, links resolved.
+	Dir  string
+	Self string
+	// Getenv reads SAFE_UPGRADE_HELM and PATH, to say whether a real helm
+	// will be found.
+	Getenv func(string) string
+}
+
+// executeShimInstall runs `shim install` with args (after the two words).
+func executeShimInstall(args []string, streams iostreams.Streams) int {
+	o := &ShimInstallOptions{Streams: streams, Getenv: os.Getenv}
+	cmd := &cobra.Command{
+		Use:   "shim install DIR",
+		Short: "Put the drop-in helm (a helm that gates upgrades) into DIR",
+		Long: `Put the drop-in helm into DIR: a link named helm to this binary. With DIR
+first on PATH (or helmfile's helmBinary pointing at DIR/helm), helm upgrade
+goes through the safe-upgrade gate and every other command runs the real
+helm: the next helm on PATH, or ` + shim.HelmEnv + `. See docs/orchestrators.md.`,
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "helm safe-upgrade shim install"}
+	cmd.SetArgs(args)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	return exitCode(cmd.Execute(), streams.ErrOut, false)
+}
+
+// Complete resolves DIR and this binary.
+func (o *ShimInstallOptions) Complete(args []string) error {
+	dir, err := filepath.Abs(args[0])
+	if err != nil {
+		return err
+	}
+	o.Dir = dir
+	if o.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this binary: %w", err)
+		}
+		if o.Self, err = filepath.EvalSymlinks(self); err != nil {
+			return fmt.Errorf("finding this binary: %w", err)
+		}
+	}
+	return nil
+}
+
+// Validate refuses a DIR that is a file.
+func (o *ShimInstallOptions) Validate() error {
+	if fi, err := os.Stat(o.Dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("shim install %s: not a directory", o.Dir)
+	}
+	return nil
+}
+
+// Run links DIR/helm to this binary (a copy where links are not allowed);
+// an existing DIR/helm that is not this binary is left alone and refused.
+func (o *ShimInstallOptions) Run() error {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("shim install: %w", err)
+	}
+	name := shim.Name
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	target := filepath.Join(o.Dir, name)
+	switch same, err := sameFile(target, o.Self); {
+	case err == nil && same:
+		fmt.Fprintf(o.Streams.Out, "%s is already the safe-upgrade shim\n", target)
+		return o.checkRealHelm()
+	case err == nil:
+		return fmt.Errorf("shim install: %s exists and is not this binary (%s); remove it or choose another DIR", target, o.Self)
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("shim install: %w", err)
+	}
+	if err := os.Symlink(o.Self, target); err != nil {
+		if err := copyFile(o.Self, target); err != nil {
+			return fmt.Errorf("shim install: %w", err)
+		}
+	}
+	fmt.Fprintf(o.Streams.Out, "installed %s -> %s\nput %s first on PATH (export PATH=%q:\"$PATH\"), or point helmfile's helmBinary at %s\n", target, o.Self, o.Dir, o.Dir, target)
+	return o.checkRealHelm()
+}
+
+// checkRealHelm warns when the shim would find no real helm with DIR first
+// on PATH.
+func (o *ShimInstallOptions) checkRealHelm() error {
+	path := o.Dir + string(os.PathListSeparator) + o.Getenv("PATH")
+	helm, err := shim.Lookup{Self: o.Self, Explicit: o.Getenv(shim.HelmEnv), Path: path}.RealHelm()
+	if err != nil {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(o.Streams.Out, "the real helm: %s\n", helm)
+	return nil
+}
+
+// sameFile reports whether path (links resolved) is the file self.
+func sameFile(path, self string) (bool, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	selfInfo, err := os.Stat(self)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, selfInfo), nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

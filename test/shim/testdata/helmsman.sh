@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Makes exactly the helm calls Helmsman v3 makes for one release (GUIDE
+# §6b): it refuses to start unless `helm plugin list` shows diff, plans with
+# helm diff upgrade --suppress-secrets, and applies with helm upgrade
+# --install, adding --force when run with --force-upgrades (the flag of the
+# "recreated my Kafka StatefulSet" report).
+# Usage: helmsman.sh plan|apply|apply-force   (REL, CHART, NS, VALUES from the environment)
+set -uo pipefail
+helm version --short >/dev/null || exit 1
+if ! helm plugin list | grep -q diff; then
+  echo "helmsman.sh: helm diff plugin is not installed" >&2
+  exit 1
+fi
+
+case "$1" in
+  plan) helm diff upgrade "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --suppress-secrets --no-color --context 3 ;;
+  apply) helm upgrade --install "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --timeout 300s --history-max 5 ;;
+  apply-force) helm upgrade --install "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --timeout 300s --history-max 5 --force ;;
+  *) echo "usage: helmsman.sh plan|apply|apply-force" >&2; exit 1 ;;
+esac
