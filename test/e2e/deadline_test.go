@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolbuild"
 )
 
 // klogLine matches a line klog writes (E1201 12:00:00.000000 ...).
@@ -70,11 +71,9 @@ func runBounded(t *testing.T, c *testcluster.Cluster, bin string, bound time.Dur
 // buildTool builds cmd/helm-safe-upgrade into a folder of the test's.
 func buildTool(t *testing.T, c *testcluster.Cluster) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "helm-safe-upgrade")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/helm-safe-upgrade")
-	build.Dir = c.Root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the tool: %v\n%s", err, out)
+	bin, err := toolbuild.Build(c.Root, t.TempDir(), "e2e", "test")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -289,8 +289,12 @@ func TestActionShim(t *testing.T) {
 	env := withEnv(helmHome(t, c), "PATH="+helmDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ns := c.Namespace(t)
 	c.Helm(t, "install", "demo", chart(t, "demo"), "-n", ns)
+	// The action's folder is an unpacked release archive with action.yml, as
+	// in TestAction: the plugin installs the archive's binary.
+	actionDir := snapshot(t).unpack(t)
+	copyFile(t, filepath.Join(c.Root, "action.yml"), filepath.Join(actionDir, "action.yml"), 0o644)
 
-	r := runAction(t, c.Root, env, map[string]string{"shim": "true"})
+	r := runAction(t, actionDir, env, map[string]string{"shim": "true"})
 	if r.Code != 0 || len(r.Path) != 1 {
 		t.Fatalf("action with shim: true: step %q exited %d, GITHUB_PATH %q\n%s", r.Failed, r.Code, r.Path, r.Log)
 	}
@@ -314,7 +318,7 @@ func TestActionShim(t *testing.T) {
 		{"a chart without a release", map[string]string{"shim": "true", "chart": chart(t, "demo")}},
 		{"shim: yes", map[string]string{"shim": "yes"}},
 	} {
-		if r := runAction(t, c.Root, env, tc.inputs); r.Code != 1 || !strings.Contains(r.Log, "::error title=safe-upgrade::") {
+		if r := runAction(t, actionDir, env, tc.inputs); r.Code != 1 || !strings.Contains(r.Log, "::error title=safe-upgrade::") {
 			t.Errorf("%s: want exit 1 with an error annotation, got step %q exit %d\n%s", tc.name, r.Failed, r.Code, r.Log)
 		}
 	}
