@@ -377,16 +377,9 @@ func (h *HeldLease) update(ctx context.Context, edit func(spec map[string]interf
 // object stays, so that a run which read it before this one took it sees
 // that it moved). It is safe to call on a nil lease and more than once.
 func (h *HeldLease) Release() error {
-	if h == nil {
+	if h == nil || !h.Stop() {
 		return nil
 	}
-	select {
-	case <-h.stop:
-		return nil
-	default:
-		close(h.stop)
-	}
-	<-h.done
 	ctx, cancel := context.WithTimeout(context.Background(), LeaseDuration/3)
 	defer cancel()
 	err := h.update(ctx, func(spec map[string]interface{}) {
@@ -397,6 +390,22 @@ func (h *HeldLease) Release() error {
 		return fmt.Errorf("releasing the Lease %s: %w (it is stale in %s, then the next run takes it over)", h.name(), err, LeaseDuration)
 	}
 	return nil
+}
+
+// Stop stops renewing the lease without releasing it (it goes stale after
+// LeaseDuration); it reports whether the lease was still being renewed.
+func (h *HeldLease) Stop() bool {
+	if h == nil {
+		return false
+	}
+	select {
+	case <-h.stop:
+		return false
+	default:
+		close(h.stop)
+	}
+	<-h.done
+	return true
 }
 
 var selfSubjectReviewsGVR = schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}

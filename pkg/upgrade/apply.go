@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,10 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if err != nil {
 		return err
 	}
-	defer c.releaseLease(lease)
+	// unanswered: the clean-up after a failure found the API server not
+	// answering; releasing the lease would only wait another --timeout.
+	unanswered := false
+	defer func() { c.releaseLease(lease, unanswered) }()
 	w := c.watcher(ctx, planned)
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
@@ -80,6 +84,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Bound:       c.boundBy,
 	}, c.Out)
 	if err != nil {
+		unanswered = serverUnanswered(err)
 		return c.timedOut(c.explainHooks(ctx, planned, err))
 	}
 	if c.Announce != nil {
@@ -104,6 +109,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 // failed visibly.
 func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) error {
 	if planned.Render.DisableHooks || len(planned.Plan.Hooks) == 0 {
+		return err
+	}
+	// Asking a server that does not answer about the hooks' pods would
+	// only wait another --timeout before the run can end.
+	if serverUnanswered(err) {
 		return err
 	}
 	why := watch.HookFailures(context.WithoutCancel(ctx), c.Cluster, planned.Plan)
@@ -149,8 +159,22 @@ func (c *Config) leaseRequest(user string) apply.LeaseRequest {
 		Command: c.Command, Now: c.Now, Log: c.Logf}
 }
 
-// releaseLease releases a lease taken by takeLease, saying so if it fails.
-func (c *Config) releaseLease(lease *apply.HeldLease) {
+// serverUnanswered reports whether err says the clean-up after a failed
+// apply could not read the release back from the API server.
+func serverUnanswered(err error) bool {
+	var ue *apply.UpgradeError
+	return errors.As(err, &ue) && ue.ReadErr != nil
+}
+
+// releaseLease releases a lease taken by takeLease, saying so if it fails;
+// when the API server did not answer the clean-up (unanswered), it leaves
+// the lease to go stale instead of waiting for the server once more.
+func (c *Config) releaseLease(lease *apply.HeldLease, unanswered bool) {
+	if unanswered && lease != nil {
+		lease.Stop()
+		fmt.Fprintf(c.Out, "warning: the API server did not answer: the release's Lease is not released; it is stale in %s, then the next run (or --recover) takes it over\n", apply.LeaseDuration)
+		return
+	}
 	if err := lease.Release(); err != nil {
 		fmt.Fprintf(c.Out, "warning: %v\n", err)
 	}
