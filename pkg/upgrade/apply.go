@@ -87,17 +87,22 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		unanswered = serverUnanswered(err)
 		return c.timedOut(c.explainHooks(ctx, planned, err))
 	}
+	// A chart's NOTES can print a Secret's value (a password to log in
+	// with): masked as in the plan, on either way out.
+	shown, info := *rel, *rel.Info
+	info.Notes = c.Sanitizer.String(info.Notes)
+	shown.Info = &info
 	if c.Announce != nil {
-		return c.Announce(rel, planned.Rendered.Install)
+		// The helm shim ends where helm upgrade does (its scripts run their
+		// own --wait); the rollout watch is the command's.
+		return c.Announce(&shown, planned.Rendered.Install)
 	}
 	verb := "upgraded"
 	if planned.Rendered.Install {
 		verb = "installed"
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
-	// A chart's NOTES can print a Secret's value (a password to log in
-	// with): masked as in the plan.
-	writeNotes(c.Out, c.Sanitizer.String(rel.Info.Notes), planned.Render.HideNotes)
+	writeNotes(c.Out, info.Notes, planned.Render.HideNotes)
 	if w == nil {
 		return nil
 	}
