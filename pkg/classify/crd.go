@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -20,15 +21,19 @@ type CRDFinding struct {
 	Destructive bool
 	// Before and After are the live and new values at Path ("" when absent).
 	Before, After string
+	// field is the custom resource's field a schema finding concerns.
+	field string
 }
 
 // CRD compares a live CustomResourceDefinition with the new form of it and
 // returns what the change does to the custom resources it serves, in path
-// order. It looks at what decides whether existing resources stay readable
-// and valid: the scope, the versions (served, storage, removed) and each
-// version's schema (properties dropped, types narrowed, new required
-// fields); other differences (printer columns, descriptions) are not
-// reported.
+// order. Every difference of the specs is a finding (a CRD of the chart's
+// crds/ that differs from the cluster's in anything is a change to apply);
+// destructive are those that make existing resources unreadable, lose their
+// data or may refuse them: a served version removed or unserved, the scope,
+// a property removed, a type narrowed, a new required field, a stricter
+// validation (validationFindings). Descriptions are collapsed into one
+// finding.
 func CRD(live, next *apiextv1.CustomResourceDefinition) []CRDFinding {
 	var out []CRDFinding
 	if live.Spec.Scope != next.Spec.Scope {
@@ -73,8 +78,38 @@ func CRD(live, next *apiextv1.CustomResourceDefinition) []CRDFinding {
 		out = append(out, CRDFinding{Path: "spec.versions[" + nextStorage + "].storage", Before: liveStorage, After: nextStorage,
 			Message: fmt.Sprintf("storage version changes from %s to %s: new writes are stored as %s; existing objects stay stored as %s until rewritten, so %s must stay in the CRD until they are migrated", liveStorage, nextStorage, nextStorage, liveStorage, liveStorage)})
 	}
+	out = append(collapseDescriptions(out), specFindings(live, next)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// collapseDescriptions replaces the findings of changed descriptions by one,
+// at the first of them, naming the fields: a newer operator's CRDs reword
+// many, and none changes what the server accepts.
+func collapseDescriptions(fs []CRDFinding) []CRDFinding {
+	var out, descs []CRDFinding
+	for _, f := range fs {
+		if strings.HasSuffix(f.Path, "."+descriptionKeyword) {
+			descs = append(descs, f)
+		} else {
+			out = append(out, f)
+		}
+	}
+	if len(descs) == 0 {
+		return out
+	}
+	sort.SliceStable(descs, func(i, j int) bool { return descs[i].Path < descs[j].Path })
+	var fields []string
+	for _, f := range descs {
+		version := strings.TrimPrefix(f.Path, "spec.versions[")
+		version = version[:max(strings.Index(version, "]"), 0)]
+		fields = append(fields, f.field+" in "+version)
+	}
+	if len(fields) > 5 {
+		fields = append(fields[:5:5], fmt.Sprintf("and %d more", len(fields)-5))
+	}
+	return append(out, CRDFinding{Path: descs[0].Path,
+		Message: fmt.Sprintf("descriptions of %d field(s) differ (%s): not a validation, existing resources stay valid", len(descs), strings.Join(fields, ", "))})
 }
 
 // CRDAffectedVersion is the live version whose custom resources a LIST
@@ -119,13 +154,16 @@ func openAPI(v apiextv1.CustomResourceDefinitionVersion) *apiextv1.JSONSchemaPro
 // schemaFindings compares the schema nodes at path (the CRD field) and
 // field (the custom resource's field, "" at the root). A node that keeps
 // unknown fields (x-kubernetes-preserve-unknown-fields) prunes nothing.
+// rootShown names the custom resource itself in messages.
+const rootShown = "(the object)"
+
 func schemaFindings(path, field string, live, next *apiextv1.JSONSchemaProps) []CRDFinding {
 	if live == nil || next == nil {
 		return nil
 	}
 	shown := field
 	if shown == "" {
-		shown = "(the object)"
+		shown = rootShown
 	}
 	var out []CRDFinding
 	if narrowed(live.Type, next.Type) {
@@ -135,9 +173,13 @@ func schemaFindings(path, field string, live, next *apiextv1.JSONSchemaProps) []
 	preserves := func(s *apiextv1.JSONSchemaProps) bool {
 		return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 	}
-	if preserves(live) && !preserves(next) && len(next.Properties) > 0 {
+	switch {
+	case preserves(live) && !preserves(next) && len(next.Properties) > 0:
 		out = append(out, CRDFinding{Path: path + ".x-kubernetes-preserve-unknown-fields", Destructive: true, Before: "true", After: "false",
 			Message: fmt.Sprintf("field %s no longer keeps unknown fields: the API server prunes every field under it that the schema does not declare, dropping its value from existing resources", shown)})
+	case preserves(live) != preserves(next):
+		out = append(out, CRDFinding{Path: path + ".x-kubernetes-preserve-unknown-fields", Before: fmt.Sprint(preserves(live)), After: fmt.Sprint(preserves(next)),
+			Message: fmt.Sprintf("field %s: x-kubernetes-preserve-unknown-fields %t → %t; no declared field is dropped", shown, preserves(live), preserves(next))})
 	}
 	for _, name := range sortedKeys(live.Properties) {
 		lp := live.Properties[name]
@@ -167,6 +209,10 @@ func schemaFindings(path, field string, live, next *apiextv1.JSONSchemaProps) []
 		}
 		out = append(out, CRDFinding{Path: path + ".required", Destructive: true, After: name,
 			Message: fmt.Sprintf("field %s becomes required (no default): existing resources without it are refused on their next update", joinKey(field, name))})
+	}
+	for _, f := range validationFindings(path, shown, live, next) {
+		f.field = shown
+		out = append(out, f)
 	}
 	if live.Items != nil && next.Items != nil && live.Items.Schema != nil && next.Items.Schema != nil {
 		out = append(out, schemaFindings(path+".items", field+"[]", live.Items.Schema, next.Items.Schema)...)

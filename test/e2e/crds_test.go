@@ -155,3 +155,70 @@ func TestCustomResourceFieldsPruned(t *testing.T) {
 		return len(g.Pruned) == 0 && g.Action == "update"
 	})
 }
+
+// TestCRDValidationChanges (issue 26): a crds/ CRD that differs from the
+// cluster's only in validation is a manual update listing each difference
+// with its old and new value: not destructive when it widens (exit 0 with
+// --detailed-exitcode: the upgrade does not make it), destructive when it
+// narrows (exit 2 until acknowledged). The same CRD as the cluster's, as
+// the server stores it (with its defaults), is a noop.
+func TestCRDValidationChanges(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // leaves a CRD behind
+	ns := c.Namespace(t)
+	group := ns + ".example.com"
+	const size = "size: {type: integer}"
+	withSize := func(schema string) string {
+		return strings.ReplaceAll(helmtest.GadgetCRD(group, true), size, schema)
+	}
+	gadget := "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 7}\n"
+	installed := withSize("size: {type: integer, maximum: 10}")
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"crds/gadgets.yaml": installed, "g.yaml": gadget}), "-n", ns)
+
+	for _, tt := range []struct {
+		name, schema string
+		destructive  bool
+		code         int
+		want         string // in the CRD's reasons
+	}{
+		{name: "same", schema: "size: {type: integer, maximum: 10}"},
+		{name: "wider", schema: "size: {type: integer, maximum: 20}", code: 0,
+			want: "spec.versions[v1].schema.openAPIV3Schema.properties[spec].properties[size].maximum: field spec.size: maximum 10 → 20, wider"},
+		{name: "narrower", schema: "size: {type: integer, maximum: 5}", destructive: true, code: 2,
+			want: "spec.versions[v1].schema.openAPIV3Schema.properties[spec].properties[size].maximum: field spec.size: maximum 10 → 5, stricter"},
+		{name: "enum", schema: "size: {type: integer, maximum: 10, enum: [1, 7]}", destructive: true, code: 2,
+			want: "properties[size].enum: field spec.size: restricted to enum [1, 7], stricter"},
+		{name: "cel rule", schema: "size: {type: integer, maximum: 10, x-kubernetes-validations: [{rule: 'self % 2 == 1'}]}", destructive: true, code: 2,
+			want: `properties[size].x-kubernetes-validations: field spec.size: validation rule "self % 2 == 1" added, stricter`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chart := writeChart(t, "app", "1.0.1", map[string]string{"crds/gadgets.yaml": withSize(tt.schema), "g.yaml": gadget})
+			before := auditMark(t, c)
+			p, r := planJSON(t, c, "app", chart, "-n", ns, "--detailed-exitcode")
+			if r.Code != tt.code {
+				t.Errorf("--detailed-exitcode: exit %d, want %d\n%s", r.Code, tt.code, r.Stderr)
+			}
+			ch := p.change(t, "CustomResourceDefinition", "gadgets."+group)
+			if tt.want == "" {
+				if ch.Action != "noop" {
+					t.Errorf("the cluster's own CRD: %+v, want noop", ch)
+				}
+				return
+			}
+			var reasons []string
+			for _, reason := range ch.Reasons {
+				reasons = append(reasons, reason.Path+": "+reason.Message)
+			}
+			text := strings.Join(append(reasons, ch.Notes...), "\n")
+			if ch.Action != "update" || ch.Class != "manual" || ch.Destructive != tt.destructive ||
+				!strings.Contains(text, tt.want) || !strings.Contains(text, "kubectl apply -f app/crds/gadgets.yaml") {
+				t.Errorf("CRD: action %s class %s destructive %v, want a manual update (destructive %v) with %q and the kubectl apply hint:\n%s",
+					ch.Action, ch.Class, ch.Destructive, tt.destructive, tt.want, text)
+			}
+			if tt.destructive && !strings.Contains(text, "1 existing Gadget resource(s)") {
+				t.Errorf("a narrowing change names the resources it affects:\n%s", text)
+			}
+			assertOnlyDryRunWrites(t, c, ns, before)
+		})
+	}
+}
