@@ -189,3 +189,25 @@ func keepAllocated(kind schema.GroupKind, live, predicted map[string]interface{}
 	}
 	return predicted
 }
+
+// UnknownFields returns the warnings the API server gives for the fields of
+// obj, a built-in kind, that its Go type does not have (a misspelled or
+// misplaced field: `unknown field "spec.replica"`): the same strict JSON
+// decoding, so the same words. The server drops such fields. Custom
+// resources, and objects the type cannot hold at all, give none.
+func UnknownFields(obj *unstructured.Unstructured) []string {
+	typed, err := builtin.New(obj.GroupVersionKind())
+	if err != nil {
+		return nil
+	}
+	err = runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, typed, true)
+	strict, ok := runtime.AsStrictDecodingError(err)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range strict.Errors() {
+		out = append(out, e.Error())
+	}
+	return out
+}

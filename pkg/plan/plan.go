@@ -138,9 +138,11 @@ type Change struct {
 	Rollout    *Rollout
 	Drift      []Drift
 	Notes      []string
-	// Pruned are the fields of a custom resource the render sets and the
-	// server's dry-run answer does not hold: the installed CRD prunes them.
-	// HasChanges counts such a change, whatever its action.
+	// Pruned are the fields the render sets and the server's dry-run answer
+	// does not hold: of a custom resource, those the installed CRD prunes;
+	// of any object, those the API server does not know (a misspelled
+	// field: it warns and drops them). HasChanges counts such a change,
+	// whatever its action.
 	Pruned []string
 	// Source is the chart template the object was rendered from (Helm's
 	// "# Source:" comment, e.g. "db/templates/statefulset.yaml"); empty when
@@ -337,8 +339,9 @@ func (p *Plan) HasRegenerated() bool {
 
 // HasChanges reports whether anything would change, regenerated fields
 // aside (they change on every render, whatever the chart and values), and
-// manual changes aside (the upgrade does not make them); a custom resource
-// whose fields the server prunes counts (the render is not what is stored).
+// manual changes aside (the upgrade does not make them); an object whose
+// fields the server prunes or does not know counts (the render is not what
+// is stored).
 func (p *Plan) HasChanges() bool {
 	for _, c := range p.Changes {
 		if len(c.Pruned) > 0 || c.Action != ActionNoop && !c.Regenerated && !c.Ignored && c.Class != ClassManual {

@@ -316,6 +316,8 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 		addHelmMetadata(next.Obj, in.Release.Name, in.Release.Namespace)
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
+	// The unknown-field warnings of this object's dry-runs (unknownFields).
+	ctx, warned := predict.WithWarnings(ctx)
 	var state live.State
 	if e.prefetched != nil {
 		state = e.prefetched.Decode() // its values are in san already (evaluations)
@@ -341,6 +343,9 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 		if err := p.update(ctx, &c, in, prev, next, liveObj); err != nil {
 			return c, err
 		}
+	}
+	if next != nil {
+		p.unknownFields(ctx, &c, in.Release, next, liveObj != nil, warned)
 	}
 	if c.Action == plan.ActionNoop {
 		// Nothing shows or saves a noop's objects (no diff, no state to pin):

@@ -47,8 +47,8 @@ func notePruned(changes []plan.Change, crds *manifest.Set) {
 	}
 	for i := range changes {
 		c := &changes[i]
-		if len(c.Pruned) == 0 {
-			continue
+		if len(c.Pruned) == 0 || classify.Builtin(schema.FromAPIVersionAndKind(c.APIVersion, c.ID.Kind)) {
+			continue // a built-in kind's: see unknownFields
 		}
 		msg := fmt.Sprintf("%s: %s: the CustomResourceDefinition installed in the cluster does not define them in version %s (its schema prunes unknown fields), so the upgrade stores the object without them",
 			PrunedMessage, strings.Join(c.Pruned, ", "), c.APIVersion)

@@ -32,6 +32,27 @@ var plainData = map[schema.GroupVersionKind]bool{
 // secretFields are the fields masked in sensitive objects.
 var secretFields = []string{"data", "stringData"}
 
+// secretKnownFields are the top-level fields of a Secret that hold no
+// value. Any other (a misspelled `strinData`, which the API server drops
+// with only a warning) is masked like data: the chart meant a value there.
+var secretKnownFields = map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "type": true, "immutable": true}
+
+// maskedFields are the fields of a Sensitive obj whose values are masked:
+// data and stringData, and for a Secret every top-level field that is not
+// secretKnownFields.
+func maskedFields(obj *unstructured.Unstructured) []string {
+	if !IsSecret(obj) {
+		return secretFields
+	}
+	var out []string
+	for k := range obj.Object {
+		if !secretKnownFields[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // IsSecret reports whether obj is a Secret: its kind is "Secret" in any
 // case, whatever its apiVersion. The API server's discovery maps the
 // lower-case kind too, and Helm sends such objects as they are.
@@ -98,7 +119,7 @@ func (m *Masker) Object(obj *unstructured.Unstructured) *unstructured.Unstructur
 	if !sensitive {
 		return out
 	}
-	for _, field := range secretFields {
+	for _, field := range maskedFields(out) {
 		if v, ok := out.Object[field]; ok {
 			out.Object[field] = m.maskField(v, field == "data")
 		}

@@ -148,3 +148,27 @@ func TestMayHoldSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectMasksMisspelledSecretFields (issue 26): a Secret's payload
+// under a misspelled field (the API server drops it with a warning) is
+// still the chart's secret: masked in the object and known to the
+// sanitiser; type and metadata stay readable.
+func TestObjectMasksMisspelledSecretFields(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata":  map[string]interface{}{"name": "s"},
+		"strinData": map[string]interface{}{"pw": "correct-horse-battery"},
+	}}
+	masked := NewMasker().Object(secret)
+	if pw, _ := masked.Object["strinData"].(map[string]interface{})["pw"].(string); !IsMasked(pw) {
+		t.Errorf("strinData.pw = %q, want masked", pw)
+	}
+	if masked.Object["type"] != "Opaque" || masked.GetName() != "s" {
+		t.Errorf("type and metadata masked: %v", masked.Object)
+	}
+	san := NewSanitizer(NewMasker())
+	san.Add(secret)
+	if got := san.String("denied: correct-horse-battery"); strings.Contains(got, "correct-horse") {
+		t.Errorf("sanitised message %q still holds the value", got)
+	}
+}

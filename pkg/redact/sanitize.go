@@ -94,7 +94,7 @@ func (s *Sanitizer) Add(objs ...*unstructured.Unstructured) {
 		if !Sensitive(obj) {
 			continue
 		}
-		for _, field := range secretFields {
+		for _, field := range maskedFields(obj) {
 			s.addField(obj.Object[field], field == "data")
 		}
 	}

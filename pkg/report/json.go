@@ -108,8 +108,9 @@ type jsonChange struct {
 	Rollout    *jsonRollout `json:"rollout,omitempty"`
 	Drift      []jsonDrift  `json:"drift,omitempty"`
 	Notes      []string     `json:"notes,omitempty"`
-	// Pruned: fields of a custom resource the render sets that the server
-	// drops (the installed CRD does not define them); counted as a change.
+	// Pruned: fields the render sets that the server drops (a custom
+	// resource's that the installed CRD does not define, any object's that
+	// the API server does not know); counted as a change.
 	Pruned []string `json:"pruned,omitempty"`
 }
 

@@ -180,7 +180,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 			if userAgent != "" {
 				c.UserAgent = userAgent
 			}
-			c.WarningHandler = warnings
+			c.WarningHandlerWithContext = warnings
 			if cfg.RequestTimeout > 0 {
 				c.Timeout = cfg.RequestTimeout
 			}

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -21,8 +23,23 @@ import (
 // without the release's Secret values: a policy's messageExpression can
 // echo request data in a warning too. One handler serves every client of a
 // run, so its lines do not interleave.
-func sanitizedWarnings(out io.Writer, san *redact.Sanitizer) rest.WarningHandler {
-	return rest.NewWarningWriter(sanitizingWriter{out: out, san: san}, rest.WarningWriterOptions{Deduplicate: true})
+// A warning naming an unknown field of a dry-run the planner makes for one
+// object is not printed but handed to the planner (predict.Collect), which
+// names it on that object; the plan's notes are sanitised too.
+func sanitizedWarnings(out io.Writer, san *redact.Sanitizer) objectWarnings {
+	return objectWarnings{rest.NewWarningWriter(sanitizingWriter{out: out, san: san}, rest.WarningWriterOptions{Deduplicate: true})}
+}
+
+// objectWarnings is a rest.WarningHandlerWithContext: the request's
+// context says whether the planner collects its warnings.
+type objectWarnings struct {
+	print rest.WarningHandler
+}
+
+func (w objectWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, agent, text string) {
+	if !predict.Collect(ctx, text) {
+		w.print.HandleWarningHeader(code, agent, text)
+	}
 }
 
 // sanitizingWriter sanitises each write; rest's WarningWriter writes one

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -26,11 +28,27 @@ func TestHookSecretsAndWarningsAreSanitised(t *testing.T) {
 	})
 	var errOut bytes.Buffer
 	w := sanitizedWarnings(&errOut, san)
-	w.HandleWarningHeader(299, "", "policy says: new-hook-value, old-hook-value")
-	w.HandleWarningHeader(299, "", "policy says: new-hook-value, old-hook-value") // deduplicated
+	ctx := context.Background()
+	w.HandleWarningHeaderWithContext(ctx, 299, "", "policy says: new-hook-value, old-hook-value")
+	w.HandleWarningHeaderWithContext(ctx, 299, "", "policy says: new-hook-value, old-hook-value") // deduplicated
 	got := errOut.String()
 	if strings.Contains(got, "hook-value") || strings.Count(got, "Warning: policy says: (sensitive: hmac-sha256:") != 1 {
 		t.Errorf("got %q", got)
+	}
+
+	// A dry-run the planner makes for one object: its unknown-field
+	// warnings go to the plan (whose notes are sanitised), the rest is
+	// printed as before.
+	errOut.Reset()
+	objCtx, collected := predict.WithWarnings(ctx)
+	w.HandleWarningHeaderWithContext(objCtx, 299, "", `unknown field "spec.replica"`)
+	w.HandleWarningHeaderWithContext(objCtx, 299, "", "policy says: hello")
+	w.HandleWarningHeaderWithContext(ctx, 299, "", `unknown field "spec.other"`)
+	if got := collected.Texts(); len(got) != 1 || got[0] != `unknown field "spec.replica"` {
+		t.Errorf("collected %q, want the object's unknown-field warning", got)
+	}
+	if got := errOut.String(); strings.Contains(got, "spec.replica") || !strings.Contains(got, "policy says: hello") || !strings.Contains(got, "spec.other") {
+		t.Errorf("printed %q, want every warning but the collected one", got)
 	}
 }
 

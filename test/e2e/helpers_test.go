@@ -131,7 +131,7 @@ type jsonChange struct {
 		Manager  string `json:"manager"`
 	} `json:"drift"`
 	Notes []string `json:"notes"`
-	// Pruned: fields of a custom resource the server drops.
+	// Pruned: fields the server drops (a CRD's pruning, unknown fields).
 	Pruned []string `json:"pruned"`
 }
 
