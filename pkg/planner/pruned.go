@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,8 +38,9 @@ func markPruned(c *plan.Change, target, stored *unstructured.Unstructured) {
 }
 
 // notePruned adds to each change with pruned fields the warning that names
-// them, the CRD version that drops them and, when the chart's crds/ holds a
-// CRD for the kind (which Helm does not apply), that CRD.
+// them, the CRD version that drops them (with what the installed CRD says
+// of its own version, when the chart's crds/ has it) and, when the chart's
+// crds/ holds a CRD for the kind (which Helm does not apply), that CRD.
 func notePruned(changes []plan.Change, crds *manifest.Set) {
 	chartCRDs := map[schema.GroupKind]string{}
 	for _, o := range crds.Objects() {
@@ -45,16 +48,48 @@ func notePruned(changes []plan.Change, crds *manifest.Set) {
 		kind, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "names", "kind")
 		chartCRDs[schema.GroupKind{Group: group, Kind: kind}] = o.ID.Name
 	}
+	installed := installedCRDs(changes)
 	for i := range changes {
 		c := &changes[i]
 		if len(c.Pruned) == 0 || classify.Builtin(schema.FromAPIVersionAndKind(c.APIVersion, c.ID.Kind)) {
 			continue // a built-in kind's: see unknownFields
 		}
-		msg := fmt.Sprintf("%s: %s: the CustomResourceDefinition installed in the cluster does not define them in version %s (its schema prunes unknown fields), so the upgrade stores the object without them",
-			PrunedMessage, strings.Join(c.Pruned, ", "), c.APIVersion)
-		if name, ok := chartCRDs[schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}]; ok {
+		gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
+		msg := fmt.Sprintf("%s: %s: the CustomResourceDefinition installed in the cluster%s does not define them in version %s (its schema prunes unknown fields), so the upgrade stores the object without them",
+			PrunedMessage, strings.Join(c.Pruned, ", "), installed[gk], c.APIVersion)
+		if name, ok := chartCRDs[gk]; ok {
 			msg += fmt.Sprintf("; the chart's crds/ CRD %s may define them, but Helm never upgrades crds/: apply it first (the manual change of CustomResourceDefinition/%s)", name, name)
 		}
 		c.Notes = append(c.Notes, msg)
 	}
+}
+
+// installedCRDs describes the live CRD of each kind the plan compared
+// (the chart's crds/ and templated CRDs): its name, and the labels and
+// annotations by which operators stamp a CRD's release (keys ending in
+// /version, helm.sh/chart), so a warning can say which one the cluster
+// has: " (gadgets.example.com: operator.prometheus.io/version 0.68.0)".
+func installedCRDs(changes []plan.Change) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, c := range changes {
+		if c.ID.Group != crdGK.Group || c.ID.Kind != crdGK.Kind || c.Before == nil {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(c.Before.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(c.Before.Object, "spec", "names", "kind")
+		var marks []string
+		for _, m := range []map[string]string{c.Before.GetLabels(), c.Before.GetAnnotations()} {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if strings.HasSuffix(k, "/version") || k == "helm.sh/chart" {
+					marks = append(marks, k+" "+m[k])
+				}
+			}
+		}
+		desc := c.ID.Name
+		if len(marks) > 0 {
+			desc += ": " + strings.Join(marks, ", ")
+		}
+		out[schema.GroupKind{Group: group, Kind: kind}] = " (" + desc + ")"
+	}
+	return out
 }

@@ -115,7 +115,8 @@ func TestInstallCreatesCRDs(t *testing.T) {
 // TestCustomResourceFieldsPruned (issue 26): a chart whose custom resource
 // uses a field its crds/ CRD adds, on a cluster that keeps the older CRD
 // (Helm never upgrades crds/), plans a warning on the custom resource that
-// names the dropped field, the CRD version and the chart's CRD; exit 0, and
+// names the dropped field, the CRD version, the installed CRD, the chart's
+// CRD, and quotes the server's own warning; exit 0, and
 // --detailed-exitcode counts it (3).
 func TestCustomResourceFieldsPruned(t *testing.T) {
 	c := testcluster.Get(t)
@@ -139,7 +140,9 @@ func TestCustomResourceFieldsPruned(t *testing.T) {
 	g := p.change(t, "Gadget", "g")
 	notes := strings.Join(g.Notes, "\n")
 	if !slices.Equal(g.Pruned, []string{"spec.color"}) || !strings.Contains(notes, "version "+group+"/v1") ||
-		!strings.Contains(notes, "CustomResourceDefinition/gadgets."+group) {
+		!strings.Contains(notes, "CustomResourceDefinition/gadgets."+group) ||
+		!strings.Contains(notes, "the CustomResourceDefinition installed in the cluster (gadgets."+group+")") ||
+		!strings.Contains(notes, `the API server warns: unknown field "spec.color"`) {
 		t.Errorf("Gadget/g: pruned %v, notes:\n%s", g.Pruned, notes)
 	}
 	if crd := p.change(t, "CustomResourceDefinition", "gadgets."+group); crd.Class != "manual" {
