@@ -237,7 +237,7 @@ var narrowingKeywords = map[string]bool{"allOf": true, "anyOf": true, "oneOf": t
 	"x-kubernetes-list-type": true, "x-kubernetes-list-map-keys": true, "x-kubernetes-int-or-string": true,
 	"x-kubernetes-embedded-resource": true, "additionalProperties": true, "items": true, "patternProperties": true}
 
-// DescriptionKeyword marks the findings of changed descriptions, which CRD
+// descriptionKeyword marks the findings of changed descriptions, which CRD
 // collapses into one per CRD: a newer operator rewords many of them.
 const descriptionKeyword = "description"
 
