@@ -61,6 +61,12 @@ metadata: {name: cm}
 data: {key: a, other: b}
 `
 
+const ssaSecret = `apiVersion: v1
+kind: Secret
+metadata: {name: s}
+stringData: {password: pw-1}
+`
+
 const ssaDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -103,6 +109,7 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		released []string
 	}{
 		{name: "unchanged object", prev: ssaConfigMap, next: ssaConfigMap, want: predict.ApplyNoop, noop: true},
+		{name: "unchanged secret written with stringData", prev: ssaSecret, next: ssaSecret, want: predict.ApplyNoop, noop: true},
 		{name: "unchanged deployment with lists keyed by name", prev: ssaDeployment, next: ssaDeployment, want: predict.ApplyNoop, noop: true},
 		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyAsk},
 		{name: "field taken by another Apply manager", prev: ssaConfigMap, next: ssaConfigMap,

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -149,20 +150,57 @@ func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	return set, set.FromJSON(strings.NewReader(string(e.FieldsV1.Raw)))
 }
 
-// sameObject reports whether after is before: content and managed fields
-// (times included, which the field manager moves for a manager whose apply
-// changed something).
+// sameObject reports whether the server stores after as before: the
+// content as stored (storedForm) and the managed fields but their times,
+// which the field manager moves for an applier whose merge differs from
+// the live object, and which the API server puts back when nothing else
+// changed (its IgnoreManagedFieldsTimestampsTransformer).
 func sameObject(before, after *unstructured.Unstructured) bool {
 	b, a := before.DeepCopy(), after.DeepCopy()
+	storedForm(a)
 	bm, am := b.GetManagedFields(), a.GetManagedFields()
 	sortEntries(bm)
 	sortEntries(am)
+	for i := range bm {
+		bm[i].Time = nil
+	}
+	for i := range am {
+		am[i].Time = nil
+	}
 	if !equality.Semantic.DeepEqual(bm, am) {
 		return false
 	}
 	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
 	unstructured.RemoveNestedField(a.Object, "metadata", "managedFields")
 	return equality.Semantic.DeepEqual(b.Object, a.Object)
+}
+
+// storedForm turns obj, merged, into what the API server stores: a v1
+// Secret's stringData is write-only, folded into data by the conversion to
+// the internal version (for a key in both, stringData's value wins). A
+// value that is not a string is left, so the comparison fails and the
+// server is asked.
+func storedForm(obj *unstructured.Unstructured) {
+	if obj.GroupVersionKind() != (schema.GroupVersionKind{Version: "v1", Kind: "Secret"}) {
+		return
+	}
+	sd, ok := obj.Object["stringData"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	data, _ := obj.Object["data"].(map[string]interface{})
+	if data == nil {
+		data = map[string]interface{}{}
+	}
+	for k, v := range sd {
+		str, ok := v.(string)
+		if !ok {
+			return
+		}
+		data[k] = base64.StdEncoding.EncodeToString([]byte(str))
+	}
+	obj.Object["data"] = data
+	delete(obj.Object, "stringData")
 }
 
 func sortEntries(es []metav1.ManagedFieldsEntry) {
