@@ -90,16 +90,9 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 	if len(helm) != 1 || helm[0].Operation != metav1.ManagedFieldsOperationApply || helm[0].Subresource != "" || helm[0].APIVersion != gvk.GroupVersion().String() {
 		return ask("helm's managed fields are not one Apply entry of %s", gvk.GroupVersion())
 	}
-	applied, err := tc.ObjectToTyped(config)
-	if err != nil {
-		return ask("the configuration does not type against the server's schema")
-	}
-	configSet, err := applied.ToFieldSet()
-	if err != nil {
-		return ask("the configuration's field set cannot be computed")
-	}
-	// Other managers' fields that config also sets.
-	var shared []string
+	// Every other manager's entry is of config's version: nothing is
+	// converted, as the server would have to.
+	others := map[string][]metav1.ManagedFieldsEntry{}
 	for _, e := range entries {
 		if e.Manager == FieldManager {
 			continue
@@ -107,17 +100,7 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		if e.APIVersion != gvk.GroupVersion().String() {
 			return ask("manager %q's fields are of %s", e.Manager, e.APIVersion)
 		}
-		set, err := fieldSet(e)
-		if err != nil {
-			return ask("manager %q's managed fields cannot be read", e.Manager)
-		}
-		if set.Intersection(configSet).Empty() {
-			continue
-		}
-		if e.Subresource != "" {
-			return ask("manager %q of subresource %s owns fields the chart sets", e.Manager, e.Subresource)
-		}
-		shared = append(shared, e.Manager)
+		others[e.Manager] = append(others[e.Manager], e)
 	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
@@ -125,17 +108,58 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 	}
 	result, err := fm.Apply(liveObj.DeepCopy(), config.DeepCopy(), FieldManager, false)
 	if err != nil {
-		if conflicts := Conflicts(err); len(conflicts) > 0 {
-			return ApplyDecision{Verdict: ApplyConflict, Conflicts: conflicts, Err: err}
+		conflicts := Conflicts(err)
+		if len(conflicts) == 0 {
+			return ask("the local apply fails")
 		}
-		return ask("the local apply fails")
+		for _, cf := range conflicts {
+			if es := others[cf.Manager]; len(es) == 0 || slices.ContainsFunc(es, func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" }) {
+				return ask("manager %q of a subresource owns fields the chart sets", cf.Manager)
+			}
+		}
+		return ApplyDecision{Verdict: ApplyConflict, Conflicts: conflicts, Err: err}
+	}
+	after, ok := result.(*unstructured.Unstructured)
+	if !ok {
+		return ask("the local apply returns no object")
+	}
+	// The fields config sets, as the field manager recorded them for helm.
+	var applied *fieldpath.Set
+	for _, e := range after.GetManagedFields() {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			if applied, err = fieldSet(e); err != nil {
+				return ask("helm's new managed fields cannot be read")
+			}
+		}
+	}
+	if applied == nil {
+		return ask("the local apply records no fields for helm")
+	}
+	// Fields config sets that another manager owns too (shared at the same
+	// value, or through a subresource): the server's bookkeeping of shared
+	// ownership is not decided here.
+	var shared []string
+	for _, e := range entries {
+		if e.Manager == FieldManager {
+			continue
+		}
+		set, err := fieldSet(e)
+		if err != nil {
+			return ask("manager %q's managed fields cannot be read", e.Manager)
+		}
+		if set.Intersection(applied).Empty() {
+			continue
+		}
+		if e.Subresource != "" {
+			return ask("manager %q of subresource %s owns fields the chart sets", e.Manager, e.Subresource)
+		}
+		shared = append(shared, e.Manager)
 	}
 	if len(shared) > 0 {
 		slices.Sort(shared)
 		return ask("fields the chart sets are shared with %s", strings.Join(slices.Compact(shared), ", "))
 	}
-	after, ok := result.(*unstructured.Unstructured)
-	if !ok || !sameObject(liveObj, after) {
+	if !sameObject(liveObj, after) {
 		return ask("the apply changes the object")
 	}
 	return ApplyDecision{Verdict: ApplyNoop}
