@@ -2,9 +2,11 @@
 # make bench: BenchmarkUpgrade (test/e2e/bench_test.go) on the local control
 # plane — for each upgrade shape, the tool's plan, `helm upgrade
 # --dry-run=server` and the floor (`helm template` + one LIST of the objects'
-# kinds), each a whole process: median wall time and peak RSS of BENCH_RUNS
-# runs (default 3). Prints them as a table with ratios to the floor and the
-# tool's slope between 1000 and 5000 objects, then what the drop-in helm adds
+# kinds), each a whole process: median wall time, CPU time and peak RSS of
+# BENCH_RUNS runs (default 3). Prints them as a table with ratios to the
+# floor, the tool's plan of the same release installed by Helm 4 (server-side
+# apply) beside its plan of the Helm 3 release, with the dry-run requests of
+# each and the ratios, and the tool's slope between 1000 and 5000 objects, then what the drop-in helm adds
 # to a command it passes through (BenchmarkShimPassThrough), then
 # (BENCH_STAGES=0 skips it) the Go benchmarks of the pure stages.
 #   BENCH_RUNS=5 make bench         more runs per median
@@ -26,10 +28,14 @@ awk -v runs="$BENCH_RUNS" '
     for (i = 3; i < NF; i += 2) {
       if ($(i+1) == "ns/op") t[shape, who] = $i / 1e9
       if ($(i+1) == "peak-RSS-MiB") m[shape, who] = $i
+      if ($(i+1) == "CPU-s") cpu[shape, who] = $i
+      if ($(i+1) == "dry-runs") dry[shape, who] = $i
     }
     if (!(shape in seen)) { seen[shape] = 1; order[++shapes] = shape }
   }
   function cell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.0f MiB", t[s, w], m[s, w]) : "—" }
+  function planCell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.2f CPU-s, %.0f MiB, %d dry-runs", t[s, w], cpu[s, w], m[s, w], dry[s, w]) : "—" }
+  function versus(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
   function ratio(s, w) { return ((s, w) in t && t[s, "floor"] > 0) ? sprintf("%.2f×", t[s, w] / t[s, "floor"]) : "—" }
   END {
     if (!shapes) { print "bench: no results"; exit 1 }
@@ -39,6 +45,15 @@ awk -v runs="$BENCH_RUNS" '
     for (i = 1; i <= shapes; i++) {
       s = order[i]; label = s; gsub("/", ", ", label); gsub("-", " ", label)
       printf "| %s | %s | %s | %s | %s | %s |\n", label, cell(s, "tool"), cell(s, "helm-dry-run-server"), cell(s, "floor"), ratio(s, "tool"), ratio(s, "helm-dry-run-server")
+    }
+    printf "\nPlans of the release installed by Helm 3 and of the same release installed by Helm 4 (server-side apply): medians of wall time and CPU-seconds (user+system), dry-run requests of one more run:\n\n"
+    print "| upgrade | Helm 3 release | Helm 4 release | Helm 4 / Helm 3 (wall) | Helm 4 / Helm 3 (CPU) |"
+    print "|---|---|---|---|---|"
+    for (i = 1; i <= shapes; i++) {
+      s = order[i]; label = s; gsub("/", ", ", label); gsub("-", " ", label)
+      if (!((s, "tool-helm4") in t)) continue
+      printf "| %s | %s | %s | %s | %s |\n", label, planCell(s, "tool"), planCell(s, "tool-helm4"),
+        versus(t[s, "tool-helm4"], t[s, "tool"]), versus(cpu[s, "tool-helm4"], cpu[s, "tool"])
     }
     small = "1000-objects/150-changed"; large = "5000-objects/750-changed"
     if ((small, "tool") in t && (large, "tool") in t) {

@@ -70,6 +70,11 @@ const (
 	// cannot differ: a change confined to metadata labels or annotations
 	// that no admission webhook or policy can see (docs/performance.md).
 	PredictionDerived Prediction = "derived"
+	// PredictionManagedFields: a server-side apply (Helm 4) found a no-op
+	// without asking the server: the configuration is the one Helm applied
+	// last time, and the live object's managed fields say the apply
+	// changes nothing (docs/performance.md).
+	PredictionManagedFields Prediction = "managed-fields"
 )
 
 // Reason explains a verdict with the field path it concerns.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -55,6 +56,10 @@ type Cluster interface {
 	// that is unknown; offline it always does (there is no server whose
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
+	// TypeConverter returns the structured-merge-diff types of gv's kinds
+	// as the server merges server-side applies by (its OpenAPI schemas);
+	// an error when they cannot be read, ErrNoServer offline.
+	TypeConverter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error)
 }
 
 // Budget is a PodDisruptionBudget as the rollout notes need it.
@@ -149,6 +154,14 @@ type Live struct {
 	// Early, when set, holds LISTs started before the plan (during the
 	// render) that Prefetch takes its groups from.
 	Early *live.Early
+	// Schemas, when set, types objects for the server-side apply decided
+	// locally (see Planner.decideApply); nil: every apply is sent.
+	Schemas *live.Schemas
+}
+
+// TypeConverter implements Cluster.
+func (l Live) TypeConverter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error) {
+	return l.Schemas.TypeConverter(ctx, gv)
 }
 
 var _ Cluster = Live{}
@@ -238,6 +251,11 @@ func (o Offline) Get(_ context.Context, _, prev *manifest.Object) live.State {
 	}
 	addHelmMetadata(prev.Obj, o.Release, o.Namespace)
 	return live.State{Obj: prev.Obj}
+}
+
+// TypeConverter implements Cluster.
+func (Offline) TypeConverter(context.Context, schema.GroupVersion) (managedfields.TypeConverter, error) {
+	return nil, ErrNoServer
 }
 
 // Observed implements Cluster.

@@ -408,9 +408,9 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 	var err error
 	if rel.ServerSide() {
 		// Helm 4 creates with the same server-side apply it updates with.
-		created, err = p.Cluster.DryRunApply(ctx, next, rel.ForceConflicts)
+		created, err = p.sendApply(ctx, next, rel.ForceConflicts)
 	} else {
-		created, err = p.Cluster.DryRunCreate(ctx, next)
+		created, err = p.sendCreate(ctx, next)
 	}
 	var notServed *live.KindNotServedError
 	switch {
@@ -472,11 +472,19 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	if prev != nil {
 		original = prev.Obj
 	}
+	ssa := rel.ServerSide()
+	var decided predict.ApplyDecision
+	if ssa {
+		decided = p.decideApply(ctx, rel, prev, next, liveObj)
+		if decided.Verdict == predict.ApplyNoop {
+			applyNoop(c, original, liveObj, next.Obj)
+			return nil
+		}
+	}
 	patch, pt, err := p.Patcher.Patch(original, next.Obj, liveObj)
 	if err != nil {
 		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
 	}
-	ssa := rel.ServerSide()
 	if predict.Empty(patch) && !ssa {
 		// Helm sends nothing for an empty patch. Helm 4's server-side apply
 		// sends every object, and may conflict even when nothing changes.
@@ -506,7 +514,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 		}
 		u.Local = p.Masker.Object(local)
 		if ssa {
-			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide)
+			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide, decided.Conflicts)
 		} else {
 			predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
 		}
@@ -542,10 +550,7 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	c.After = p.shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
 	if ssa {
-		owners := classify.Owners(liveObj, predict.FieldManager)
-		for i := range c.Drift {
-			c.Drift[i].Manager = owners.Owner(c.Drift[i].Path)
-		}
+		owners := ownDrift(c, liveObj)
 		if len(conflicts) > 0 {
 			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
 		}
@@ -626,7 +631,7 @@ func (p *Planner) derive(ctx context.Context, next *manifest.Object, liveObj *un
 // u; offline, or when RBAC forbids the dry-run, it returns nil and the
 // classifier falls back to the catalogue.
 func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
-	predicted, dryErr := p.Cluster.DryRunPatch(ctx, next, pt, patch)
+	predicted, dryErr := p.sendPatch(ctx, next, pt, patch)
 	return p.answer(ctx, c, u, next, predicted, dryErr)
 }
 
@@ -637,11 +642,18 @@ func (p *Planner) dryRun(ctx context.Context, c *plan.Change, u *classify.Update
 // what forcing does. When the release moves to server-side apply, Helm 4
 // first hands Helm's own client-side fields to its apply (csaupgrade): a
 // conflict with manager helm then does not happen, and is not returned.
-func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, toServerSide bool) (*unstructured.Unstructured, []predict.Conflict, error) {
-	predicted, dryErr := p.Cluster.DryRunApply(ctx, next, false)
-	all := predict.Conflicts(dryErr)
+// known are the conflicts found in the managed fields (decideApply): the
+// unforced apply is then not sent.
+func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, toServerSide bool, known []predict.Conflict) (*unstructured.Unstructured, []predict.Conflict, error) {
+	all := known
+	var predicted *unstructured.Unstructured
+	var dryErr error
+	if len(all) == 0 {
+		predicted, dryErr = p.sendApply(ctx, next, false)
+		all = predict.Conflicts(dryErr)
+	}
 	if len(all) > 0 {
-		predicted, dryErr = p.Cluster.DryRunApply(ctx, next, true)
+		predicted, dryErr = p.sendApply(ctx, next, true)
 	}
 	var conflicts []predict.Conflict
 	for _, cf := range all {
@@ -651,6 +663,23 @@ func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.U
 	}
 	predicted, err := p.answer(ctx, c, u, next, predicted, dryErr)
 	return predicted, conflicts, err
+}
+
+// sendApply, sendCreate and sendPatch send a dry-run to the cluster, and
+// count it.
+func (p *Planner) sendApply(ctx context.Context, obj *manifest.Object, force bool) (*unstructured.Unstructured, error) {
+	p.Stats.dryRun()
+	return p.Cluster.DryRunApply(ctx, obj, force)
+}
+
+func (p *Planner) sendCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
+	p.Stats.dryRun()
+	return p.Cluster.DryRunCreate(ctx, obj)
+}
+
+func (p *Planner) sendPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
+	p.Stats.dryRun()
+	return p.Cluster.DryRunPatch(ctx, obj, pt, patch)
 }
 
 // answer records the server's answer to a dry-run update in u.
@@ -671,7 +700,7 @@ func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update
 		u.DryRunErr = dryErr
 		c.Prediction = plan.PredictionServer
 		if apierrors.IsInvalid(dryErr) {
-			_, u.RecreateErr = p.Cluster.DryRunCreate(ctx, next)
+			_, u.RecreateErr = p.sendCreate(ctx, next)
 		}
 	}
 	return nil, nil

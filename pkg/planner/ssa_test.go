@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -247,3 +249,8 @@ func (*ssaCluster) Budgets(context.Context, string) ([]Budget, error) { return n
 
 // Observed: a fake server whose answers are always asked for.
 func (*ssaCluster) Observed(context.Context, *manifest.Object) string { return "a fake server" }
+
+// TypeConverter: the fake has no schemas, so every apply is sent.
+func (*ssaCluster) TypeConverter(context.Context, schema.GroupVersion) (managedfields.TypeConverter, error) {
+	return nil, ErrNoServer
+}

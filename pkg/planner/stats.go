@@ -21,6 +21,9 @@ type Stats struct {
 	// Asked counts the updates sent as dry-runs, by why they could not be
 	// derived.
 	Asked map[string]int
+	// DryRuns counts the dry-run requests sent (creates, patches, applies;
+	// a conflicting apply is sent twice, unforced and forced).
+	DryRuns int
 	// Live is the bulk read of the live objects (LISTs); Objects the pass
 	// over each object (the GETs the LISTs did not cover, the predictions,
 	// the classifications), wall clock, with the requests each sent.
@@ -90,6 +93,15 @@ func (s *Stats) derived() {
 	s.Derived++
 }
 
+func (s *Stats) dryRun() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.DryRuns++
+}
+
 func (s *Stats) asked(why string) {
 	if s == nil {
 		return
@@ -126,5 +138,5 @@ func (s *Stats) String() string {
 	if len(parts) > 0 {
 		out += " (" + strings.Join(parts, "; ") + ")"
 	}
-	return out
+	return out + fmt.Sprintf("; %d dry-run request(s)", s.DryRuns)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,16 +110,17 @@ func must(b testing.TB, err error) {
 	}
 }
 
-// sample is one whole-process measurement: wall time and the peak resident
-// set of the process (of the largest, for several processes in a row).
+// sample is one whole-process measurement: wall time, CPU time (user and
+// system) and the peak resident set of the process (of the largest, for
+// several processes in a row).
 type sample struct {
-	wall time.Duration
-	rss  int64 // bytes
+	wall, cpu time.Duration
+	rss       int64 // bytes
 }
 
 // then is s followed by next: times add up, the peak is the larger.
 func (s sample) then(next sample) sample {
-	return sample{wall: s.wall + next.wall, rss: max(s.rss, next.rss)}
+	return sample{wall: s.wall + next.wall, cpu: s.cpu + next.cpu, rss: max(s.rss, next.rss)}
 }
 
 // execMeasured runs name with args and env, stdout discarded, and returns its
@@ -140,7 +142,8 @@ func execMeasured(env []string, name string, args ...string) (sample, error) {
 	if !ok {
 		return sample{}, fmt.Errorf("%s: no rusage", name)
 	}
-	return sample{wall: wall, rss: ru.Maxrss * 1024}, nil // Linux: KiB
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return sample{wall: wall, cpu: cpu, rss: ru.Maxrss * 1024}, nil // Linux: KiB
 }
 
 func lastLines(s string, n int) string {
@@ -149,21 +152,47 @@ func lastLines(s string, n int) string {
 }
 
 // measure runs one contender runs times and reports the median wall time as
-// ns/op and the median peak RSS as peak-RSS-MiB.
+// ns/op, the median CPU time as CPU-s and the median peak RSS as
+// peak-RSS-MiB.
 func measure(b *testing.B, runs int, one func() (sample, error)) {
 	b.Helper()
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	var rsss []int64
 	for range runs {
 		s, err := one()
 		must(b, err)
 		walls = append(walls, s.wall)
+		cpus = append(cpus, s.cpu)
 		rsss = append(rsss, s.rss)
 	}
 	slices.Sort(walls)
+	slices.Sort(cpus)
 	slices.Sort(rsss)
 	b.ReportMetric(float64(walls[len(walls)/2].Nanoseconds()), "ns/op")
+	b.ReportMetric(cpus[len(cpus)/2].Seconds(), "CPU-s")
 	b.ReportMetric(float64(rsss[len(rsss)/2])/(1<<20), "peak-RSS-MiB")
+}
+
+// dryRunsLine is the count of dry-run requests on the tool's --debug stage
+// line (planner.Stats).
+var dryRunsLine = regexp.MustCompile(`(\d+) dry-run request\(s\)`)
+
+// reportDryRuns runs the tool's plan once more, with --debug and
+// unmeasured, and reports its dry-run requests as dry-runs.
+func reportDryRuns(b *testing.B, env []string, tool string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(tool, append(args, "--debug")...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	must(b, cmd.Run())
+	m := dryRunsLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		b.Fatalf("no dry-run count in the --debug output:\n%s", lastLines(stderr.String(), 20))
+	}
+	n, err := strconv.Atoi(m[1])
+	must(b, err)
+	b.ReportMetric(float64(n), "dry-runs")
 }
 
 // benchRuns is how many times a benchmark runs each contender (BenchRunsEnv).
@@ -194,9 +223,11 @@ func benchTool(b *testing.B, c *testcluster.Cluster) string {
 	return tool
 }
 
-// BenchmarkUpgrade measures, for each shape, three whole processes as a user
+// BenchmarkUpgrade measures, for each shape, whole processes as a user
 // runs them: the tool's plan (the binary built from this tree, --dry-run -o
-// json), `helm upgrade --dry-run=server` (the peer a user has with Helm
+// json) of a release Helm 3 installed and of the same release Helm 4
+// installed (server-side apply), with the dry-run requests each sent,
+// `helm upgrade --dry-run=server` (the peer a user has with Helm
 // alone) and the floor any plan has to pay: `helm template` plus one LIST
 // (kubectl get -o json) of the objects' kinds. Each reports the median wall
 // time (ns/op) and peak RSS of BENCH_RUNS runs; scripts/bench.sh turns them
@@ -208,32 +239,45 @@ func BenchmarkUpgrade(b *testing.B) {
 	env := c.Env()
 	chart := writeBenchChart(b)
 	tool := benchTool(b, c)
-	// One release per size, installed when a shape first needs it and shared
-	// by the shapes of that size (each plans against it; none writes).
-	namespaces := map[int]string{}
-	release := func(objects int) string {
-		if ns, ok := namespaces[objects]; ok {
+	// One release per size and Helm major, installed when a shape first
+	// needs it and shared by the shapes of that size (each plans against
+	// it; none writes). Helm 4 installs with server-side apply.
+	type releaseKey struct {
+		objects int
+		helm    string
+	}
+	namespaces := map[releaseKey]string{}
+	release := func(objects int, helm string) string {
+		key := releaseKey{objects, helm}
+		if ns, ok := namespaces[key]; ok {
 			return ns
 		}
 		ns := c.Namespace(b)
-		_, err := execMeasured(env, c.Helm3, "install", "bench", chart, "-n", ns, "--timeout", "15m",
+		_, err := execMeasured(env, helm, "install", "bench", chart, "-n", ns, "--timeout", "15m",
 			"--set", fmt.Sprintf("objects=%d", objects))
 		must(b, err)
-		namespaces[objects] = ns
+		namespaces[key] = ns
 		return ns
 	}
 	for _, shape := range benchShapes() {
 		b.Run(shape.name, func(b *testing.B) {
-			ns := release(shape.objects)
+			ns := release(shape.objects, c.Helm3)
 			label := "1"
 			if shape.bump {
 				label = "2"
 			}
 			set := fmt.Sprintf("objects=%d,changed=%d,label=%s", shape.objects, shape.changed, label)
+			plan := []string{"bench", chart, "--set", set, "--dry-run", "-o", "json"}
 			b.Run("tool", func(b *testing.B) {
-				measure(b, runs, func() (sample, error) {
-					return execMeasured(env, tool, "bench", chart, "-n", ns, "--set", set, "--dry-run", "-o", "json")
-				})
+				args := append([]string{"-n", ns}, plan...)
+				measure(b, runs, func() (sample, error) { return execMeasured(env, tool, args...) })
+				reportDryRuns(b, env, tool, args...)
+			})
+			// The same plan of the same release installed by Helm 4.
+			b.Run("tool-helm4", func(b *testing.B) {
+				args := append([]string{"-n", release(shape.objects, c.Helm4)}, plan...)
+				measure(b, runs, func() (sample, error) { return execMeasured(env, tool, args...) })
+				reportDryRuns(b, env, tool, args...)
 			})
 			b.Run("helm-dry-run-server", func(b *testing.B) {
 				measure(b, runs, func() (sample, error) {

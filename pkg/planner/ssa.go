@@ -1,0 +1,89 @@
+package planner
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+)
+
+// decideApply decides locally, where the server's answer cannot differ,
+// what the dry-run of Helm 4's server-side apply of next would answer
+// (predict.DecideApply): a no-op or a conflict. Only an object whose
+// applied configuration is the last release's is decided: Helm applied
+// exactly it last time, so its managed fields say what it owns. Anything
+// else, and what admission may see, goes to the server.
+func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) predict.ApplyDecision {
+	asked := func(why string) predict.ApplyDecision {
+		p.Stats.asked(why)
+		return predict.ApplyDecision{Verdict: predict.ApplyAsk, Why: why}
+	}
+	switch {
+	case p.ServerDryRun == ServerDryRunAll:
+		return asked("--server-dry-run=all")
+	case rel.ToServerSide:
+		return asked("moving to server-side apply")
+	case prev == nil:
+		return asked("not in the last release")
+	case !p.Patcher.StrategicMerge(next.GVK):
+		// A custom resource is merged by its CRD's structural schema,
+		// which the published OpenAPI document need not match.
+		return asked("custom resource")
+	case !sameConfiguration(prev, next, rel):
+		return asked("the chart changes it")
+	}
+	tc, err := p.Cluster.TypeConverter(ctx, next.GVK.GroupVersion())
+	if err != nil {
+		return asked("no schema")
+	}
+	d := predict.DecideApply(tc, liveObj, next.Obj)
+	switch d.Verdict {
+	case predict.ApplyAsk:
+		return asked(d.Why)
+	case predict.ApplyConflict:
+		// The field manager finds a conflict before admission runs; what a
+		// forced apply stores is still the server's to say.
+		p.Stats.asked("forced only: conflict found in the managed fields")
+		return d
+	}
+	// A no-op still passes admission, which may refuse it.
+	if who := p.Cluster.Observed(ctx, next); who != "" {
+		return asked("seen by " + who)
+	}
+	p.Stats.derived()
+	return d
+}
+
+// sameConfiguration reports whether Helm applies next as it applied prev:
+// the last release's object with the metadata Helm adds, which next
+// carries already.
+func sameConfiguration(prev, next *manifest.Object, rel plan.Release) bool {
+	was := prev.Obj.DeepCopy()
+	addHelmMetadata(was, rel.Name, rel.Namespace)
+	return equality.Semantic.DeepEqual(was.Object, next.Obj.Object)
+}
+
+// applyNoop makes c the no-op decideApply found: nothing is sent, and the
+// drift shown is what the live object holds that the apply leaves alone,
+// with its owners.
+func applyNoop(c *plan.Change, original, liveObj, target *unstructured.Unstructured) {
+	c.Action = plan.ActionNoop
+	c.Prediction = plan.PredictionManagedFields
+	c.Drift = classify.Drift(original, liveObj, target, liveObj)
+	ownDrift(c, liveObj)
+}
+
+// ownDrift names the field managers other than Helm that own each drifted
+// field of c, and returns the live object's ownership.
+func ownDrift(c *plan.Change, liveObj *unstructured.Unstructured) *classify.Ownership {
+	owners := classify.Owners(liveObj, predict.FieldManager)
+	for i := range c.Drift {
+		c.Drift[i].Manager = owners.Owner(c.Drift[i].Path)
+	}
+	return owners
+}

@@ -1,0 +1,270 @@
+package predict
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// ApplyVerdict is what a server-side apply's dry-run must answer, decided
+// without sending it.
+type ApplyVerdict int
+
+const (
+	// ApplyAsk: the answer can differ from anything decided locally; send
+	// the dry-run.
+	ApplyAsk ApplyVerdict = iota
+	// ApplyNoop: the apply changes neither the object nor its managed
+	// fields.
+	ApplyNoop
+	// ApplyConflict: the apply fails with field-manager conflicts.
+	ApplyConflict
+)
+
+func (v ApplyVerdict) String() string {
+	switch v {
+	case ApplyNoop:
+		return "no-op"
+	case ApplyConflict:
+		return "conflict"
+	}
+	return "ask the server"
+}
+
+// ApplyDecision is DecideApply's answer.
+type ApplyDecision struct {
+	Verdict ApplyVerdict
+	// Why says why the server must be asked (ApplyAsk).
+	Why string
+	// Conflicts are the conflicts of ApplyConflict, as the server reports
+	// them (its error is Err).
+	Conflicts []Conflict
+	Err       error
+}
+
+func ask(format string, args ...interface{}) ApplyDecision {
+	return ApplyDecision{Verdict: ApplyAsk, Why: fmt.Sprintf(format, args...)}
+}
+
+// DecideApply decides what the API server answers to Helm 4's server-side
+// apply (field manager FieldManager, not forced) of config onto liveObj,
+// when config is the configuration Helm applied last time (the caller
+// checks that), using the API server's own field manager
+// (k8s.io/apimachinery's managedfields over structured-merge-diff) typed
+// by tc, the server's schemas. It answers ApplyAsk wherever the local
+// merge might not be the server's: managed fields missing or unreadable,
+// Helm's fields not one Apply entry of config's version, fields config
+// sets that a subresource's manager owns or that another manager shares,
+// or an apply that would change anything. Defaulting, admission and
+// validation do not run here: a no-op leaves nothing for them to see
+// (the caller still asks where admission may see the request).
+func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured) ApplyDecision {
+	if tc == nil {
+		return ask("no schema to type the object")
+	}
+	gvk := config.GroupVersionKind()
+	entries := liveObj.GetManagedFields()
+	if len(entries) == 0 {
+		return ask("no managed fields")
+	}
+	if liveObj.GroupVersionKind() != gvk {
+		return ask("live object of %s, applied as %s", liveObj.GroupVersionKind(), gvk)
+	}
+	var helm []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if e.Manager == FieldManager {
+			helm = append(helm, e)
+		}
+	}
+	if len(helm) != 1 || helm[0].Operation != metav1.ManagedFieldsOperationApply || helm[0].Subresource != "" || helm[0].APIVersion != gvk.GroupVersion().String() {
+		return ask("helm's managed fields are not one Apply entry of %s", gvk.GroupVersion())
+	}
+	// Every other manager's entry is of config's version: nothing is
+	// converted, as the server would have to.
+	others := map[string][]metav1.ManagedFieldsEntry{}
+	for _, e := range entries {
+		if e.Manager == FieldManager {
+			continue
+		}
+		if e.APIVersion != gvk.GroupVersion().String() {
+			return ask("manager %q's fields are of %s", e.Manager, e.APIVersion)
+		}
+		others[e.Manager] = append(others[e.Manager], e)
+	}
+	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return ask("no field manager for %s", gvk)
+	}
+	result, err := fm.Apply(liveObj.DeepCopy(), config.DeepCopy(), FieldManager, false)
+	if err != nil {
+		conflicts := Conflicts(err)
+		if len(conflicts) == 0 {
+			return ask("the local apply fails")
+		}
+		for _, cf := range conflicts {
+			if es := others[cf.Manager]; len(es) == 0 || slices.ContainsFunc(es, func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" }) {
+				return ask("manager %q of a subresource owns fields the chart sets", cf.Manager)
+			}
+		}
+		return ApplyDecision{Verdict: ApplyConflict, Conflicts: conflicts, Err: err}
+	}
+	after, ok := result.(*unstructured.Unstructured)
+	if !ok {
+		return ask("the local apply returns no object")
+	}
+	// The fields config sets, as the field manager recorded them for helm.
+	var applied *fieldpath.Set
+	for _, e := range after.GetManagedFields() {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			if applied, err = fieldSet(e); err != nil {
+				return ask("helm's new managed fields cannot be read")
+			}
+		}
+	}
+	if applied == nil {
+		return ask("the local apply records no fields for helm")
+	}
+	// Fields config sets that another manager owns too (shared at the same
+	// value, or through a subresource): the server's bookkeeping of shared
+	// ownership is not decided here.
+	var shared []string
+	for _, e := range entries {
+		if e.Manager == FieldManager {
+			continue
+		}
+		set, err := fieldSet(e)
+		if err != nil {
+			return ask("manager %q's managed fields cannot be read", e.Manager)
+		}
+		if set.Intersection(applied).Empty() {
+			continue
+		}
+		if e.Subresource != "" {
+			return ask("manager %q of subresource %s owns fields the chart sets", e.Manager, e.Subresource)
+		}
+		shared = append(shared, e.Manager)
+	}
+	if len(shared) > 0 {
+		slices.Sort(shared)
+		return ask("fields the chart sets are shared with %s", strings.Join(slices.Compact(shared), ", "))
+	}
+	if !sameObject(liveObj, after) {
+		return ask("the apply changes the object")
+	}
+	return ApplyDecision{Verdict: ApplyNoop}
+}
+
+// fieldSet decodes a managed-fields entry's field set.
+func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	if e.FieldsV1 == nil {
+		return nil, errors.New("no fieldsV1")
+	}
+	set := &fieldpath.Set{}
+	return set, set.FromJSON(strings.NewReader(string(e.FieldsV1.Raw)))
+}
+
+// sameObject reports whether the server stores after as before: the
+// content as stored (storedForm) and the managed fields but their times,
+// which the field manager moves for an applier whose merge differs from
+// the live object, and which the API server puts back when nothing else
+// changed (its IgnoreManagedFieldsTimestampsTransformer).
+func sameObject(before, after *unstructured.Unstructured) bool {
+	b, a := before.DeepCopy(), after.DeepCopy()
+	storedForm(a)
+	bm, am := b.GetManagedFields(), a.GetManagedFields()
+	sortEntries(bm)
+	sortEntries(am)
+	for i := range bm {
+		bm[i].Time = nil
+	}
+	for i := range am {
+		am[i].Time = nil
+	}
+	if !equality.Semantic.DeepEqual(bm, am) {
+		return false
+	}
+	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(a.Object, "metadata", "managedFields")
+	return equality.Semantic.DeepEqual(b.Object, a.Object)
+}
+
+// storedForm turns obj, merged, into what the API server stores: a v1
+// Secret's stringData is write-only, folded into data by the conversion to
+// the internal version (for a key in both, stringData's value wins). A
+// value that is not a string is left, so the comparison fails and the
+// server is asked.
+func storedForm(obj *unstructured.Unstructured) {
+	if obj.GroupVersionKind() != (schema.GroupVersionKind{Version: "v1", Kind: "Secret"}) {
+		return
+	}
+	sd, ok := obj.Object["stringData"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	data, _ := obj.Object["data"].(map[string]interface{})
+	if data == nil {
+		data = map[string]interface{}{}
+	}
+	for k, v := range sd {
+		str, ok := v.(string)
+		if !ok {
+			return
+		}
+		data[k] = base64.StdEncoding.EncodeToString([]byte(str))
+	}
+	obj.Object["data"] = data
+	delete(obj.Object, "stringData")
+}
+
+func sortEntries(es []metav1.ManagedFieldsEntry) {
+	sort.SliceStable(es, func(i, j int) bool {
+		return es[i].Manager+"\x00"+string(es[i].Operation)+"\x00"+es[i].Subresource < es[j].Manager+"\x00"+string(es[j].Operation)+"\x00"+es[j].Subresource
+	})
+}
+
+// sameVersion is the field manager's object converter for objects that are
+// never converted: the live object, the configuration and every manager
+// are of one version (DecideApply asks the server otherwise).
+type sameVersion struct{}
+
+func (sameVersion) Convert(in, out, _ interface{}) error {
+	return errors.New("conversion is not done locally")
+}
+
+func (sameVersion) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	gvk := in.GetObjectKind().GroupVersionKind()
+	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); ok && target == gvk {
+		return in, nil
+	}
+	return nil, fmt.Errorf("converting %s is not done locally", gvk)
+}
+
+func (sameVersion) ConvertFieldLabel(schema.GroupVersionKind, string, string) (string, string, error) {
+	return "", "", errors.New("field labels are not converted locally")
+}
+
+// noDefaults leaves the merged object undefaulted: a no-op merge is the
+// live object, which the server defaulted already.
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+// unstructuredCreater makes the empty objects the field manager asks for.
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kind)
+	return u, nil
+}
