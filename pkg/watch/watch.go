@@ -63,9 +63,11 @@ type target struct {
 	// the apply, by name.
 	podsBefore map[string]types.UID
 	// last is its status at the last evaluation; shown is true once it
-	// has a progress line.
-	last  status
-	shown bool
+	// has a progress line; trouble is the last status that said something
+	// was wrong (see Alongside).
+	last    status
+	shown   bool
+	trouble *status
 }
 
 func (t *target) workload() bool { return workloadKinds[t.gvk.GroupKind()] }
@@ -159,7 +161,36 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	pods, timedOut := w.follow(ctx, start, show, true)
+	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
+	return out, nil
+}
 
+// Alongside follows the objects while Helm still applies and waits (--wait,
+// --atomic), until ctx is done, showing progress on show; it does not end
+// when they settle, since Helm may not have changed them yet. It returns
+// what it last saw wrong with each object it saw failing or stuck (a pod's
+// problem, a Failed condition), as `ID state: detail — reason` lines, even
+// when the object was fine again later (Helm's --atomic rolled it back):
+// what Helm's own wait error does not say. Nil when it saw nothing wrong.
+func (w *Watcher) Alongside(ctx context.Context, show Progress) []string {
+	w.follow(ctx, time.Now(), show, false)
+	var out []string
+	for _, t := range w.targets {
+		if t.trouble != nil {
+			out = append(out, t.change.ID.String()+" "+t.trouble.line())
+		}
+		t.trouble, t.last, t.shown = nil, status{}, false // Run starts afresh
+	}
+	return out
+}
+
+// follow LISTs and WATCHes the objects and their pods, evaluating each
+// target on every change and every Refresh, until ctx is done (timedOut)
+// or, with untilSettled, every target is settled; it returns the last view
+// of the pods, by namespace and name.
+func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, untilSettled bool) (pods map[string]map[string]*corev1.Pod, timedOut bool) {
+	ctx, cancel := context.WithCancel(ctx)
 	groups := map[groupKey]map[string]bool{} // names followed per group
 	podNamespaces := map[string]bool{}
 	for _, t := range w.targets {
@@ -196,7 +227,7 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	defer func() { cancel(); go func() { wg.Wait(); close(updates) }(); drain(updates) }()
 
 	objs := map[groupKey]map[string]*unstructured.Unstructured{}
-	pods := map[string]map[string]*corev1.Pod{}
+	pods = map[string]map[string]*corev1.Pod{}
 	pending := len(groups) + len(podNamespaces)
 	failedGroups := map[groupKey]error{}
 	refresh := w.Refresh
@@ -205,7 +236,6 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
-	timedOut := false
 loop:
 	for {
 		select {
@@ -246,7 +276,7 @@ loop:
 			timedOut = true
 			break loop
 		}
-		if w.evaluate(objs, pods, failedGroups, show, time.Since(start)) {
+		if w.evaluate(objs, pods, failedGroups, show, time.Since(start)) && untilSettled {
 			break
 		}
 	}
@@ -259,8 +289,7 @@ loop:
 		}
 	}
 	show.Done()
-	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
-	return out, nil
+	return pods, timedOut
 }
 
 // evaluate computes every target's status, shows them, and reports
@@ -278,6 +307,10 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[k].Error()}
 		default:
 			t.last = evaluate(t, objs[k][t.change.ID.Name], podList(pods[t.change.ID.Namespace]))
+		}
+		if t.last.trouble {
+			last := t.last
+			t.trouble = &last
 		}
 		if t.last.state == plan.StateInProgress {
 			settled = false
@@ -480,6 +513,9 @@ type status struct {
 	state  string
 	detail string
 	reason string
+	// trouble: the reason says something is wrong (a pod's problem, a
+	// Failed condition), not only that it is not done yet.
+	trouble bool
 }
 
 func (s status) line() string {
@@ -508,7 +544,7 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 		case kstatus.CurrentStatus:
 			return status{state: plan.StateCurrent}
 		case kstatus.FailedStatus:
-			return status{state: plan.StateFailed, reason: res.Message}
+			return status{state: plan.StateFailed, reason: res.Message, trouble: true}
 		}
 		return status{state: plan.StateInProgress, reason: res.Message}
 	}
@@ -520,6 +556,7 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 			worst = pr
 		}
 	}
+	s.trouble = worst != nil || res.Status == kstatus.FailedStatus
 	switch {
 	case res.Status == kstatus.FailedStatus:
 		s.state, s.reason = plan.StateFailed, failedMessage(res)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -105,22 +106,52 @@ func TestRolloutFailureReasons(t *testing.T) {
 			}
 			want := append([]string{`release "app" revision 2 was applied, but its rollout failed: Deployment.apps/` + ns + "/web " + tt.state}, tt.want...)
 			saysAll(t, "stderr", r.Stderr, want...)
-			history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
-			var revs []struct {
-				Revision    int
-				Status      string
-				Description string
-			}
-			if err := json.Unmarshal([]byte(history), &revs); err != nil || len(revs) != 2 {
-				t.Fatalf("helm history: %v\n%s", err, history)
-			}
-			last := revs[1]
+			last := releaseHistory(t, c, ns, 2)[1]
 			if last.Status != "failed" || !strings.Contains(last.Description, "Deployment.apps/"+ns+"/web "+tt.state) {
 				t.Errorf("revision 2 in helm history: %+v, want failed naming the Deployment", last)
 			}
 			saysAll(t, "revision 2's description", last.Description, tt.want...)
 		})
 	}
+}
+
+// TestRolloutAtomicPullError: under --atomic Helm waits, then rolls back;
+// the watch runs alongside Helm's wait, and the error and the failed
+// revision in `helm history` say what it saw (the Deployment, the image,
+// ImagePullBackOff) and that the release was rolled back, to which
+// revision. Nothing is lost: the Deployment runs its old pods.
+func TestRolloutAtomicPullError(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, before := webRelease(t, c, "nginx:1.25")
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:pull-error", "RollingUpdate", 3)}),
+		"-n", ns, "--atomic", "--timeout", "20s")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, "applying revision 2 failed", "rolled back",
+		"the release is now deployed at revision 3: Helm's --atomic rolled the release back to revision 1",
+		"the watch saw, while Helm waited: Deployment.apps/"+ns+"/web failed", "image nginx:pull-error cannot be pulled", "ImagePullBackOff")
+	if strings.Contains(r.Stderr, "the API server did not answer") {
+		t.Errorf("stderr blames the API server for Helm's wait:\n%s", r.Stderr)
+	}
+	revs := releaseHistory(t, c, ns, 3)
+	if failed := revs[1]; failed.Status != "failed" {
+		t.Errorf("revision 2 in helm history: %+v, want failed", failed)
+	} else {
+		saysAll(t, "revision 2's description", failed.Description, "Deployment.apps/"+ns+"/web failed", "nginx:pull-error", "ImagePullBackOff")
+	}
+	if back := revs[2]; back.Status != "deployed" || back.Description != "Rollback to 1" {
+		t.Errorf("revision 3 in helm history: %+v, want deployed, Rollback to 1", back)
+	}
+	d, err := c.Clientset(t).AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Deployment web after the rollback: %v", err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+		t.Errorf("Deployment web runs image %s after the rollback, want nginx:1.25", img)
+	}
+	after, _ := c.PodsAndClaims(t, ns, "app=web")
+	keptUIDs(t, "Pod", before, after)
 }
 
 // TestRolloutFailingHookJob: a pre-upgrade hook Job whose container exits
@@ -175,6 +206,25 @@ spec:
 	if len(before) != 2 {
 		t.Errorf("pods before: %v, want 2", before)
 	}
+}
+
+// revision is one line of `helm history -o json`.
+type revision struct {
+	Revision    int
+	Status      string
+	Description string
+}
+
+// releaseHistory is the history of release app in ns, which must have n
+// revisions, oldest first.
+func releaseHistory(t *testing.T, c *testcluster.Cluster, ns string, n int) []revision {
+	t.Helper()
+	history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
+	var revs []revision
+	if err := json.Unmarshal([]byte(history), &revs); err != nil || len(revs) != n {
+		t.Fatalf("helm history, want %d revision(s): %v\n%s", n, err, history)
+	}
+	return revs
 }
 
 // saysAll fails the test for each of wants that text (named what) does
