@@ -208,6 +208,59 @@ spec:
 	}
 }
 
+// TestRolloutPartition: a StatefulSet with rollingUpdate.partition 1 whose
+// template changes replaces only the pods with ordinal 1 and above, as the
+// plan predicts; pod 0 keeps its UID.
+func TestRolloutPartition(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	sts := func(image string) map[string]string {
+		return map[string]string{"sts.yaml": `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: kafka}
+spec:
+  replicas: 3
+  serviceName: kafka
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 1}}
+  selector: {matchLabels: {app: kafka}}
+  template:
+    metadata: {labels: {app: kafka}}
+    spec: {containers: [{name: kafka, image: "` + image + `"}]}
+`}
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
+	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	if len(before) != 3 {
+		t.Fatalf("pods before: %v, want 3", before)
+	}
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("kafka:3.8")), "-n", ns, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr,
+		"StatefulSet.apps/"+ns+"/kafka: 2 of 2 pod(s) at or above the partition replaced, 1 of 1 below kept (predicted: pods with ordinal 1 and above replaced, the others kept)",
+		"Outcome: 1 as predicted, 0 differ")
+	after, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	for _, name := range []string{"kafka-0", "kafka-1", "kafka-2"} {
+		switch kept := after[name] == before[name]; {
+		case after[name] == "":
+			t.Errorf("pod %s is gone after the upgrade", name)
+		case name == "kafka-0" && !kept:
+			t.Errorf("pod kafka-0, below the partition, was replaced (UID %s, then %s)", before[name], after[name])
+		case name != "kafka-0" && kept:
+			t.Errorf("pod %s, at or above the partition, was not replaced (UID %s)", name, after[name])
+		}
+	}
+	var doc outcomeDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.Outcome == nil || len(doc.Outcome.Objects) != 1 {
+		t.Fatalf("JSON document without the StatefulSet's outcome (%v):\n%s", err, r.Stdout)
+	}
+	if ob := doc.Outcome.Objects[0]; !ob.AsPredicted || ob.State != "current" || ob.PodsBefore != 3 || ob.PodsKept != 1 {
+		t.Errorf("outcome of StatefulSet kafka: %+v, want current, as predicted, 1 of 3 pods kept", ob)
+	}
+}
+
 // revision is one line of `helm history -o json`.
 type revision struct {
 	Revision    int
