@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -176,20 +177,7 @@ func TestRolloutOnDelete(t *testing.T) {
 	c := testcluster.Get(t)
 	c.RequireOwnCluster(t)
 	ns := c.Namespace(t)
-	sts := func(image string) map[string]string {
-		return map[string]string{"sts.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: kafka}
-spec:
-  replicas: 2
-  serviceName: kafka
-  updateStrategy: {type: OnDelete}
-  selector: {matchLabels: {app: kafka}}
-  template:
-    metadata: {labels: {app: kafka}}
-    spec: {containers: [{name: kafka, image: "` + image + `"}]}
-`}
-	}
+	sts := func(image string) map[string]string { return kafkaStatefulSet(2, "{type: OnDelete}", image) }
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
 	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
 	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("kafka:3.8")), "-n", ns)
@@ -216,18 +204,7 @@ func TestRolloutPartition(t *testing.T) {
 	c.RequireOwnCluster(t)
 	ns := c.Namespace(t)
 	sts := func(image string) map[string]string {
-		return map[string]string{"sts.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: kafka}
-spec:
-  replicas: 3
-  serviceName: kafka
-  updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 1}}
-  selector: {matchLabels: {app: kafka}}
-  template:
-    metadata: {labels: {app: kafka}}
-    spec: {containers: [{name: kafka, image: "` + image + `"}]}
-`}
+		return kafkaStatefulSet(3, "{type: RollingUpdate, rollingUpdate: {partition: 1}}", image)
 	}
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
 	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
@@ -259,6 +236,23 @@ spec:
 	if ob := doc.Outcome.Objects[0]; !ob.AsPredicted || ob.State != "current" || ob.PodsBefore != 3 || ob.PodsKept != 1 {
 		t.Errorf("outcome of StatefulSet kafka: %+v, want current, as predicted, 1 of 3 pods kept", ob)
 	}
+}
+
+// kafkaStatefulSet is the templates of a chart holding StatefulSet kafka
+// with replicas pods of image, updated as updateStrategy (flow YAML) says.
+func kafkaStatefulSet(replicas int, updateStrategy, image string) map[string]string {
+	return map[string]string{"sts.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: kafka}
+spec:
+  replicas: %d
+  serviceName: kafka
+  updateStrategy: %s
+  selector: {matchLabels: {app: kafka}}
+  template:
+    metadata: {labels: {app: kafka}}
+    spec: {containers: [{name: kafka, image: %q}]}
+`, replicas, updateStrategy, image)}
 }
 
 // revision is one line of `helm history -o json`.
