@@ -7,8 +7,9 @@
 //
 // Cost: one LIST of pods (and of claims, with StatefulSets) per namespace
 // before the apply; then one LIST+WATCH per kind and namespace of the
-// objects followed, one of pods per namespace holding workloads, and one
-// LIST of events per namespace where something failed.
+// objects followed, one of pods per namespace holding workloads, one LIST
+// of events per namespace where something failed, and one GET of a log per
+// workload whose container crashed.
 package watch
 
 import (
@@ -516,6 +517,8 @@ type status struct {
 	// trouble: the reason says something is wrong (a pod's problem, a
 	// Failed condition), not only that it is not done yet.
 	trouble bool
+	// crashed is the crash-looping container the reason names, if any.
+	crashed *container
 }
 
 func (s status) line() string {
@@ -557,6 +560,9 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 		}
 	}
 	s.trouble = worst != nil || res.Status == kstatus.FailedStatus
+	if worst != nil {
+		s.crashed = worst.crashed
+	}
 	switch {
 	case res.Status == kstatus.FailedStatus:
 		s.state, s.reason = plan.StateFailed, failedMessage(res)

@@ -230,3 +230,20 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestTailLines(t *testing.T) {
+	tests := []struct {
+		name, log, want string
+	}{
+		{"last three", "a\nb\n\nc\nd\n", "b | c | d"},
+		{"fewer", "only\n", "only"},
+		{"empty", "\n\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tailLines(tt.log, 3); got != tt.want {
+				t.Errorf("tailLines(%q, 3) = %q, want %q", tt.log, got, tt.want)
+			}
+		})
+	}
+}

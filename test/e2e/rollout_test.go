@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -155,6 +156,38 @@ func TestRolloutAtomicPullError(t *testing.T) {
 	keptUIDs(t, "Pod", before, after)
 }
 
+// TestRolloutCrashLogSanitised: a crash-looping container's last log lines
+// (kwok serves scripts/controlplane/kwok/crash.log as every container's log)
+// are in the reason, with the release's Secret value they hold masked, on
+// stderr and in `helm history`.
+func TestRolloutCrashLogSanitised(t *testing.T) {
+	const secret = "kwok-log-secret-4f1c9a" // in crash.log
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	chart := func(version, image string) string {
+		return writeChart(t, "app", version, map[string]string{
+			"d.yaml":      deployment("web", image, "RollingUpdate", 2),
+			"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + secret + "}\n",
+		})
+	}
+	c.Helm(t, "install", "app", chart("1.0.0", "nginx:1.25"), "-n", ns, "--wait", "--timeout", "5m")
+	r := run(t, c, "app", chart("1.1.0", "nginx:crash"), "-n", ns)
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	want := []string{"CrashLoopBackOff", "last exited with code 1", "last log lines of container web: ",
+		"as app with password (sensitive: hmac-sha256:", `fatal: password authentication failed for user "app"`}
+	saysAll(t, "stderr", r.Stderr, want...)
+	description := releaseHistory(t, c, ns, 2)[1].Description
+	saysAll(t, "revision 2's description", description, want...)
+	for what, text := range map[string]string{"stderr": r.Stderr, "revision 2's description": description} {
+		if strings.Contains(text, secret) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("%s holds the Secret value:\n%s", what, text)
+		}
+	}
+}
+
 // TestRolloutFailingHookJob: a pre-upgrade hook Job whose container exits
 // 1 fails the upgrade (Helm's doing), and the error says why, from the
 // Job's pod: Helm itself only says that the Job failed.
@@ -168,7 +201,8 @@ func TestRolloutFailingHookJob(t *testing.T) {
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, "pre-upgrade", "hook Job migrate: pod migrate-", "container migrate last exited with code 1 (Error)")
+	saysAll(t, "stderr", r.Stderr, "pre-upgrade", "hook Job migrate: pod migrate-", "container migrate last exited with code 1 (Error)",
+		`last log lines of container migrate: `, `fatal: password authentication failed for user "app"`)
 }
 
 // TestRolloutOnDelete: a StatefulSet with updateStrategy OnDelete whose
