@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,51 @@ type Watcher struct {
 	// Refresh is how often progress is shown again with no change (the
 	// elapsed time of each line); 0: one second.
 	Refresh time.Duration
+	// requests counts the LISTs and WATCHes sent, per resource (Requests).
+	requests requestCount
+}
+
+// requestCount counts LISTs and WATCHes per resource, from the goroutines
+// that follow the groups.
+type requestCount struct {
+	mu    sync.Mutex
+	count map[string]*[2]int // resource → LISTs, WATCHes
+}
+
+func (r *requestCount) add(gvr schema.GroupVersionResource, watch bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.count == nil {
+		r.count = map[string]*[2]int{}
+	}
+	name := gvr.GroupResource().String()
+	if r.count[name] == nil {
+		r.count[name] = &[2]int{}
+	}
+	if watch {
+		r.count[name][1]++
+	} else {
+		r.count[name][0]++
+	}
+}
+
+// Requests says how many LISTs and WATCHes the watch sent so far, per
+// resource: "configmaps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH" (the
+// snapshot's LIST of pods included). What its cost is measured by.
+func (w *Watcher) Requests() string {
+	w.requests.mu.Lock()
+	defer w.requests.mu.Unlock()
+	names := make([]string, 0, len(w.requests.count))
+	for n := range w.requests.count {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		c := w.requests.count[n]
+		parts[i] = fmt.Sprintf("%s %d LIST + %d WATCH", n, c[0], c[1])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // target is one object followed.
@@ -114,6 +160,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 		}
 		ns := t.change.ID.Namespace
 		if _, ok := pods[ns]; !ok {
+			w.requests.add(podsGVR, false)
 			list, err := listPods(ctx, w.cluster.Dynamic, ns)
 			if err != nil {
 				return fmt.Errorf("reading the pods of namespace %s before the apply: %w", ns, err)
@@ -216,7 +263,7 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, un
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followGroup(ctx, w.cluster.Dynamic, k, names, updates)
+			followGroup(ctx, w.cluster.Dynamic, k, names, updates, &w.requests)
 		}()
 	}
 	for k, names := range groups {
@@ -345,7 +392,7 @@ func drain(ch <-chan update) {
 // them from the LIST's resource version, sending each to updates, until
 // ctx is done; a WATCH that ends is started again from the last version
 // seen, a LIST again when that version is gone.
-func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names map[string]bool, updates chan<- update) {
+func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names map[string]bool, updates chan<- update, count *requestCount) {
 	ri := dyn.Resource(k.gvr).Namespace(k.ns)
 	opts := metav1.ListOptions{}
 	if len(names) == 1 {
@@ -364,6 +411,7 @@ func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names m
 	keep := func(o *unstructured.Unstructured) bool { return names == nil || names[o.GetName()] }
 	first := true
 	for ctx.Err() == nil {
+		count.add(k.gvr, false)
 		list, err := ri.List(ctx, opts)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -393,6 +441,7 @@ func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names m
 		for ctx.Err() == nil {
 			wopts := opts
 			wopts.ResourceVersion, wopts.AllowWatchBookmarks = rv, true
+			count.add(k.gvr, true)
 			wi, err := ri.Watch(ctx, wopts)
 			if err != nil {
 				break // LIST again

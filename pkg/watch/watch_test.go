@@ -247,3 +247,18 @@ func TestTailLines(t *testing.T) {
 		})
 	}
 }
+
+// TestRequests: the watch's cost line counts LISTs and WATCHes per
+// resource, sorted by resource.
+func TestRequests(t *testing.T) {
+	w := &Watcher{}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	w.requests.add(podsGVR, false)
+	w.requests.add(deployments, false)
+	w.requests.add(podsGVR, false)
+	w.requests.add(podsGVR, true)
+	w.requests.add(deployments, true)
+	if got, want := w.Requests(), "deployments.apps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH"; got != want {
+		t.Errorf("Requests() = %q, want %q", got, want)
+	}
+}
