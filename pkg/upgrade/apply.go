@@ -88,9 +88,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if err != nil {
 		unanswered = serverUnanswered(err)
 		err = c.explainHooks(ctx, planned, err)
-		if len(troubles) > 0 {
-			// Helm's wait failed: what the watch saw says why, and the
-			// deadline that passed was the wait's, not the API server's.
+		var ue *apply.UpgradeError
+		if len(troubles) > 0 && errors.As(err, &ue) && !unanswered {
+			// Helm ran and failed (its wait, most often): what the watch
+			// saw says why, and a deadline that passed was the wait's,
+			// not the API server's.
 			return c.explainWait(planned, err, troubles)
 		}
 		return c.timedOut(err)
