@@ -6,9 +6,11 @@
 # BENCH_RUNS runs (default 3). Prints them as a table with ratios to the
 # floor, the tool's plan of the same release installed by Helm 4 (server-side
 # apply) beside its plan of the Helm 3 release, with the dry-run requests of
-# each and the ratios, and the tool's slope between 1000 and 5000 objects, then what the drop-in helm adds
-# to a command it passes through (BenchmarkShimPassThrough), then
-# (BENCH_STAGES=0 skips it) the Go benchmarks of the pure stages.
+# each and the ratios, and the tool's slope between 1000 and 5000 objects,
+# then what the drop-in helm adds to a command it passes through
+# (BenchmarkShimPassThrough), what the rollout watch adds after Helm returns
+# (BenchmarkWatch), then (BENCH_STAGES=0 skips it) the Go benchmarks of the
+# pure stages.
 #   BENCH_RUNS=5 make bench         more runs per median
 #   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
 #   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
@@ -77,6 +79,19 @@ awk '
     print "|---|---|---|---|"
     for (i = 1; i <= n; i++) { c = order[i]; printf "| %s | %.0f ms | %.0f ms | %+.0f ms |\n", c, t[c, "helm"], t[c, "shim"], t[c, "shim"] - t[c, "helm"] }
   }' "$out"
+
+# What the rollout watch adds after Helm returns (BenchmarkWatch).
+go test -count=1 -run '^$' -bench 'Watch' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
+  grep -v '^I[0-9]' | tee "$out"
+awk -v runs="$BENCH_RUNS" '
+  /^BenchmarkWatch\/.*watch-ms/ {
+    split($1, part, "/"); shape = part[2] ", " part[3]; sub(/-[0-9]+$/, "", shape); gsub("-", " ", shape)
+    for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
+    printf "\n| watch after Helm returns (median of %d) | time | requests | most LISTs of one kind | most WATCHes of one kind |\n", runs
+    print "|---|---|---|---|---|"
+    printf "| %s | %d ms | %d | %d | %d |\n", shape, v["watch-ms"], v["watch-requests"], v["max-LIST/kind"], v["max-WATCH/kind"]
+  }
+  /watch requests per resource/ { sub(/^.*watch requests per resource/, "watch requests per resource"); print }' "$out"
 
 if [[ "${BENCH_STAGES:-1}" != 0 ]]; then
   echo

@@ -64,6 +64,7 @@ KBIN="$(kube_bin_dir)"
 KUBECTL="$KBIN/kubectl"
 KWOK="$(kwok_bin_dir)/kwok"
 KWOK_STAGES="$ROOT/scripts/controlplane/kwok/stages.yaml"
+KWOK_LOG="$ROOT/scripts/controlplane/kwok/crash.log"
 
 # prepare_state DIR: resolves the state dir into STATE (absolute), refuses one
 # whose cluster still runs, and removes what an earlier run left there.
@@ -84,7 +85,7 @@ prepare_state() {
   # Only the names this script writes are removed, never the whole dir.
   rm -rf "$STATE/etcd-data" "$STATE/pki" "$STATE"/*.pid "$STATE"/*.log "$STATE/ready" \
     "$STATE/kubeconfig" "$STATE"/*.kubeconfig "$STATE/tokens.csv" "$STATE/audit-policy.yaml" \
-    "$STATE/nodes.yaml"
+    "$STATE/nodes.yaml" "$STATE/kwok-logs.yaml"
 }
 
 # --- credentials -------------------------------------------------------------
@@ -106,6 +107,14 @@ gen_pki() {
   openssl x509 -req -in "$PKI/apiserver.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
     -set_serial "0x$(openssl rand -hex 8)" -days 3650 -extfile "$PKI/apiserver.ext" \
     -out "$PKI/apiserver.crt" 2>/dev/null
+  # kwok's kubelet server (container logs), at the fake Nodes' InternalIP.
+  gen_key "$PKI/kwok.key"
+  openssl req -new -key "$PKI/kwok.key" -subj "/CN=kwok" -out "$PKI/kwok.csr" 2>/dev/null
+  printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+    "extendedKeyUsage=serverAuth" "subjectAltName=IP:127.0.0.1" >"$PKI/kwok.ext"
+  openssl x509 -req -in "$PKI/kwok.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+    -set_serial "0x$(openssl rand -hex 8)" -days 3650 -extfile "$PKI/kwok.ext" \
+    -out "$PKI/kwok.crt" 2>/dev/null
   # Service-account tokens: signed with this key, verified with its public half.
   gen_key "$PKI/sa.key"
   openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -287,16 +296,37 @@ EOT
   done
 }
 
-# start_pods_runtime: the scheduler, kwok and its fake Nodes.
+# write_kwok_logs FILE: the container logs kwok serves (ClusterLogs), for
+# every container of every pod: scripts/controlplane/kwok/crash.log, current
+# and previous instance alike (docs/development.md).
+write_kwok_logs() {
+  cat >"$1" <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: crash-log
+spec:
+  logs:
+  - logsFile: $KWOK_LOG
+    previousLogsFile: $KWOK_LOG
+EOF
+}
+
+# start_pods_runtime: the scheduler, kwok and its fake Nodes. kwok also
+# serves what a kubelet serves (pods/log through the API server) on
+# kwok_port, at the Nodes' InternalIP 127.0.0.1.
 start_pods_runtime() {
-  local sched_port=$1
+  local sched_port=$1 kwok_port=$2
   start kube-scheduler "$KBIN/kube-scheduler" \
     --kubeconfig="$STATE/sched.kubeconfig" \
     --authentication-kubeconfig="$STATE/sched.kubeconfig" --authorization-kubeconfig="$STATE/sched.kubeconfig" \
     --leader-elect=false --bind-address=127.0.0.1 --secure-port="$sched_port" --profiling=false
+  write_kwok_logs "$STATE/kwok-logs.yaml"
   start kwok "$KWOK" \
-    --kubeconfig="$STATE/kwok.kubeconfig" --config="$KWOK_STAGES" \
-    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+    --kubeconfig="$STATE/kwok.kubeconfig" --config="$KWOK_STAGES" --config="$STATE/kwok-logs.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-ip=127.0.0.1 --node-port="$kwok_port" --server-address="127.0.0.1:$kwok_port" \
+    --tls-cert-file="$PKI/kwok.crt" --tls-private-key-file="$PKI/kwok.key"
   write_fake_nodes "$STATE/nodes.yaml"
   kubectl_admin create -f "$STATE/nodes.yaml" >/dev/null || return 1
   # The API server taints every new Node not-ready (TaintNodesByCondition);
@@ -311,9 +341,10 @@ start_pods_runtime() {
 }
 
 start_all() {
-  local etcd_port peer_port api_port kcm_port sched_port
+  local etcd_port peer_port api_port kcm_port sched_port kwok_port
   USED_PORTS=" "
   free_port etcd_port; free_port peer_port; free_port api_port; free_port kcm_port; free_port sched_port
+  free_port kwok_port
   rm -rf "$STATE/etcd-data" "$STATE/audit.log"
 
   start etcd "$ETCD" --name=default --data-dir="$STATE/etcd-data" \
@@ -335,6 +366,7 @@ start_all() {
     --authorization-mode=RBAC \
     --service-cluster-ip-range=10.96.0.0/16 \
     --allow-privileged=true \
+    --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$PKI/ca.crt" \
     --audit-policy-file="$STATE/audit-policy.yaml" --audit-log-path="$STATE/audit.log" \
     --audit-log-format=json --audit-log-mode=blocking --audit-log-maxsize=0 \
     --profiling=false
@@ -356,7 +388,7 @@ start_all() {
     --authentication-skip-lookup --profiling=false
   wait_for "kube-controller-manager (the default ServiceAccount)" controllers_ready || return
   has_component kube-scheduler || return 0
-  start_pods_runtime "$sched_port"
+  start_pods_runtime "$sched_port" "$kwok_port"
 }
 
 # supervise: starts the components as children of this process, prints the

@@ -62,6 +62,9 @@ type UpgradeError struct {
 	// install was uninstalled, or when it could not be read: see ReadErr).
 	Last       int
 	LastStatus release.Status
+	// RolledBackTo is the revision Helm's rollback (--atomic) returned
+	// to, when the newest revision is that rollback; 0 otherwise.
+	RolledBackTo int
 	// ReadErr is the error reading the storage back, if any.
 	ReadErr error
 	// Err is Helm's error.
@@ -104,7 +107,11 @@ func (e *UpgradeError) state() string {
 	case e.AttemptedStatus == "":
 		return msg + fmt.Sprintf("; revision %d was not stored; the release is %s at revision %d", e.Attempted, e.LastStatus, e.Last)
 	}
-	return msg + fmt.Sprintf("; revision %d is %s; the release is now %s at revision %d", e.Attempted, e.AttemptedStatus, e.LastStatus, e.Last)
+	msg += fmt.Sprintf("; revision %d is %s; the release is now %s at revision %d", e.Attempted, e.AttemptedStatus, e.LastStatus, e.Last)
+	if e.RolledBackTo > 0 {
+		msg += fmt.Sprintf(": Helm's --atomic rolled the release back to revision %d", e.RolledBackTo)
+	}
+	return msg
 }
 
 // Unwrap returns Helm's error.
@@ -152,8 +159,23 @@ func failure(store *storage.Storage, name, ns string, attempted int, err error) 
 	}
 	if len(hist) > 0 {
 		ue.Last, ue.LastStatus = hist[0].Version, hist[0].Info.Status
+		ue.RolledBackTo = rollbackTarget(hist[0], attempted)
 	}
 	return ue
+}
+
+// rollbackTarget is the revision rel, a record newer than the attempted
+// one, rolled back to: Helm describes a rollback as "Rollback to N" (both
+// Helm 3 and 4). 0 when rel is not such a rollback.
+func rollbackTarget(rel *release.Release, attempted int) int {
+	var to int
+	if rel.Version <= attempted || rel.Info == nil {
+		return 0
+	}
+	if _, err := fmt.Sscanf(rel.Info.Description, "Rollback to %d", &to); err != nil {
+		return 0
+	}
+	return to
 }
 
 // describeFailure puts line before the description of the failed
@@ -177,6 +199,16 @@ func lineFirst(line, description string) string {
 		return line
 	}
 	return line + " (before: " + description + ")"
+}
+
+// DescribeFailed puts line before the description of revision version of
+// release name (either Helm's record format), a revision Helm marked
+// failed: `helm history` then says first what the watch saw, then Helm's
+// own error. line must already be sanitised.
+func DescribeFailed(cfg *action.Configuration, ns, name string, version int, line string) error {
+	return editRecord(cfg, ns, name, version, func(info *release.Info) {
+		info.Description = lineFirst(line, info.Description)
+	})
 }
 
 // MarkRolloutFailed records in revision version of release name (either

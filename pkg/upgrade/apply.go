@@ -66,6 +66,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
 	}
+	seen := c.watchAlongside(ctx, w, planned)
 	rel, err := apply.Apply(ctx, apply.Request{
 		Config:      c.Helm,
 		Cluster:     c.Cluster,
@@ -83,9 +84,18 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Log:         c.Logf,
 		Bound:       c.boundBy,
 	}, c.Out)
+	troubles := seen()
 	if err != nil {
 		unanswered = serverUnanswered(err)
-		return c.timedOut(c.explainHooks(ctx, planned, err))
+		err = c.explainHooks(ctx, planned, err)
+		var ue *apply.UpgradeError
+		if len(troubles) > 0 && errors.As(err, &ue) && !unanswered {
+			// Helm ran and failed (its wait, most often): what the watch
+			// saw says why, and a deadline that passed was the wait's,
+			// not the API server's.
+			return c.explainWait(planned, err, troubles)
+		}
+		return c.timedOut(err)
 	}
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan, on either way out.

@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -158,6 +159,9 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 		masker = redact.NewMasker()
 	}
 	san := redact.NewSanitizer(masker)
+	// The rollout watch shows progress while Helm applies and logs: one
+	// write at a time.
+	out = &lockedWriter{w: out}
 	logf := func(string, ...interface{}) {}
 	if settings.Debug {
 		logf = san.Logf(func(format string, args ...interface{}) {
@@ -359,4 +363,16 @@ func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
 		restConfig.Timeout = 30 * time.Second
 	}
 	return restConfig, nil
+}
+
+// lockedWriter serialises the writes to w of the goroutines that share it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

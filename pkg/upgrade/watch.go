@@ -2,12 +2,14 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -70,6 +72,37 @@ func (c *Config) watcher(ctx context.Context, planned *Planned) *watch.Watcher {
 	return w
 }
 
+// watchAlongside starts, when Helm itself waits for the rollout (--wait,
+// --atomic), the watch alongside Helm's apply (see watch.Alongside); the
+// function it returns stops it and says what it saw wrong. Without Helm's
+// wait, or without a watch, it starts nothing.
+func (c *Config) watchAlongside(ctx context.Context, w *watch.Watcher, planned *Planned) (stop func() []string) {
+	if w == nil || !planned.Render.Wait && !planned.Render.Atomic || c.Announce != nil {
+		return func() []string { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	seen := make(chan []string, 1)
+	go func() { seen <- w.Alongside(ctx, watch.NewProgress(c.Out, c.Terminal)) }()
+	return func() []string {
+		cancel()
+		return <-seen
+	}
+}
+
+// explainWait adds to err, Helm's failed wait (and, with --atomic, its
+// rollback), what the watch saw going wrong while Helm waited, and puts it
+// first in the failed revision's description in `helm history`.
+func (c *Config) explainWait(planned *Planned, err error, troubles []string) error {
+	line := "the watch saw, while Helm waited: " + c.Sanitizer.String(strings.Join(troubles, "; "))
+	var ue *apply.UpgradeError
+	if errors.As(err, &ue) && ue.AttemptedStatus == release.StatusFailed {
+		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, "Rollout failed: "+line); derr != nil {
+			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %v\n", ue.Attempted, c.Sanitizer.Error(derr))
+		}
+	}
+	return fmt.Errorf("%w; %s", err, line)
+}
+
 // watchRollout follows the rollout of the applied revision rel until every
 // object is current or failed, prints the outcome on Out, and records it in
 // planned.Plan.Outcome; a failed rollout is a *RolloutError, and the
@@ -81,12 +114,11 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 		timeout = planned.Render.TimeLimit()
 	}
 	c.progress("Watching the rollout (up to %s)", timeout)
-	var out *plan.Outcome
-	err := c.Stage("watch", func() error {
-		var err error
-		out, err = w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal))
-		return err
-	})
+	start, before := time.Now(), c.Requests()
+	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal))
+	// The watch's cost (make bench reads it): its time after Helm
+	// returned, its requests, and the LISTs and WATCHes per resource.
+	c.logStage("watch", time.Since(start), c.Requests()-before, w.Requests())
 	if err != nil {
 		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
 	}

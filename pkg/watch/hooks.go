@@ -12,9 +12,11 @@ import (
 
 // HookFailures says, for each hook Job of p that ran at apply, what its
 // failed pods say (the exit code and the last line of the termination
-// message, an image that cannot be pulled, ...): Helm's own error only
-// says that the Job failed. One LIST of pods per hook Job; nothing when
-// they are gone (a hook-failed delete policy) or cannot be read.
+// message, the last lines of the log, an image that cannot be pulled,
+// ...): Helm's own error only says that the Job failed. One LIST of pods
+// per hook Job, and one GET of a log per failed one; nothing when they are
+// gone (a hook-failed delete policy) or cannot be read. The caller
+// sanitises it.
 func HookFailures(ctx context.Context, cluster *live.Cluster, p *plan.Plan) []string {
 	var out []string
 	for _, h := range p.Hooks {
@@ -35,7 +37,13 @@ func HookFailures(ctx context.Context, cluster *live.Cluster, p *plan.Plan) []st
 				continue
 			}
 			if pr := podProblem(pod); pr != nil {
-				out = append(out, fmt.Sprintf("hook Job %s: %s", h.Name, pr.text))
+				why := fmt.Sprintf("hook Job %s: %s", h.Name, pr.text)
+				if pr.crashed != nil {
+					if lines := lastLogLines(ctx, cluster.REST, pr.crashed); lines != "" {
+						why += fmt.Sprintf("; last log lines of container %s: %s", pr.crashed.name, lines)
+					}
+				}
+				out = append(out, why)
 				break // one pod says it: the others failed alike
 			}
 		}

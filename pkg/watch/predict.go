@@ -145,6 +145,11 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 				oo.Reason = joinReason(oo.Reason, note)
 			}
 		}
+		if c := t.last.crashed; c != nil && (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) {
+			if lines := lastLogLines(ctx, w.cluster.REST, c); lines != "" {
+				oo.Reason = joinReason(oo.Reason, fmt.Sprintf("last log lines of container %s: %s", c.name, lines))
+			}
+		}
 		if oo.State == plan.StateInProgress && timedOut {
 			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
 		}

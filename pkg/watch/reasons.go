@@ -20,6 +20,16 @@ type problem struct {
 	fatal bool
 	// rank orders problems: the most telling one is reported.
 	rank int
+	// crashed is the container whose last run exited with an error (a
+	// crash loop): its log says why; nil for the other problems.
+	crashed *container
+}
+
+// container is one container of a pod; previous: its log is that of the
+// previous run (a crash loop restarted it), else of the current one.
+type container struct {
+	namespace, pod, name string
+	previous             bool
 }
 
 // Waiting reasons of a container that the kubelet keeps retrying with a
@@ -91,7 +101,8 @@ func containerProblem(pod *corev1.Pod, cs corev1.ContainerStatus) *problem {
 			}
 		case "CrashLoopBackOff":
 			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff): %s, restarted %d time(s)",
-				pod.Name, cs.Name, lastExit(cs.LastTerminationState.Terminated), cs.RestartCount), fatal: true, rank: 5}
+				pod.Name, cs.Name, lastExit(cs.LastTerminationState.Terminated), cs.RestartCount), fatal: true, rank: 5,
+				crashed: &container{namespace: pod.Namespace, pod: pod.Name, name: cs.Name, previous: true}}
 		case "", "ContainerCreating", "PodInitializing":
 			return nil
 		default:
@@ -101,7 +112,8 @@ func containerProblem(pod *corev1.Pod, cs corev1.ContainerStatus) *problem {
 	}
 	if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 		return &problem{text: fmt.Sprintf("pod %s: container %s %s", pod.Name, cs.Name, lastExit(t)),
-			fatal: pod.Status.Phase == corev1.PodFailed, rank: 4}
+			fatal: pod.Status.Phase == corev1.PodFailed, rank: 4,
+			crashed: &container{namespace: pod.Namespace, pod: pod.Name, name: cs.Name}}
 	}
 	return nil
 }

@@ -7,8 +7,9 @@
 //
 // Cost: one LIST of pods (and of claims, with StatefulSets) per namespace
 // before the apply; then one LIST+WATCH per kind and namespace of the
-// objects followed, one of pods per namespace holding workloads, and one
-// LIST of events per namespace where something failed.
+// objects followed, one of pods per namespace holding workloads, one LIST
+// of events per namespace where something failed, and one GET of a log per
+// workload whose container crashed.
 package watch
 
 import (
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +53,51 @@ type Watcher struct {
 	// Refresh is how often progress is shown again with no change (the
 	// elapsed time of each line); 0: one second.
 	Refresh time.Duration
+	// requests counts the LISTs and WATCHes sent, per resource (Requests).
+	requests requestCount
+}
+
+// requestCount counts LISTs and WATCHes per resource, from the goroutines
+// that follow the groups.
+type requestCount struct {
+	mu    sync.Mutex
+	count map[string]*[2]int // resource → LISTs, WATCHes
+}
+
+func (r *requestCount) add(gvr schema.GroupVersionResource, watch bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.count == nil {
+		r.count = map[string]*[2]int{}
+	}
+	name := gvr.GroupResource().String()
+	if r.count[name] == nil {
+		r.count[name] = &[2]int{}
+	}
+	if watch {
+		r.count[name][1]++
+	} else {
+		r.count[name][0]++
+	}
+}
+
+// Requests says how many LISTs and WATCHes the watch sent so far, per
+// resource: "configmaps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH" (the
+// snapshot's LIST of pods included). What its cost is measured by.
+func (w *Watcher) Requests() string {
+	w.requests.mu.Lock()
+	defer w.requests.mu.Unlock()
+	names := make([]string, 0, len(w.requests.count))
+	for n := range w.requests.count {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		c := w.requests.count[n]
+		parts[i] = fmt.Sprintf("%s %d LIST + %d WATCH", n, c[0], c[1])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // target is one object followed.
@@ -63,9 +110,11 @@ type target struct {
 	// the apply, by name.
 	podsBefore map[string]types.UID
 	// last is its status at the last evaluation; shown is true once it
-	// has a progress line.
-	last  status
-	shown bool
+	// has a progress line; trouble is the last status that said something
+	// was wrong (see Alongside).
+	last    status
+	shown   bool
+	trouble *status
 }
 
 func (t *target) workload() bool { return workloadKinds[t.gvk.GroupKind()] }
@@ -111,6 +160,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 		}
 		ns := t.change.ID.Namespace
 		if _, ok := pods[ns]; !ok {
+			w.requests.add(podsGVR, false)
 			list, err := listPods(ctx, w.cluster.Dynamic, ns)
 			if err != nil {
 				return fmt.Errorf("reading the pods of namespace %s before the apply: %w", ns, err)
@@ -159,7 +209,36 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	pods, timedOut := w.follow(ctx, start, show, true)
+	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
+	return out, nil
+}
 
+// Alongside follows the objects while Helm still applies and waits (--wait,
+// --atomic), until ctx is done, showing progress on show; it does not end
+// when they settle, since Helm may not have changed them yet. It returns
+// what it last saw wrong with each object it saw failing or stuck (a pod's
+// problem, a Failed condition), as `ID state: detail — reason` lines, even
+// when the object was fine again later (Helm's --atomic rolled it back):
+// what Helm's own wait error does not say. Nil when it saw nothing wrong.
+func (w *Watcher) Alongside(ctx context.Context, show Progress) []string {
+	w.follow(ctx, time.Now(), show, false)
+	var out []string
+	for _, t := range w.targets {
+		if t.trouble != nil {
+			out = append(out, t.change.ID.String()+" "+t.trouble.line())
+		}
+		t.trouble, t.last, t.shown = nil, status{}, false // Run starts afresh
+	}
+	return out
+}
+
+// follow LISTs and WATCHes the objects and their pods, evaluating each
+// target on every change and every Refresh, until ctx is done (timedOut)
+// or, with untilSettled, every target is settled; it returns the last view
+// of the pods, by namespace and name.
+func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, untilSettled bool) (pods map[string]map[string]*corev1.Pod, timedOut bool) {
+	ctx, cancel := context.WithCancel(ctx)
 	groups := map[groupKey]map[string]bool{} // names followed per group
 	podNamespaces := map[string]bool{}
 	for _, t := range w.targets {
@@ -184,7 +263,7 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followGroup(ctx, w.cluster.Dynamic, k, names, updates)
+			followGroup(ctx, w.cluster.Dynamic, k, names, updates, &w.requests)
 		}()
 	}
 	for k, names := range groups {
@@ -196,7 +275,7 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	defer func() { cancel(); go func() { wg.Wait(); close(updates) }(); drain(updates) }()
 
 	objs := map[groupKey]map[string]*unstructured.Unstructured{}
-	pods := map[string]map[string]*corev1.Pod{}
+	pods = map[string]map[string]*corev1.Pod{}
 	pending := len(groups) + len(podNamespaces)
 	failedGroups := map[groupKey]error{}
 	refresh := w.Refresh
@@ -205,7 +284,6 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
-	timedOut := false
 loop:
 	for {
 		select {
@@ -246,7 +324,7 @@ loop:
 			timedOut = true
 			break loop
 		}
-		if w.evaluate(objs, pods, failedGroups, show, time.Since(start)) {
+		if w.evaluate(objs, pods, failedGroups, show, time.Since(start)) && untilSettled {
 			break
 		}
 	}
@@ -259,8 +337,7 @@ loop:
 		}
 	}
 	show.Done()
-	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
-	return out, nil
+	return pods, timedOut
 }
 
 // evaluate computes every target's status, shows them, and reports
@@ -278,6 +355,10 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[k].Error()}
 		default:
 			t.last = evaluate(t, objs[k][t.change.ID.Name], podList(pods[t.change.ID.Namespace]))
+		}
+		if t.last.trouble {
+			last := t.last
+			t.trouble = &last
 		}
 		if t.last.state == plan.StateInProgress {
 			settled = false
@@ -311,7 +392,7 @@ func drain(ch <-chan update) {
 // them from the LIST's resource version, sending each to updates, until
 // ctx is done; a WATCH that ends is started again from the last version
 // seen, a LIST again when that version is gone.
-func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names map[string]bool, updates chan<- update) {
+func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names map[string]bool, updates chan<- update, count *requestCount) {
 	ri := dyn.Resource(k.gvr).Namespace(k.ns)
 	opts := metav1.ListOptions{}
 	if len(names) == 1 {
@@ -330,6 +411,7 @@ func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names m
 	keep := func(o *unstructured.Unstructured) bool { return names == nil || names[o.GetName()] }
 	first := true
 	for ctx.Err() == nil {
+		count.add(k.gvr, false)
 		list, err := ri.List(ctx, opts)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -359,6 +441,7 @@ func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names m
 		for ctx.Err() == nil {
 			wopts := opts
 			wopts.ResourceVersion, wopts.AllowWatchBookmarks = rv, true
+			count.add(k.gvr, true)
 			wi, err := ri.Watch(ctx, wopts)
 			if err != nil {
 				break // LIST again
@@ -480,6 +563,11 @@ type status struct {
 	state  string
 	detail string
 	reason string
+	// trouble: the reason says something is wrong (a pod's problem, a
+	// Failed condition), not only that it is not done yet.
+	trouble bool
+	// crashed is the crash-looping container the reason names, if any.
+	crashed *container
 }
 
 func (s status) line() string {
@@ -508,7 +596,7 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 		case kstatus.CurrentStatus:
 			return status{state: plan.StateCurrent}
 		case kstatus.FailedStatus:
-			return status{state: plan.StateFailed, reason: res.Message}
+			return status{state: plan.StateFailed, reason: res.Message, trouble: true}
 		}
 		return status{state: plan.StateInProgress, reason: res.Message}
 	}
@@ -519,6 +607,10 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 		if pr := podProblem(p); pr != nil && (worst == nil || pr.rank > worst.rank) {
 			worst = pr
 		}
+	}
+	s.trouble = worst != nil || res.Status == kstatus.FailedStatus
+	if worst != nil {
+		s.crashed = worst.crashed
 	}
 	switch {
 	case res.Status == kstatus.FailedStatus:

@@ -230,3 +230,35 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestTailLines(t *testing.T) {
+	tests := []struct {
+		name, log, want string
+	}{
+		{"last three", "a\nb\n\nc\nd\n", "b | c | d"},
+		{"fewer", "only\n", "only"},
+		{"empty", "\n\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tailLines(tt.log, 3); got != tt.want {
+				t.Errorf("tailLines(%q, 3) = %q, want %q", tt.log, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRequests: the watch's cost line counts LISTs and WATCHes per
+// resource, sorted by resource.
+func TestRequests(t *testing.T) {
+	w := &Watcher{}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	w.requests.add(podsGVR, false)
+	w.requests.add(deployments, false)
+	w.requests.add(podsGVR, false)
+	w.requests.add(podsGVR, true)
+	w.requests.add(deployments, true)
+	if got, want := w.Requests(), "deployments.apps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH"; got != want {
+		t.Errorf("Requests() = %q, want %q", got, want)
+	}
+}

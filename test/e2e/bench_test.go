@@ -45,7 +45,9 @@ func benchShapes() []benchShape {
 
 // benchTemplate renders .Values.objects objects: object i is of kind i mod 4,
 // and the first .Values.changed of them differ from the installed release in
-// content (data, port, image); .Values.label is on every object.
+// content (data, port, image; with .Values.inPlace a Deployment's
+// minReadySeconds instead of its image, so that no change rolls pods);
+// .Values.label is on every object.
 const benchTemplate = `{{- range $i, $_ := until (int .Values.objects) }}
 {{- $kind := mod $i 4 }}
 {{- $changed := lt $i (int $.Values.changed) }}
@@ -83,10 +85,13 @@ metadata:
   labels: {app.kubernetes.io/version: "{{ $.Values.label }}"}
 spec:
   replicas: 0
+  {{- if and $changed $.Values.inPlace }}
+  minReadySeconds: 5
+  {{- end }}
   selector: {matchLabels: {app: d{{ $i }}}}
   template:
     metadata: {labels: {app: d{{ $i }}}}
-    spec: {containers: [{name: c, image: "nginx:{{ if $changed }}1.26{{ else }}1.25{{ end }}"}]}
+    spec: {containers: [{name: c, image: "nginx:{{ if and $changed (not $.Values.inPlace) }}1.26{{ else }}1.25{{ end }}"}]}
 {{- end }}
 {{- end }}
 `
@@ -98,7 +103,7 @@ func writeBenchChart(b *testing.B) string {
 	dir := filepath.Join(b.TempDir(), "bench")
 	must(b, os.MkdirAll(filepath.Join(dir, "templates"), 0o755))
 	must(b, os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: bench\nversion: 1.0.0\n"), 0o644))
-	must(b, os.WriteFile(filepath.Join(dir, "values.yaml"), []byte("objects: 1000\nchanged: 0\nlabel: \"1\"\n"), 0o644))
+	must(b, os.WriteFile(filepath.Join(dir, "values.yaml"), []byte("objects: 1000\nchanged: 0\ninPlace: false\nlabel: \"1\"\n"), 0o644))
 	must(b, os.WriteFile(filepath.Join(dir, "templates", "all.yaml"), []byte(benchTemplate), 0o644))
 	return dir
 }
@@ -296,4 +301,77 @@ func BenchmarkUpgrade(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkWatch measures what the rollout watch costs once Helm returned:
+// a 1000-object release whose 150 changes are all in-place (nothing rolls,
+// so the watch's own cost is all there is), applied by the tool built from
+// this tree. Each run applies the changes (then helm puts the release back,
+// unmeasured) and reads the tool's debug line of the watch stage: the time
+// the watch took after Helm returned (watch-ms), its requests
+// (watch-requests), and the most LISTs and WATCHes it sent for one resource
+// (max-LIST/kind, max-WATCH/kind; the snapshot's LIST of pods before the
+// apply included). Medians of BENCH_RUNS runs; the per-resource line of the
+// last run is logged.
+func BenchmarkWatch(b *testing.B) {
+	runs := benchRuns(b)
+	c := testcluster.Get(b)
+	env := c.Env()
+	chart := writeBenchChart(b)
+	tool := benchTool(b, c)
+	ns := c.Namespace(b)
+	base := []string{"bench", chart, "-n", ns, "--timeout", "15m", "--set", "objects=1000"}
+	_, err := execMeasured(env, c.Helm3, append([]string{"install"}, base...)...)
+	must(b, err)
+	b.Run("1000-objects/150-in-place", func(b *testing.B) {
+		var ms, reqs, lists, watches []float64
+		var perKind string
+		for range runs {
+			cmd := exec.Command(tool, "bench", chart, "-n", ns, "--set", "objects=1000,changed=150,inPlace=true", "--debug")
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("the tool: %v\n%s", err, lastLines(stderr.String(), 20))
+			}
+			m := watchStage.FindStringSubmatch(stderr.String())
+			if m == nil {
+				b.Fatalf("no watch stage in the tool's debug output:\n%s", lastLines(stderr.String(), 30))
+			}
+			took, err := time.ParseDuration(m[1])
+			must(b, err)
+			n, _ := strconv.Atoi(m[2])
+			l, w := maxPerKind(m[3])
+			ms, reqs, lists, watches = append(ms, float64(took.Milliseconds())), append(reqs, float64(n)), append(lists, l), append(watches, w)
+			perKind = m[3]
+			_, err = execMeasured(env, c.Helm3, append([]string{"upgrade"}, base...)...) // back to no change
+			must(b, err)
+		}
+		b.Logf("watch requests per resource (last run): %s", perKind)
+		b.ReportMetric(median(ms), "watch-ms")
+		b.ReportMetric(median(reqs), "watch-requests")
+		b.ReportMetric(median(lists), "max-LIST/kind")
+		b.ReportMetric(median(watches), "max-WATCH/kind")
+	})
+}
+
+// watchStage is the tool's debug line of the watch stage (pkg/upgrade).
+var watchStage = regexp.MustCompile(`debug: stage watch: (\S+), (\d+) request\(s\); (.*)`)
+
+// maxPerKind is the most LISTs and WATCHes of one resource in a
+// watch.Requests line.
+func maxPerKind(line string) (lists, watches float64) {
+	for _, m := range perKindCount.FindAllStringSubmatch(line, -1) {
+		l, _ := strconv.Atoi(m[1])
+		w, _ := strconv.Atoi(m[2])
+		lists, watches = max(lists, float64(l)), max(watches, float64(w))
+	}
+	return lists, watches
+}
+
+var perKindCount = regexp.MustCompile(`(\d+) LIST \+ (\d+) WATCH`)
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }

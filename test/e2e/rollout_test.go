@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -105,21 +108,83 @@ func TestRolloutFailureReasons(t *testing.T) {
 			}
 			want := append([]string{`release "app" revision 2 was applied, but its rollout failed: Deployment.apps/` + ns + "/web " + tt.state}, tt.want...)
 			saysAll(t, "stderr", r.Stderr, want...)
-			history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
-			var revs []struct {
-				Revision    int
-				Status      string
-				Description string
-			}
-			if err := json.Unmarshal([]byte(history), &revs); err != nil || len(revs) != 2 {
-				t.Fatalf("helm history: %v\n%s", err, history)
-			}
-			last := revs[1]
+			last := releaseHistory(t, c, ns, 2)[1]
 			if last.Status != "failed" || !strings.Contains(last.Description, "Deployment.apps/"+ns+"/web "+tt.state) {
 				t.Errorf("revision 2 in helm history: %+v, want failed naming the Deployment", last)
 			}
 			saysAll(t, "revision 2's description", last.Description, tt.want...)
 		})
+	}
+}
+
+// TestRolloutAtomicPullError: under --atomic Helm waits, then rolls back;
+// the watch runs alongside Helm's wait, and the error and the failed
+// revision in `helm history` say what it saw (the Deployment, the image,
+// ImagePullBackOff) and that the release was rolled back, to which
+// revision. Nothing is lost: the Deployment runs its old pods.
+func TestRolloutAtomicPullError(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, before := webRelease(t, c, "nginx:1.25")
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:pull-error", "RollingUpdate", 3)}),
+		"-n", ns, "--atomic", "--timeout", "20s")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, "applying revision 2 failed", "rolled back",
+		"the release is now deployed at revision 3: Helm's --atomic rolled the release back to revision 1",
+		"the watch saw, while Helm waited: Deployment.apps/"+ns+"/web failed", "image nginx:pull-error cannot be pulled", "ImagePullBackOff")
+	if strings.Contains(r.Stderr, "the API server did not answer") {
+		t.Errorf("stderr blames the API server for Helm's wait:\n%s", r.Stderr)
+	}
+	revs := releaseHistory(t, c, ns, 3)
+	if failed := revs[1]; failed.Status != "failed" {
+		t.Errorf("revision 2 in helm history: %+v, want failed", failed)
+	} else {
+		saysAll(t, "revision 2's description", failed.Description, "Deployment.apps/"+ns+"/web failed", "nginx:pull-error", "ImagePullBackOff")
+	}
+	if back := revs[2]; back.Status != "deployed" || back.Description != "Rollback to 1" {
+		t.Errorf("revision 3 in helm history: %+v, want deployed, Rollback to 1", back)
+	}
+	d, err := c.Clientset(t).AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Deployment web after the rollback: %v", err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+		t.Errorf("Deployment web runs image %s after the rollback, want nginx:1.25", img)
+	}
+	after, _ := c.PodsAndClaims(t, ns, "app=web")
+	keptUIDs(t, "Pod", before, after)
+}
+
+// TestRolloutCrashLogSanitised: a crash-looping container's last log lines
+// (kwok serves scripts/controlplane/kwok/crash.log as every container's log)
+// are in the reason, with the release's Secret value they hold masked, on
+// stderr and in `helm history`.
+func TestRolloutCrashLogSanitised(t *testing.T) {
+	const secret = "kwok-log-secret-4f1c9a" // in crash.log
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	chart := func(version, image string) string {
+		return writeChart(t, "app", version, map[string]string{
+			"d.yaml":      deployment("web", image, "RollingUpdate", 2),
+			"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + secret + "}\n",
+		})
+	}
+	c.Helm(t, "install", "app", chart("1.0.0", "nginx:1.25"), "-n", ns, "--wait", "--timeout", "5m")
+	r := run(t, c, "app", chart("1.1.0", "nginx:crash"), "-n", ns)
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	want := []string{"CrashLoopBackOff", "last exited with code 1", "last log lines of container web: ",
+		"as app with password (sensitive: hmac-sha256:", `fatal: password authentication failed for user "app"`}
+	saysAll(t, "stderr", r.Stderr, want...)
+	description := releaseHistory(t, c, ns, 2)[1].Description
+	saysAll(t, "revision 2's description", description, want...)
+	for what, text := range map[string]string{"stderr": r.Stderr, "revision 2's description": description} {
+		if strings.Contains(text, secret) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("%s holds the Secret value:\n%s", what, text)
+		}
 	}
 }
 
@@ -136,7 +201,8 @@ func TestRolloutFailingHookJob(t *testing.T) {
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, "pre-upgrade", "hook Job migrate: pod migrate-", "container migrate last exited with code 1 (Error)")
+	saysAll(t, "stderr", r.Stderr, "pre-upgrade", "hook Job migrate: pod migrate-", "container migrate last exited with code 1 (Error)",
+		`last log lines of container migrate: `, `fatal: password authentication failed for user "app"`)
 }
 
 // TestRolloutOnDelete: a StatefulSet with updateStrategy OnDelete whose
@@ -145,20 +211,7 @@ func TestRolloutOnDelete(t *testing.T) {
 	c := testcluster.Get(t)
 	c.RequireOwnCluster(t)
 	ns := c.Namespace(t)
-	sts := func(image string) map[string]string {
-		return map[string]string{"sts.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: kafka}
-spec:
-  replicas: 2
-  serviceName: kafka
-  updateStrategy: {type: OnDelete}
-  selector: {matchLabels: {app: kafka}}
-  template:
-    metadata: {labels: {app: kafka}}
-    spec: {containers: [{name: kafka, image: "` + image + `"}]}
-`}
-	}
+	sts := func(image string) map[string]string { return kafkaStatefulSet(2, "{type: OnDelete}", image) }
 	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
 	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
 	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("kafka:3.8")), "-n", ns)
@@ -175,6 +228,84 @@ spec:
 	if len(before) != 2 {
 		t.Errorf("pods before: %v, want 2", before)
 	}
+}
+
+// TestRolloutPartition: a StatefulSet with rollingUpdate.partition 1 whose
+// template changes replaces only the pods with ordinal 1 and above, as the
+// plan predicts; pod 0 keeps its UID.
+func TestRolloutPartition(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t)
+	ns := c.Namespace(t)
+	sts := func(image string) map[string]string {
+		return kafkaStatefulSet(3, "{type: RollingUpdate, rollingUpdate: {partition: 1}}", image)
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("kafka:3.7")), "-n", ns, "--wait", "--timeout", "5m")
+	before, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	if len(before) != 3 {
+		t.Fatalf("pods before: %v, want 3", before)
+	}
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("kafka:3.8")), "-n", ns, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr,
+		"StatefulSet.apps/"+ns+"/kafka: 2 of 2 pod(s) at or above the partition replaced, 1 of 1 below kept (predicted: pods with ordinal 1 and above replaced, the others kept)",
+		"Outcome: 1 as predicted, 0 differ")
+	after, _ := c.PodsAndClaims(t, ns, "app=kafka")
+	for _, name := range []string{"kafka-0", "kafka-1", "kafka-2"} {
+		switch kept := after[name] == before[name]; {
+		case after[name] == "":
+			t.Errorf("pod %s is gone after the upgrade", name)
+		case name == "kafka-0" && !kept:
+			t.Errorf("pod kafka-0, below the partition, was replaced (UID %s, then %s)", before[name], after[name])
+		case name != "kafka-0" && kept:
+			t.Errorf("pod %s, at or above the partition, was not replaced (UID %s)", name, after[name])
+		}
+	}
+	var doc outcomeDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.Outcome == nil || len(doc.Outcome.Objects) != 1 {
+		t.Fatalf("JSON document without the StatefulSet's outcome (%v):\n%s", err, r.Stdout)
+	}
+	if ob := doc.Outcome.Objects[0]; !ob.AsPredicted || ob.State != "current" || ob.PodsBefore != 3 || ob.PodsKept != 1 {
+		t.Errorf("outcome of StatefulSet kafka: %+v, want current, as predicted, 1 of 3 pods kept", ob)
+	}
+}
+
+// kafkaStatefulSet is the templates of a chart holding StatefulSet kafka
+// with replicas pods of image, updated as updateStrategy (flow YAML) says.
+func kafkaStatefulSet(replicas int, updateStrategy, image string) map[string]string {
+	return map[string]string{"sts.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: kafka}
+spec:
+  replicas: %d
+  serviceName: kafka
+  updateStrategy: %s
+  selector: {matchLabels: {app: kafka}}
+  template:
+    metadata: {labels: {app: kafka}}
+    spec: {containers: [{name: kafka, image: %q}]}
+`, replicas, updateStrategy, image)}
+}
+
+// revision is one line of `helm history -o json`.
+type revision struct {
+	Revision    int
+	Status      string
+	Description string
+}
+
+// releaseHistory is the history of release app in ns, which must have n
+// revisions, oldest first.
+func releaseHistory(t *testing.T, c *testcluster.Cluster, ns string, n int) []revision {
+	t.Helper()
+	history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
+	var revs []revision
+	if err := json.Unmarshal([]byte(history), &revs); err != nil || len(revs) != n {
+		t.Fatalf("helm history, want %d revision(s): %v\n%s", n, err, history)
+	}
+	return revs
 }
 
 // saysAll fails the test for each of wants that text (named what) does
