@@ -19,6 +19,9 @@ type Invocation struct {
 	Warnings []string
 	// AckFileGiven: the command line names an ack file itself (--ack-file).
 	AckFileGiven bool
+	// DryRun: helm upgrade's --dry-run, in any spelling but false or none
+	// (the last one given counts, as for Helm).
+	DryRun bool
 }
 
 // FlagInfo tells whether helm safe-upgrade knows a flag (long name, or a
@@ -140,6 +143,8 @@ func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 			return nil
 		case "ack-file":
 			inv.AckFileGiven = true
+		case "dry-run":
+			inv.DryRun = !a.hasValue || (a.value != "false" && a.value != "none")
 		}
 		inv.Args = append(inv.Args, a.raw)
 		return nil
