@@ -113,12 +113,13 @@ func must(b testing.TB, err error) {
 // set of the process (of the largest, for several processes in a row).
 type sample struct {
 	wall time.Duration
-	rss  int64 // bytes
+	cpu  time.Duration // user + system
+	rss  int64         // bytes
 }
 
 // then is s followed by next: times add up, the peak is the larger.
 func (s sample) then(next sample) sample {
-	return sample{wall: s.wall + next.wall, rss: max(s.rss, next.rss)}
+	return sample{wall: s.wall + next.wall, cpu: s.cpu + next.cpu, rss: max(s.rss, next.rss)}
 }
 
 // execMeasured runs name with args and env, stdout discarded, and returns its
@@ -140,7 +141,8 @@ func execMeasured(env []string, name string, args ...string) (sample, error) {
 	if !ok {
 		return sample{}, fmt.Errorf("%s: no rusage", name)
 	}
-	return sample{wall: wall, rss: ru.Maxrss * 1024}, nil // Linux: KiB
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return sample{wall: wall, cpu: cpu, rss: ru.Maxrss * 1024}, nil // Linux: KiB
 }
 
 func lastLines(s string, n int) string {
@@ -149,20 +151,25 @@ func lastLines(s string, n int) string {
 }
 
 // measure runs one contender runs times and reports the median wall time as
-// ns/op and the median peak RSS as peak-RSS-MiB.
+// ns/op, the median CPU time (user + system) as CPU-ms and the median peak
+// RSS as peak-RSS-MiB. On a shared machine the CPU time is the steadier
+// figure: wall time includes waiting for a core.
 func measure(b *testing.B, runs int, one func() (sample, error)) {
 	b.Helper()
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	var rsss []int64
 	for range runs {
 		s, err := one()
 		must(b, err)
 		walls = append(walls, s.wall)
+		cpus = append(cpus, s.cpu)
 		rsss = append(rsss, s.rss)
 	}
 	slices.Sort(walls)
+	slices.Sort(cpus)
 	slices.Sort(rsss)
 	b.ReportMetric(float64(walls[len(walls)/2].Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(cpus[len(cpus)/2].Microseconds())/1000, "CPU-ms")
 	b.ReportMetric(float64(rsss[len(rsss)/2])/(1<<20), "peak-RSS-MiB")
 }
 
