@@ -135,6 +135,14 @@ func TestDiffArgs(t *testing.T) {
 		args: []string{"diff", "upgrade", "--three-way-merge", "--normalize-manifests", "--dry-run=server", "r", "c"},
 		want: []string{"r", "c", "--dry-run"},
 	}, {
+		name: "helmfile diff --color with Helm 3: helm-diff's switch, the next flag kept",
+		args: []string{"diff", "upgrade", "--allow-unreleased", "r", "c", "--color", "--context", "3"},
+		want: []string{"--install", "r", "c", "--diff-context=3", "--dry-run"},
+	}, {
+		name: "Helm 4's --color with a value",
+		args: []string{"--color", "never", "diff", "upgrade", "r", "c", "--context", "3"},
+		want: []string{"r", "c", "--diff-context=3", "--dry-run"}, noColor: true,
+	}, {
 		name: "suppress and unknown flags warn",
 		args: []string{"-n", "ns", "diff", "upgrade", "r", "c", "--suppress", "Secret", "--frobnicate", "--level=3", "--show-secrets"},
 		want: []string{"-n", "ns", "r", "c", "--dry-run"},
