@@ -21,10 +21,18 @@ type helmfileProject struct {
 	env      []string
 }
 
-// writeHelmfile writes helmfile.yaml with the release of chart chartName.
+// writeHelmfile writes helmfile.yaml with the release of chart chartName,
+// copied into the project's charts/ first: helmfile runs helm dependency
+// build in a local chart's folder, which must not be the repository's.
 func (p *helmfileProject) writeHelmfile(t *testing.T, chartName string) {
 	t.Helper()
-	doc := fmt.Sprintf("releases:\n  - name: demo\n    namespace: %s\n    chart: %s\n    values:\n      - values.yaml\n", p.ns, shimtest.Chart(p.c, chartName))
+	dst := filepath.Join(p.dir, "charts", chartName)
+	if _, err := os.Stat(dst); os.IsNotExist(err) {
+		if err := os.CopyFS(dst, os.DirFS(shimtest.Chart(p.c, chartName))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := fmt.Sprintf("releases:\n  - name: demo\n    namespace: %s\n    chart: ./charts/%s\n    values:\n      - values.yaml\n", p.ns, chartName)
 	if err := os.WriteFile(filepath.Join(p.dir, "helmfile.yaml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
