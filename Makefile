@@ -61,8 +61,8 @@ endif
 test-compat: controlplane-compat
 	KUBE_VERSION=$(OLD_KUBE_VERSION) KUBE_COMPONENTS="$(OLD_KUBE_COMPONENTS)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(OLD_KUBE_TESTS)' ./test/e2e
 
-# Real helmfile for test-orchestrators, built from its module source (about an
-# hour of CPU cold, so not part of make test, whose test/shim makes the same
+# Real helmfile for test-orchestrators, built from its module source (about
+# 1255 CPU-seconds cold, so not part of make test, whose test/shim makes the same
 # helm calls from scripts).
 orchestrators:
 	scripts/build-orchestrators.sh all >/dev/null

@@ -24,7 +24,7 @@ const HelmfileEnv = "SAFE_UPGRADE_HELMFILE"
 var tool shimtest.Tool
 
 // helmfile returns the helmfile binary of HelmfileEnv, or skips the test:
-// its build takes about an hour of CPU, so only make test-orchestrators
+// its build takes about 1250 CPU-seconds cold, so only make test-orchestrators
 // asks for it.
 func helmfile(t *testing.T) string {
 	t.Helper()
