@@ -17,7 +17,7 @@ OLD_KUBE_TESTS ?= TestPlanVerdicts|TestPlanManyObjectsOfOneKind
 # The older minor runs plan tests only: no controllers needed.
 OLD_KUBE_COMPONENTS ?= kube-apiserver kubectl
 
-.PHONY: all build controlplane controlplane-compat shiptools snapshot test test-compat release-check vet demo bench clean distclean
+.PHONY: all build controlplane controlplane-compat shiptools orchestrators snapshot test test-compat test-orchestrators release-check vet demo bench clean distclean
 
 all: build
 
@@ -60,6 +60,16 @@ endif
 # The plan tests against the previous Kubernetes minor's API server.
 test-compat: controlplane-compat
 	KUBE_VERSION=$(OLD_KUBE_VERSION) KUBE_COMPONENTS="$(OLD_KUBE_COMPONENTS)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(OLD_KUBE_TESTS)' ./test/e2e
+
+# Real helmfile for test-orchestrators, built from its module source (about
+# 1255 CPU-seconds cold, so not part of make test, whose test/shim makes the same
+# helm calls from scripts).
+orchestrators:
+	scripts/build-orchestrators.sh all >/dev/null
+
+# helmfile through the helm shim on the local control plane (test/orchestrators).
+test-orchestrators: controlplane orchestrators
+	SAFE_UPGRADE_HELMFILE="$$(scripts/build-orchestrators.sh helmfile)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./test/orchestrators
 
 # The release workflow's check: every platform's archive built by goreleaser
 # with the release's flags (about 14 min cold on 2 cores) and checked as make

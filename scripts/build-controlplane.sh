@@ -27,16 +27,7 @@ LOCKED=
 lock_cache() {
   [[ -n "$LOCKED" ]] && return 0
   LOCKED=1
-  mkdir -p "$CACHE_DIR"
-  if ! command -v flock >/dev/null; then
-    log "flock not found: not guarding against a concurrent build"
-    return 0
-  fi
-  exec 9>"$CACHE_DIR/build.lock"
-  if ! flock -n 9; then
-    log "waiting for another build of the control plane to finish"
-    flock 9
-  fi
+  lock_build build "the control plane"
 }
 
 # scratch_module NAME: prints a fresh, empty folder under the cache where a
@@ -47,33 +38,6 @@ scratch_module() {
   rm -rf "$dir"
   mkdir -p "$dir"
   echo "$dir"
-}
-
-# quietly CMD...: runs CMD, showing its output only when it fails (go get
-# and go mod tidy list every module they add).
-quietly() {
-  local out
-  if ! out="$("$@" 2>&1)"; then
-    printf '%s\n' "$out" >&2
-    return 1
-  fi
-}
-
-# building WHAT COLD_MINUTES CMD...: runs CMD with a line when it starts, one
-# every 30 s while it runs (a cold build is long and otherwise silent) and one
-# with the wall time and CPU-seconds it took.
-building() {
-  local what=$1 cold=$2; shift 2
-  local start=$SECONDS cpu cpu_end hb rc=0
-  children_cpu cpu
-  log "building $what (cold cache: about $cold min on 2 cores; cached afterwards)"
-  ( while sleep 30; do log "  still building $what: $((SECONDS - start))s"; done ) &
-  hb=$!
-  "$@" || rc=$?
-  kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null || true
-  ((rc == 0)) || die "building $what failed"
-  children_cpu cpu_end
-  log "built $what in $((SECONDS - start))s wall, $((cpu_end - cpu)) CPU-s"
 }
 
 etcd_cached() { [[ -x "$(etcd_bin_dir)/etcd" ]]; }

@@ -183,6 +183,9 @@ func TestShimUpgradeGate(t *testing.T) {
 		stderr  []string
 	}{
 		{name: "blocked", args: upgrade, code: ExitBlocked, stderr: []string{"recreate-required", "helm (safe-upgrade shim): acknowledgements come from the file SAFE_UPGRADE_ACK_FILE names, else .safe-upgrade-acks.yaml in the working directory (none found)"}},
+		{name: "blocked --dry-run exits 0 as helm's does", args: append(upgrade, "--dry-run"), code: ExitOK, stderr: []string{"recreate-required", "(none found)", "helm (safe-upgrade shim): --dry-run: nothing was written; exit 0 as helm upgrade --dry-run, though the upgrade itself would be blocked as above"}},
+		{name: "blocked --dry-run=server", args: append(upgrade, "--dry-run=server"), code: ExitOK, stderr: []string{"recreate-required", "would be blocked as above"}},
+		{name: "--dry-run=false is no dry run", args: append(upgrade, "--dry-run=false"), code: ExitBlocked, stderr: []string{"recreate-required"}},
 		{name: "ack file from the environment", env: map[string]string{AckFileEnv: acks}, args: upgrade, code: ExitOK, stderr: []string{"(1 acknowledged, 0 to acknowledge, 0 blocking)"}},
 		{name: "ack file in the working directory", cwdAcks: true, args: upgrade, code: ExitOK, stderr: []string{"(1 acknowledged, 0 to acknowledge, 0 blocking)"}},
 		{name: "missing ack file named", env: map[string]string{AckFileEnv: acks + ".nope"}, args: upgrade, code: ExitError, stderr: []string{"Error: SAFE_UPGRADE_ACK_FILE=" + acks + ".nope"}},

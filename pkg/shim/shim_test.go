@@ -61,6 +61,7 @@ func TestUpgradeArgs(t *testing.T) {
 		want    []string
 		noColor bool
 		ackFile bool
+		dryRun  bool
 		err     string
 	}{
 		{name: "flags anywhere", args: []string{"-n", "ns", "upgrade", "--install", "r", "c", "-f", "v.yaml", "--force", "--wait"},
@@ -74,6 +75,10 @@ func TestUpgradeArgs(t *testing.T) {
 		{name: "ack file given", args: []string{"upgrade", "r", "c", "--ack-file", "a.yaml"}, want: []string{"r", "c", "--ack-file", "a.yaml"}, ackFile: true},
 		{name: "after --", args: []string{"upgrade", "r", "c", "--", "-o", "json"}, want: []string{"r", "c", "--", "-o", "json"}},
 		{name: "missing value", args: []string{"upgrade", "r", "c", "-o"}, err: "flag needs an argument: -o"},
+		{name: "dry run", args: []string{"upgrade", "--dry-run", "r", "c"}, want: []string{"--dry-run", "r", "c"}, dryRun: true},
+		{name: "dry run on the server", args: []string{"upgrade", "r", "c", "--dry-run=server"}, want: []string{"r", "c", "--dry-run=server"}, dryRun: true},
+		{name: "dry run turned off", args: []string{"upgrade", "r", "c", "--dry-run", "--dry-run=none"}, want: []string{"r", "c", "--dry-run", "--dry-run=none"}},
+		{name: "dry run false", args: []string{"upgrade", "r", "c", "--dry-run=false"}, want: []string{"r", "c", "--dry-run=false"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, cmd := Classify(tt.args)
@@ -87,8 +92,8 @@ func TestUpgradeArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(inv.Args, tt.want) || inv.NoColor != tt.noColor || inv.AckFileGiven != tt.ackFile {
-				t.Errorf("got %q noColor=%v ackFile=%v, want %q noColor=%v ackFile=%v", inv.Args, inv.NoColor, inv.AckFileGiven, tt.want, tt.noColor, tt.ackFile)
+			if !reflect.DeepEqual(inv.Args, tt.want) || inv.NoColor != tt.noColor || inv.AckFileGiven != tt.ackFile || inv.DryRun != tt.dryRun {
+				t.Errorf("got %q noColor=%v ackFile=%v dryRun=%v, want %q noColor=%v ackFile=%v dryRun=%v", inv.Args, inv.NoColor, inv.AckFileGiven, inv.DryRun, tt.want, tt.noColor, tt.ackFile, tt.dryRun)
 			}
 		})
 	}
@@ -129,6 +134,14 @@ func TestDiffArgs(t *testing.T) {
 		name: "three-way merge, normalize, server dry-run are how the plan works",
 		args: []string{"diff", "upgrade", "--three-way-merge", "--normalize-manifests", "--dry-run=server", "r", "c"},
 		want: []string{"r", "c", "--dry-run"},
+	}, {
+		name: "helmfile diff --color with Helm 3: helm-diff's switch, the next flag kept",
+		args: []string{"diff", "upgrade", "--allow-unreleased", "r", "c", "--color", "--context", "3"},
+		want: []string{"--install", "r", "c", "--diff-context=3", "--dry-run"},
+	}, {
+		name: "Helm 4's --color with a value",
+		args: []string{"--color", "never", "diff", "upgrade", "r", "c", "--context", "3"},
+		want: []string{"r", "c", "--diff-context=3", "--dry-run"}, noColor: true,
 	}, {
 		name: "suppress and unknown flags warn",
 		args: []string{"-n", "ns", "diff", "upgrade", "r", "c", "--suppress", "Secret", "--frobnicate", "--level=3", "--show-secrets"},

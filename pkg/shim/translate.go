@@ -19,6 +19,9 @@ type Invocation struct {
 	Warnings []string
 	// AckFileGiven: the command line names an ack file itself (--ack-file).
 	AckFileGiven bool
+	// DryRun: helm upgrade's --dry-run, in any spelling but false or none
+	// (the last one given counts, as for Helm).
+	DryRun bool
 }
 
 // FlagInfo tells whether helm safe-upgrade knows a flag (long name, or a
@@ -44,11 +47,15 @@ func splitArg(a string) arg {
 	return arg{raw: a, name: a[1:2], value: strings.TrimPrefix(a[2:], "="), hasValue: len(a) > 2}
 }
 
+// nextArg returns the argument after the current one: consumed (a flag's
+// separate value), or with peek only looked at.
+type nextArg func(peek bool) (string, bool)
+
 // walk calls visit for each argument of args after removing the command
-// words at skip (their indexes); visit returns how many arguments it
-// consumed after the current one (a flag's separate value). Everything from
-// "--" on is passed to keep as it is.
-func walk(args []string, skip map[int]bool, visit func(a arg, next func() (string, bool)) error, keep func(string)) error {
+// words at skip (their indexes); visit consumes through next the arguments
+// after the current one that belong to it (a flag's separate value).
+// Everything from "--" on is passed to keep as it is.
+func walk(args []string, skip map[int]bool, visit func(a arg, next nextArg) error, keep func(string)) error {
 	for i := 0; i < len(args); i++ {
 		if skip[i] {
 			continue
@@ -60,12 +67,15 @@ func walk(args []string, skip map[int]bool, visit func(a arg, next func() (strin
 			return nil
 		}
 		j := i
-		next := func() (string, bool) {
-			if j+1 < len(args) {
-				j++
-				return args[j], true
+		next := func(peek bool) (string, bool) {
+			if j+1 >= len(args) {
+				return "", false
 			}
-			return "", false
+			if peek {
+				return args[j+1], true
+			}
+			j++
+			return args[j], true
 		}
 		if err := visit(splitArg(args[i]), next); err != nil {
 			return err
@@ -76,11 +86,11 @@ func walk(args []string, skip map[int]bool, visit func(a arg, next func() (strin
 }
 
 // value returns the flag's value: in the same argument, or the next one.
-func (a arg) valueFrom(next func() (string, bool)) (string, error) {
+func (a arg) valueFrom(next nextArg) (string, error) {
 	if a.hasValue {
 		return a.value, nil
 	}
-	v, ok := next()
+	v, ok := next(false)
 	if !ok {
 		return "", fmt.Errorf("flag needs an argument: %s", a.raw)
 	}
@@ -89,12 +99,19 @@ func (a arg) valueFrom(next func() (string, bool)) (string, error) {
 
 // helm4Globals are Helm 4's global flags that helm safe-upgrade (built on
 // Helm 3's settings) does not know: the shim takes them out.
-func helm4Global(a arg, next func() (string, bool), inv *Invocation) (bool, error) {
+func helm4Global(a arg, next nextArg, inv *Invocation) (bool, error) {
 	switch a.name {
 	case "color", "colour":
-		v, err := a.valueFrom(next)
-		if err != nil {
-			return true, err
+		v := a.value
+		if !a.hasValue {
+			// Helm 4's --color takes a value; helm-diff's --color under
+			// Helm 3 (helmfile diff --color) is a switch, followed by
+			// anything.
+			if v, _ = next(true); v == "never" || v == "auto" || v == "always" {
+				next(false)
+			} else {
+				v = "always"
+			}
 		}
 		if v == "never" {
 			inv.NoColor = true
@@ -115,7 +132,7 @@ func helm4Global(a arg, next func() (string, bool), inv *Invocation) (bool, erro
 // legacy) or nothing (hookOnly).
 func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 	var inv Invocation
-	err := walk(args, map[int]bool{cmd: true}, func(a arg, next func() (string, bool)) error {
+	err := walk(args, map[int]bool{cmd: true}, func(a arg, next nextArg) error {
 		if handled, err := helm4Global(a, next, &inv); handled || err != nil {
 			return err
 		}
@@ -140,6 +157,8 @@ func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 			return nil
 		case "ack-file":
 			inv.AckFileGiven = true
+		case "dry-run":
+			inv.DryRun = !a.hasValue || (a.value != "false" && a.value != "none")
 		}
 		inv.Args = append(inv.Args, a.raw)
 		return nil
@@ -215,7 +234,7 @@ func DiffArgs(args []string, cmd int, known FlagInfo) (Invocation, error) {
 	for up < len(args) && args[up] != "upgrade" {
 		up++
 	}
-	err := walk(args, map[int]bool{cmd: true, up: true}, func(a arg, next func() (string, bool)) error {
+	err := walk(args, map[int]bool{cmd: true, up: true}, func(a arg, next nextArg) error {
 		if a.name == "" {
 			inv.Args = append(inv.Args, a.raw)
 			return nil
@@ -241,7 +260,7 @@ func DiffArgs(args []string, cmd int, known FlagInfo) (Invocation, error) {
 		}
 		inv.Args = append(inv.Args, a.raw)
 		if takesValue && !a.hasValue {
-			v, ok := next()
+			v, ok := next(false)
 			if !ok {
 				return fmt.Errorf("flag needs an argument: %s", a.raw)
 			}

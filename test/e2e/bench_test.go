@@ -119,8 +119,9 @@ func must(b testing.TB, err error) {
 // system) and the peak resident set of the process (of the largest, for
 // several processes in a row).
 type sample struct {
-	wall, cpu time.Duration
-	rss       int64 // bytes
+	wall time.Duration
+	cpu  time.Duration // user + system
+	rss  int64         // bytes
 }
 
 // then is s followed by next: times add up, the peak is the larger.
@@ -157,8 +158,9 @@ func lastLines(s string, n int) string {
 }
 
 // measure runs one contender runs times and reports the median wall time as
-// ns/op, the median CPU time as CPU-s and the median peak RSS as
-// peak-RSS-MiB.
+// ns/op, the median CPU time (user + system) as CPU-s and the median peak
+// RSS as peak-RSS-MiB. On a shared machine the CPU time is the steadier
+// figure: wall time includes waiting for a core.
 func measure(b *testing.B, runs int, one func() (sample, error)) {
 	b.Helper()
 	var walls, cpus []time.Duration

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
@@ -30,12 +28,12 @@ func newProject(t *testing.T, c *testcluster.Cluster, realHelm string) *project 
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := newShimDirs(t, c, realHelm)
+	dirs := tool.Dirs(t, c, realHelm)
 	p := &project{c: c, dir: t.TempDir(), ns: c.Namespace(t), bash: bash}
 	if err := os.WriteFile(filepath.Join(p.dir, "values.yaml"), []byte("config:\n  greeting: Hello from a desired-state file\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.env = env(t, c, []string{dirs.Shim, dirs.Real}, "REL=demo", "NS="+p.ns, "VALUES=values.yaml")
+	p.env = shimtest.Env(t, c, []string{dirs.Shim, dirs.Real}, "REL=demo", "NS="+p.ns, "VALUES=values.yaml")
 	return p
 }
 
@@ -46,49 +44,7 @@ func (p *project) script(t *testing.T, name, chartName string, args ...string) r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, p.dir, append(p.env, "CHART="+chart(p.c, chartName)), p.bash, "bash", append([]string{script}, args...)...)
-}
-
-// state is what a blocked upgrade must leave as it was.
-type state struct {
-	StatefulSet types.UID
-	Revision    string
-}
-
-func (p *project) state(t *testing.T) state {
-	t.Helper()
-	sts, err := p.c.Clientset(t).AppsV1().StatefulSets(p.ns).Get(t.Context(), "demo-db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets, err := p.c.Clientset(t).CoreV1().Secrets(p.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=demo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	revision := ""
-	for _, s := range secrets.Items {
-		if s.Labels["version"] > revision {
-			revision = s.Labels["version"]
-		}
-	}
-	return state{StatefulSet: sts.UID, Revision: revision}
-}
-
-// toolWroteSince returns the requests the tool's processes sent since
-// audit event index before that changed something in the project's
-// namespace (not reads, not dry-runs), and whether it sent any request.
-func (p *project) toolWroteSince(t *testing.T, before int) (writes []string, seen bool) {
-	t.Helper()
-	for _, e := range p.c.AuditEvents(t, nil)[before:] {
-		if !strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") || e.ObjectRef.Namespace != p.ns {
-			continue
-		}
-		seen = true
-		if e.Verb != "get" && e.Verb != "list" && e.Verb != "watch" && !strings.Contains(e.RequestURI, "dryRun=All") {
-			writes = append(writes, e.Verb+" "+e.RequestURI)
-		}
-	}
-	return writes, seen
+	return shimtest.Run(t, p.dir, append(p.env, "CHART="+shimtest.Chart(p.c, chartName)), p.bash, "bash", append([]string{script}, args...)...)
 }
 
 // TestOrchestratorCallsThroughShim makes the calls helmfile and Helmsman
@@ -106,12 +62,8 @@ func TestOrchestratorCallsThroughShim(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, `Release "demo" does not exist. Installing it now.`) || !strings.Contains(r.Stdout, "STATUS: deployed") {
 		t.Fatalf("helmfile sync (install) through the shim:\n%s", r)
 	}
-	testcluster.Eventually(t, "the StatefulSet's pod and claim created", func() (bool, string) {
-		pods, claims := c.PodsAndClaims(t, p.ns, "app.kubernetes.io/component=db")
-		return len(pods) == 1 && len(claims) == 1, "pods " + strings.Join(keys(pods), ",") + " claims " + strings.Join(keys(claims), ",")
-	})
-	pods, claims := c.PodsAndClaims(t, p.ns, "app.kubernetes.io/component=db")
-	before := p.state(t)
+	pods, claims := shimtest.WaitForDB(t, c, p.ns)
+	before := shimtest.DemoState(t, c, p.ns, "demo")
 	events := len(c.AuditEvents(t, nil))
 
 	// helmfile diff and Helmsman's plan: the verdicts, helm-diff's exit codes.
@@ -132,7 +84,6 @@ func TestOrchestratorCallsThroughShim(t *testing.T) {
 		{"helmfile sync", "helmfile.sh", []string{"sync"}},
 		{"helmsman apply --force-upgrades", "helmsman.sh", []string{"apply-force"}},
 		{"CI script: upgrade --install --force --wait", "ci-upgrade.sh", nil},
-		{"CI script: the same with --dry-run", "ci-upgrade.sh", []string{"--dry-run"}},
 	} {
 		r := p.script(t, tt.script, "demo-v2", tt.args...)
 		if r.Code != 2 || !strings.Contains(r.Stderr, "demo-db") || !strings.Contains(r.Stderr, ".safe-upgrade-acks.yaml in the working directory (none found)") {
@@ -142,28 +93,25 @@ func TestOrchestratorCallsThroughShim(t *testing.T) {
 			t.Errorf("%s: stdout says the release was upgraded:\n%s", tt.name, r.Stdout)
 		}
 	}
-	if after := p.state(t); after != before {
-		t.Errorf("blocked upgrades changed the release: before %+v, after %+v", before, after)
+	// helm upgrade --dry-run is a dry run of a drop-in helm: exit 0 and
+	// nothing on stdout even when the upgrade would be blocked; the report
+	// on stderr still says what would be.
+	for _, dryRun := range []string{"--dry-run", "--dry-run=server"} {
+		r := p.script(t, "ci-upgrade.sh", "demo-v2", dryRun)
+		if r.Code != 0 || r.Stdout != "" || !strings.Contains(r.Stderr, "recreate-required") || !strings.Contains(r.Stderr, "demo-db") ||
+			!strings.Contains(r.Stderr, "exit 0 as helm upgrade --dry-run, though the upgrade itself would be blocked as above") {
+			t.Errorf("CI script with %s, upgrade blocked: want exit 0, nothing on stdout, the StatefulSet's verdict and the would-be-blocked line on stderr\n%s", dryRun, r)
+		}
 	}
-	if writes, seen := p.toolWroteSince(t, events); len(writes) > 0 || !seen {
-		t.Errorf("blocked upgrades: the tool's writes %q (and it sent requests: %v; want none and true)", writes, seen)
-	}
+	shimtest.CheckUnwritten(t, c, p.ns, "blocked upgrades", before, events)
 
 	// A dry-run the gate lets through exits 0 and writes nothing either.
-	acks := "- kind: StatefulSet\n  namespace: " + p.ns + "\n  name: demo-db\n  reason: claim template grows to 2Gi; reviewed in the pull request\n"
-	if err := os.WriteFile(filepath.Join(p.dir, ".safe-upgrade-acks.yaml"), []byte(acks), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	shimtest.WriteDemoAcks(t, p.dir, p.ns)
 	events = len(c.AuditEvents(t, nil))
 	if r := p.script(t, "ci-upgrade.sh", "demo-v2", "--dry-run"); r.Code != 0 || r.Stdout != "" {
 		t.Errorf("acknowledged --dry-run: want exit 0 and nothing on stdout\n%s", r)
 	}
-	if after := p.state(t); after != before {
-		t.Errorf("--dry-run changed the release: before %+v, after %+v", before, after)
-	}
-	if writes, _ := p.toolWroteSince(t, events); len(writes) > 0 {
-		t.Errorf("--dry-run wrote %q", writes)
-	}
+	shimtest.CheckUnwritten(t, c, p.ns, "acknowledged --dry-run", before, events)
 
 	// With the ack file beside the scripts, helmfile sync applies: Helm's
 	// lines on stdout, the StatefulSet recreated around its pods and claims.
@@ -171,32 +119,9 @@ func TestOrchestratorCallsThroughShim(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, `Release "demo" has been upgraded. Happy Helming!`) || !strings.Contains(r.Stdout, "REVISION: 2") {
 		t.Fatalf("helmfile sync with the ack file:\n%s", r)
 	}
-	podsAfter, claimsAfter := c.PodsAndClaims(t, p.ns, "app.kubernetes.io/component=db")
-	if !equalUIDs(pods, podsAfter) || !equalUIDs(claims, claimsAfter) {
-		t.Errorf("pods %v -> %v, claims %v -> %v: want the same UIDs", pods, podsAfter, claims, claimsAfter)
-	}
+	shimtest.CheckSameUIDs(t, c, p.ns, pods, claims)
 	hist := c.Helm(t, "history", "demo", "-n", p.ns, "-o", "json")
 	if !strings.Contains(hist, "StatefulSet.apps/"+p.ns+"/demo-db via ack-file") || !strings.Contains(hist, "run by bash through the helm shim") {
 		t.Errorf("the release description does not name the ack and the caller:\n%s", hist)
 	}
-}
-
-func keys(m map[string]types.UID) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func equalUIDs(a, b map[string]types.UID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
 )
@@ -30,9 +31,9 @@ func TestPassThroughByteForByte(t *testing.T) {
 		{"helm4", c.Helm4, c.HelmV4},
 	} {
 		t.Run(helm.name, func(t *testing.T) {
-			dirs := newShimDirs(t, c, helm.path)
+			dirs := tool.Dirs(t, c, helm.path)
 			shared := c.Namespace(t)
-			helm.install(t, "install", "demo", chart(c, "demo"), "-n", shared, "--set", "web.replicas=2")
+			helm.install(t, "install", "demo", shimtest.Chart(c, "demo"), "-n", shared, "--set", "web.replicas=2")
 			type side struct {
 				name, helm, ns, home string
 				env                  []string
@@ -41,14 +42,14 @@ func TestPassThroughByteForByte(t *testing.T) {
 			// SAFE_UPGRADE_DIFF=0: the shim adds no diff row to plugin list
 			// (TestPluginListShowsDiff covers the row).
 			sides := []*side{
-				{name: "real helm", helm: filepath.Join(dirs.Real, "helm"), env: env(t, c, []string{dirs.Real}, append(helmHome(home), shim.DiffEnv+"=0")...)},
-				{name: "shim", helm: filepath.Join(dirs.Shim, "helm"), env: env(t, c, []string{dirs.Shim, dirs.Real}, append(helmHome(home), shim.DiffEnv+"=0")...)},
+				{name: "real helm", helm: filepath.Join(dirs.Real, "helm"), env: shimtest.Env(t, c, []string{dirs.Real}, append(shimtest.HelmHome(home), shim.DiffEnv+"=0")...)},
+				{name: "shim", helm: filepath.Join(dirs.Shim, "helm"), env: shimtest.Env(t, c, []string{dirs.Shim, dirs.Real}, append(shimtest.HelmHome(home), shim.DiffEnv+"=0")...)},
 			}
 			for _, s := range sides {
 				s.ns = c.Namespace(t)
 				s.home = t.TempDir()
-				helm.install(t, "install", "demo", chart(c, "demo"), "-n", s.ns)
-				helm.install(t, "upgrade", "demo", chart(c, "demo"), "-n", s.ns, "--set", "web.replicas=3")
+				helm.install(t, "install", "demo", shimtest.Chart(c, "demo"), "-n", s.ns)
+				helm.install(t, "upgrade", "demo", shimtest.Chart(c, "demo"), "-n", s.ns, "--set", "web.replicas=3")
 			}
 			work := t.TempDir()
 			for _, tt := range []struct {
@@ -60,7 +61,7 @@ func TestPassThroughByteForByte(t *testing.T) {
 				{[]string{"env"}, 0},
 				{[]string{"list", "-o", "json", "-n", shared}, 0},
 				{[]string{"-n", shared, "list"}, 0},
-				{[]string{"template", "demo", chart(c, "demo"), "-n", shared}, 0},
+				{[]string{"template", "demo", shimtest.Chart(c, "demo"), "-n", shared}, 0},
 				{[]string{"get", "values", "demo", "-n", shared}, 0},
 				{[]string{"get", "values", "demo", "-n", shared, "-o", "json"}, 0},
 				{[]string{"history", "demo", "-n", shared}, 0},
@@ -86,7 +87,7 @@ func TestPassThroughByteForByte(t *testing.T) {
 					if err := os.Symlink(s.home, home); err != nil {
 						t.Fatal(err)
 					}
-					got = append(got, run(t, work, s.env, s.helm, "helm", args...))
+					got = append(got, shimtest.Run(t, work, s.env, s.helm, "helm", args...))
 				}
 				real, shimmed := got[0], got[1]
 				if real.Code != tt.code {
@@ -105,11 +106,11 @@ func TestPassThroughByteForByte(t *testing.T) {
 // for "diff" there before it starts) after Helm's own rows.
 func TestPluginListShowsDiff(t *testing.T) {
 	c := testcluster.Get(t)
-	dirs := newShimDirs(t, c, c.Helm3)
-	e := env(t, c, []string{dirs.Shim, dirs.Real})
-	real := run(t, t.TempDir(), e, filepath.Join(dirs.Real, "helm"), "helm", "plugin", "list")
-	shimmed := run(t, t.TempDir(), e, filepath.Join(dirs.Shim, "helm"), "helm", "plugin", "list")
-	if real.Code != 0 || shimmed.Code != 0 || shimmed.Stdout != real.Stdout+shim.PluginListLine("9.9.9-shim") || shimmed.Stderr != real.Stderr {
+	dirs := tool.Dirs(t, c, c.Helm3)
+	e := shimtest.Env(t, c, []string{dirs.Shim, dirs.Real})
+	real := shimtest.Run(t, t.TempDir(), e, filepath.Join(dirs.Real, "helm"), "helm", "plugin", "list")
+	shimmed := shimtest.Run(t, t.TempDir(), e, filepath.Join(dirs.Shim, "helm"), "helm", "plugin", "list")
+	if real.Code != 0 || shimmed.Code != 0 || shimmed.Stdout != real.Stdout+shim.PluginListLine(shimtest.Version) || shimmed.Stderr != real.Stderr {
 		t.Fatalf("plugin list\n=== real\n%s\n=== shim\n%s", real, shimmed)
 	}
 }
@@ -118,13 +119,13 @@ func TestPluginListShowsDiff(t *testing.T) {
 // name one, and exits 1.
 func TestShimAloneOnPath(t *testing.T) {
 	c := testcluster.Get(t)
-	dirs := newShimDirs(t, c, c.Helm3)
-	r := run(t, t.TempDir(), env(t, c, []string{dirs.Shim}), filepath.Join(dirs.Shim, "helm"), "helm", "version")
+	dirs := tool.Dirs(t, c, c.Helm3)
+	r := shimtest.Run(t, t.TempDir(), shimtest.Env(t, c, []string{dirs.Shim}), filepath.Join(dirs.Shim, "helm"), "helm", "version")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "no real helm found; set SAFE_UPGRADE_HELM") || r.Stdout != "" {
 		t.Fatalf("shim alone on PATH:\n%s", r)
 	}
 	// SAFE_UPGRADE_HELM names the real helm outside PATH.
-	r = run(t, t.TempDir(), env(t, c, []string{dirs.Shim}, shim.HelmEnv+"="+c.Helm3), filepath.Join(dirs.Shim, "helm"), "helm", "version", "--short")
+	r = shimtest.Run(t, t.TempDir(), shimtest.Env(t, c, []string{dirs.Shim}, shim.HelmEnv+"="+c.Helm3), filepath.Join(dirs.Shim, "helm"), "helm", "version", "--short")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "v3.") {
 		t.Fatalf("SAFE_UPGRADE_HELM=%s helm version --short:\n%s", c.Helm3, r)
 	}
@@ -137,7 +138,7 @@ func chartRepo(t *testing.T, c *testcluster.Cluster) string {
 	dir := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
-	c.Helm(t, "package", chart(c, "demo"), "-d", dir)
+	c.Helm(t, "package", shimtest.Chart(c, "demo"), "-d", dir)
 	c.Helm(t, "repo", "index", dir, "--url", srv.URL)
 	if _, err := os.Stat(filepath.Join(dir, "index.yaml")); err != nil {
 		t.Fatal(err)

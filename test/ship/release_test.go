@@ -351,7 +351,8 @@ func checkArchive(t *testing.T, dist, name, goos string, sums map[string]string)
 }
 
 // readArchive lists the regular files of a .tar.gz or .zip with their mode
-// and sha256; links and other types fail the test (Windows has no symlinks).
+// and sha256; links and other types fail the test (Windows has no symlinks,
+// and krew, which installs from these archives, cannot unpack one).
 func readArchive(t *testing.T, path string) map[string]*archiveEntry {
 	t.Helper()
 	entries := map[string]*archiveEntry{}
