@@ -499,8 +499,11 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
 	start := time.Now()
-	if !ssa {
-		predicted = p.derive(ctx, next, liveObj, pt, patch)
+	switch {
+	case !ssa:
+		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
+	case decided.Verdict == predict.ApplyChange:
+		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.DeriveApply(liveObj, decided.Merged) })
 	}
 	if predicted != nil {
 		// The derived object is the patch applied locally, too.
@@ -606,15 +609,17 @@ func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.O
 	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
 }
 
-// derive returns the object the server would store for patch, derived
-// without asking it, or nil when its answer could differ (see
-// predict.Derive and Cluster.Observed) or --server-dry-run=all.
-func (p *Planner) derive(ctx context.Context, next *manifest.Object, liveObj *unstructured.Unstructured, pt types.PatchType, patch []byte) *unstructured.Unstructured {
+// derive returns the object the server would store for next, derived
+// without asking it (by derivation: predict.Derive for Helm's patch,
+// predict.DeriveApply for its server-side apply), or nil when the server's
+// answer could differ (derivation's why, Cluster.Observed) or
+// --server-dry-run=all.
+func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation func() (*unstructured.Unstructured, string)) *unstructured.Unstructured {
 	if p.ServerDryRun == ServerDryRunAll {
 		p.Stats.asked("--server-dry-run=all")
 		return nil
 	}
-	derived, why := predict.Derive(liveObj, patch, pt)
+	derived, why := derivation()
 	if derived == nil {
 		p.Stats.asked(why)
 		return nil

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,10 +15,12 @@ import (
 
 // decideApply decides locally, where the server's answer cannot differ,
 // what the dry-run of Helm 4's server-side apply of next would answer
-// (predict.DecideApply): a no-op or a conflict. Only an object whose
-// applied configuration is the last release's is decided: Helm applied
-// exactly it last time, so its managed fields say what it owns. Anything
-// else, and what admission may see, goes to the server.
+// (predict.DecideApply): a no-op or a conflict when the applied
+// configuration is the last release's, or, for a kind whose change the
+// Helm 3 path derives (predict.Derivable), the merged object of a change
+// (ApplyChange), which update derives a verdict from as it does for a
+// Helm 3 patch (predict.DeriveApply). Anything else, a conflict of a
+// changed configuration, and what admission may see, goes to the server.
 func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) predict.ApplyDecision {
 	asked := func(why string) predict.ApplyDecision {
 		p.Stats.asked(why)
@@ -34,7 +37,9 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 		// A custom resource is merged by its CRD's structural schema,
 		// which the published OpenAPI document need not match.
 		return asked("custom resource")
-	case !sameConfiguration(prev, next, rel):
+	}
+	changed, derivable := configurationChange(prev, next, rel)
+	if changed && !derivable {
 		return asked("the chart changes it")
 	}
 	tc, err := p.Cluster.TypeConverter(ctx, next.GVK.GroupVersion())
@@ -42,10 +47,17 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 		return asked("no schema")
 	}
 	d := predict.DecideApply(tc, liveObj, next.Obj)
-	switch d.Verdict {
-	case predict.ApplyAsk:
+	switch {
+	case d.Verdict == predict.ApplyAsk:
 		return asked(d.Why)
-	case predict.ApplyConflict:
+	case d.Verdict == predict.ApplyChange:
+		// update derives it, or asks (Planner.derive counts either).
+		return d
+	case d.Verdict == predict.ApplyConflict && changed:
+		// A changed configuration's conflicts are the server's to report,
+		// as for any change Helm 3's path does not derive.
+		return asked("the chart changes it")
+	case d.Verdict == predict.ApplyConflict:
 		// The field manager finds a conflict before admission runs; what a
 		// forced apply stores is still the server's to say.
 		p.Stats.asked("forced only: conflict found in the managed fields")
@@ -59,13 +71,38 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 	return d
 }
 
-// sameConfiguration reports whether Helm applies next as it applied prev:
-// the last release's object with the metadata Helm adds, which next
-// carries already.
-func sameConfiguration(prev, next *manifest.Object, rel plan.Release) bool {
+// configurationChange reports whether Helm applies next other than it
+// applied prev (the last release's object with the metadata Helm adds,
+// which next carries already) and, if so, whether the change may be one
+// predict.Derive predicts: a derivable kind, whose configuration differs
+// only in the fields Derive may change (labels, annotations, payload), so
+// the field manager's merge is not run for changes that must be asked.
+func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed, derivable bool) {
 	was := prev.Obj.DeepCopy()
 	addHelmMetadata(was, rel.Name, rel.Namespace)
-	return equality.Semantic.DeepEqual(was.Object, next.Obj.Object)
+	if equality.Semantic.DeepEqual(was.Object, next.Obj.Object) {
+		return false, false
+	}
+	if !predict.Derivable(next.GVK.GroupKind()) {
+		return true, false
+	}
+	return true, equality.Semantic.DeepEqual(underivable(was.Object), underivable(next.Obj.Object))
+}
+
+// underivable is obj without the fields predict.Derive may change: its
+// payload, its metadata labels and annotations.
+func underivable(obj map[string]interface{}) map[string]interface{} {
+	out := maps.Clone(obj)
+	for _, f := range []string{"data", "binaryData", "stringData"} {
+		delete(out, f)
+	}
+	if meta, ok := out["metadata"].(map[string]interface{}); ok {
+		meta = maps.Clone(meta)
+		delete(meta, "labels")
+		delete(meta, "annotations")
+		out["metadata"] = meta
+	}
+	return out
 }
 
 // applyNoop makes c the no-op decideApply found: nothing is sent, and the

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -67,6 +68,13 @@ metadata: {name: s}
 stringData: {password: pw-1}
 `
 
+const ssaImmutable = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: frozen}
+immutable: true
+data: {key: a}
+`
+
 const ssaDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -107,11 +115,18 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		noop bool
 		// released is a field the server's answer no longer holds.
 		released []string
+		// derived: an ApplyChange whose verdict is derived from the merged
+		// object (predict.DeriveApply); refused: one the server refuses,
+		// so it must be asked.
+		derived, refused bool
 	}{
 		{name: "unchanged object", prev: ssaConfigMap, next: ssaConfigMap, want: predict.ApplyNoop, noop: true},
 		{name: "unchanged secret written with stringData", prev: ssaSecret, next: ssaSecret, want: predict.ApplyNoop, noop: true},
 		{name: "unchanged deployment with lists keyed by name", prev: ssaDeployment, next: ssaDeployment, want: predict.ApplyNoop, noop: true},
-		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyAsk},
+		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyChange, derived: true},
+		{name: "changed secret value written with stringData", prev: ssaSecret, next: strings.Replace(ssaSecret, "pw-1", "pw-2", 1), want: predict.ApplyChange, derived: true},
+		{name: "changed value of an immutable configmap", prev: ssaImmutable, next: strings.Replace(ssaImmutable, "key: a", "key: changed", 1), want: predict.ApplyChange, refused: true},
+		{name: "changed deployment image", prev: ssaDeployment, next: strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), want: predict.ApplyAsk},
 		{name: "field taken by another Apply manager", prev: ssaConfigMap, next: ssaConfigMap,
 			change: func(t *testing.T, d dynamic.Interface, ns string) {
 				apply(t, d, ns, "configmaps", "cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"key":"theirs"}}`, "someone-else")
@@ -127,8 +142,18 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 				apply(t, d, ns, "configmaps", "cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"key":"a"}}`, "someone-else")
 			},
 			want: predict.ApplyAsk, noop: true},
-		{name: "field removed from the chart (ownership released)", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, ", other: b", "", 1), want: predict.ApplyAsk,
+		{name: "field removed from the chart (ownership released)", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, ", other: b", "", 1), want: predict.ApplyChange, derived: true,
 			released: []string{"data", "other"}},
+		{name: "changed field shared with another Apply manager", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "other: b", "other: c", 1),
+			change: func(t *testing.T, d dynamic.Interface, ns string) {
+				apply(t, d, ns, "configmaps", "cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"key":"a"}}`, "someone-else")
+			},
+			want: predict.ApplyAsk},
+		{name: "changed field taken by an Update manager", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1),
+			change: func(t *testing.T, d dynamic.Interface, ns string) {
+				mergePatch(t, d, ns, "configmaps", "cm", `{"data":{"key":"edited"}}`, "kubectl-edit", "")
+			},
+			want: predict.ApplyAsk, conflicts: []string{"kubectl-edit .data.key"}},
 		{name: "list element by merge key taken by another Apply manager", prev: ssaDeployment, next: ssaDeployment,
 			change: func(t *testing.T, d dynamic.Interface, ns string) {
 				apply(t, d, ns, "deployments", "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx:1.25","env":[{"name":"B","value":"3"}]}]}}}}`, "env-injector")
@@ -167,11 +192,11 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 			// Controllers write status meanwhile: decide and ask about the
 			// same resourceVersion.
 			var decided predict.ApplyDecision
-			var answer *unstructured.Unstructured
+			var liveObj, answer *unstructured.Unstructured
 			var answerErr error
 			var serverNoop bool
 			testcluster.Eventually(t, "decided and answered on one resourceVersion", func() (bool, string) {
-				liveObj, err := ri.Get(t.Context(), next.ID.Name, metav1.GetOptions{})
+				liveObj, err = ri.Get(t.Context(), next.ID.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, err.Error()
 				}
@@ -211,10 +236,67 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 				if answerErr == nil || decided.Err.Error() != answerErr.Error() {
 					t.Errorf("decided the conflict %q; the server answers %v", decided.Err, answerErr)
 				}
+			case predict.ApplyChange:
+				derivedAgrees(t, p, liveObj, decided.Merged, answer, answerErr, tc.derived, tc.refused)
 			}
 			t.Logf("local: %v %s; server: %v; %s", decided.Verdict, decided.Why, answerErr, p.Stats)
 		})
 	}
+}
+
+// derivedAgrees checks an ApplyChange against the server's answer: the
+// merged object holds the server's values at every field a derived change
+// may set (labels, annotations, payload); the verdict derived from it
+// (predict.DeriveApply, classified as update does) is the server's; and
+// a change the server refuses is not derived.
+func derivedAgrees(t *testing.T, p *Planner, liveObj, merged, answer *unstructured.Unstructured, answerErr error, derived, refused bool) {
+	t.Helper()
+	if refused != (answerErr != nil) {
+		t.Fatalf("the server's answer: %v, want refused %v", answerErr, refused)
+	}
+	got, why := predict.DeriveApply(liveObj, merged)
+	if derived != (got != nil) {
+		t.Fatalf("derived %v (%s), want %v", got != nil, why, derived)
+	}
+	if refused {
+		return
+	}
+	if err := mergedAgrees(merged, answer); err != "" {
+		t.Errorf("merged object: %s", err)
+	}
+	if !derived {
+		return
+	}
+	if err := mergedAgrees(got, answer); err != "" {
+		t.Errorf("derived object: %s", err)
+	}
+	gk := liveObj.GroupVersionKind().GroupKind()
+	local := p.Classifier.Classify(classify.Update{GroupKind: gk, Live: p.Masker.Object(liveObj), Predicted: p.Masker.Object(got), Local: p.Masker.Object(got), Derived: true})
+	server := p.Classifier.Classify(classify.Update{GroupKind: gk, Live: p.Masker.Object(liveObj), Predicted: p.Masker.Object(answer), Local: p.Masker.Object(got)})
+	if local.Class != server.Class || local.Noop != server.Noop || !slices.Equal(reasonPaths(local), reasonPaths(server)) {
+		t.Errorf("derived verdict %s %v %q, the server's %s %v %q", local.Class, local.Noop, reasonPaths(local), server.Class, server.Noop, reasonPaths(server))
+	}
+}
+
+// mergedAgrees says where obj differs from the server's answer at the
+// fields a derived change may set.
+func mergedAgrees(obj, answer *unstructured.Unstructured) string {
+	for _, path := range [][]string{{"metadata", "labels"}, {"metadata", "annotations"}, {"data"}, {"binaryData"}, {"stringData"}, {"immutable"}} {
+		got, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+		want, _, _ := unstructured.NestedFieldNoCopy(answer.Object, path...)
+		if !equality.Semantic.DeepEqual(got, want) {
+			return strings.Join(path, ".") + " differs from the server's answer"
+		}
+	}
+	return ""
+}
+
+func reasonPaths(v classify.Verdict) []string {
+	var out []string
+	for _, r := range v.Reasons {
+		out = append(out, r.Path)
+	}
+	return out
 }
 
 // ssaObject is one manifest object of ns.

@@ -2,17 +2,20 @@ package predict
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -30,6 +33,11 @@ const (
 	ApplyNoop
 	// ApplyConflict: the apply fails with field-manager conflicts.
 	ApplyConflict
+	// ApplyChange: the apply changes the object, and the field manager's
+	// merge is unambiguous (helm the sole owner of the fields it sets, no
+	// conflict): Merged is what it stores, before defaulting, admission
+	// and validation, which the caller rules out (Derive) or asks about.
+	ApplyChange
 )
 
 func (v ApplyVerdict) String() string {
@@ -38,6 +46,8 @@ func (v ApplyVerdict) String() string {
 		return "no-op"
 	case ApplyConflict:
 		return "conflict"
+	case ApplyChange:
+		return "change"
 	}
 	return "ask the server"
 }
@@ -51,6 +61,9 @@ type ApplyDecision struct {
 	// them (its error is Err).
 	Conflicts []Conflict
 	Err       error
+	// Merged is ApplyChange's object as the server would store it (a
+	// Secret's stringData folded into data), its managed fields included.
+	Merged *unstructured.Unstructured
 }
 
 func ask(format string, args ...interface{}) ApplyDecision {
@@ -59,16 +72,17 @@ func ask(format string, args ...interface{}) ApplyDecision {
 
 // DecideApply decides what the API server answers to Helm 4's server-side
 // apply (field manager FieldManager, not forced) of config onto liveObj,
-// when config is the configuration Helm applied last time (the caller
-// checks that), using the API server's own field manager
+// using the API server's own field manager
 // (k8s.io/apimachinery's managedfields over structured-merge-diff) typed
 // by tc, the server's schemas. It answers ApplyAsk wherever the local
 // merge might not be the server's: managed fields missing or unreadable,
 // Helm's fields not one Apply entry of config's version, fields config
-// sets that a subresource's manager owns or that another manager shares,
-// or an apply that would change anything. Defaulting, admission and
-// validation do not run here: a no-op leaves nothing for them to see
-// (the caller still asks where admission may see the request).
+// sets that a subresource's manager owns or that another manager shares.
+// An apply that changes the object is ApplyChange with the merged object:
+// defaulting, admission and validation do not run here, so the caller
+// derives a verdict from it only where they cannot differ (Derive) and
+// asks otherwise; a no-op leaves nothing for them to see (the caller still
+// asks where admission may see the request).
 func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured) ApplyDecision {
 	if tc == nil {
 		return ask("no schema to type the object")
@@ -160,7 +174,8 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		return ask("fields the chart sets are shared with %s", strings.Join(slices.Compact(shared), ", "))
 	}
 	if !sameObject(liveObj, after) {
-		return ask("the apply changes the object")
+		storedForm(after)
+		return ApplyDecision{Verdict: ApplyChange, Merged: after}
 	}
 	return ApplyDecision{Verdict: ApplyNoop}
 }
@@ -267,4 +282,45 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(kind)
 	return u, nil
+}
+
+// DeriveApply returns the object the API server would store for
+// ApplyChange's merged object, without asking it, under Derive's rules for
+// Helm 3's patches: the change from live to merged must be one Derive
+// predicts (labels, annotations, a ConfigMap's or an Opaque Secret's
+// payload, valid, not immutable). Otherwise it returns nil and why the
+// server must be asked. The change is handed to Derive as a merge patch:
+// on the maps of strings Derive accepts, a JSON merge patch and a
+// strategic merge patch are the same, and Derive refuses every other
+// field. The result carries merged's managed fields: helm's, as the field
+// manager recorded them.
+func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstructured, string) {
+	before, after := live.DeepCopy(), merged.DeepCopy()
+	unstructured.RemoveNestedField(before.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(after.Object, "metadata", "managedFields")
+	b, err := json.Marshal(before.Object)
+	if err != nil {
+		return nil, "live object unreadable"
+	}
+	a, err := json.Marshal(after.Object)
+	if err != nil {
+		return nil, "merged object unreadable"
+	}
+	patch, err := jsonpatch.CreateMergePatch(b, a)
+	if err != nil {
+		return nil, "no patch from the merged object"
+	}
+	out, why := Derive(live, patch, types.StrategicMergePatchType)
+	if out == nil {
+		return nil, why
+	}
+	out.SetManagedFields(merged.GetManagedFields())
+	return out, ""
+}
+
+// Derivable reports whether Derive may predict some change of kind gk: the
+// field manager's merge is worth running only for those.
+func Derivable(gk schema.GroupKind) bool {
+	_, ok := derivable[gk]
+	return ok
 }

@@ -71,8 +71,26 @@ func TestDerivedChartBump(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	c.Helm(t, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
-	next := bumpChart(t, "2.0.0")
+	derivedBump(t, c, ns, bumpChart(t, "2.0.0"))
+}
 
+// TestHelm4DerivedChartBump (issue 28) is TestDerivedChartBump for a Helm 4
+// (server-side apply) release: the labels the bump changes are derived
+// from the local field manager's merge, with the verdicts the server's
+// dry-run applies give, and no dry-run apply sent.
+func TestHelm4DerivedChartBump(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	mustBin(t, c, c.Helm4, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
+	derivedBump(t, c, ns, bumpChart(t, "2.0.0"))
+}
+
+// derivedBump plans the chart bump next of release app in ns twice, by
+// default and with --server-dry-run=all: the first derives every bumped
+// object (no dry-run in the audit log), the second asks about each, and
+// their verdicts are the same.
+func derivedBump(t *testing.T, c *testcluster.Cluster, ns, next string) {
+	t.Helper()
 	before := auditMark(t, c)
 	derived, r := planJSON(t, c, "app", next, "-n", ns, "--debug")
 	if r.Code != 0 {
