@@ -164,16 +164,7 @@ func TestCRD(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := CRD(crd(t, nil), crd(t, tt.edit))
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d findings, want %d: %+v", len(got), len(tt.want), got)
-			}
-			for i, w := range tt.want {
-				parts := strings.SplitN(w, "|", 3)
-				f := got[i]
-				if f.Path != parts[0] || (parts[1] == "true") != f.Destructive || !strings.Contains(f.Message, parts[2]) {
-					t.Errorf("finding %d = %+v, want path %s destructive %s message containing %q", i, f, parts[0], parts[1], parts[2])
-				}
-			}
+			checkFindings(t, got, tt.want)
 		})
 	}
 }
@@ -273,16 +264,7 @@ func TestCRDValidation(t *testing.T) {
 				}
 			}
 			got := CRD(crd(t, apply(tt.live)), crd(t, apply(tt.next)))
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d findings, want %d: %+v", len(got), len(tt.want), got)
-			}
-			for i, w := range tt.want {
-				parts := strings.SplitN(w, "|", 3)
-				f := got[i]
-				if f.Path != parts[0] || (parts[1] == "true") != f.Destructive || !strings.Contains(f.Message, parts[2]) {
-					t.Errorf("finding %d = %+v, want path %s destructive %s message containing %q", i, f, parts[0], parts[1], parts[2])
-				}
-			}
+			checkFindings(t, got, tt.want)
 		})
 	}
 }
@@ -297,5 +279,21 @@ func TestCRDRequiredRemovedWidens(t *testing.T) {
 	if len(got) != 1 || got[0].Destructive || got[0].Path != "spec.versions[v1].schema.openAPIV3Schema.properties[spec].required" ||
 		!strings.Contains(got[0].Message, "field spec.color no longer required, wider") {
 		t.Errorf("got %+v, want one non-destructive finding: spec.color no longer required", got)
+	}
+}
+
+// checkFindings compares findings with wants written "path|destructive|part
+// of the message".
+func checkFindings(t *testing.T, got []CRDFinding, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d findings, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		parts := strings.SplitN(w, "|", 3)
+		f := got[i]
+		if f.Path != parts[0] || (parts[1] == "true") != f.Destructive || !strings.Contains(f.Message, parts[2]) {
+			t.Errorf("finding %d = %+v, want path %s destructive %s message containing %q", i, f, parts[0], parts[1], parts[2])
+		}
 	}
 }
