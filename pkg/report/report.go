@@ -1,6 +1,7 @@
 // Package report presents a plan: a text view for terminals, a versioned JSON
-// document for tools and a Markdown view for pull-request comments. It only
-// reads the plan; building it is the job of the stages before.
+// document for tools, a Markdown view for pull-request comments, SARIF for
+// code-scanning tools, and GitHub Actions annotations of destructive changes. It
+// only reads the plan; building it is the job of the stages before.
 //
 // Nothing here prints a raw patch or a reason's before/after values: the only
 // object content shown is the YAML of Change.Before and Change.After, which the
@@ -29,7 +30,7 @@ func formats() []string { return []string{FormatText, FormatJSON, FormatMarkdown
 // IsFormat reports whether name is an output format.
 func IsFormat(name string) bool { return slices.Contains(formats(), name) }
 
-// FormatList lists the output formats for help and error text: "text, json or markdown".
+// FormatList lists the output formats for help and error text: "text, json, markdown or sarif".
 func FormatList() string {
 	f := formats()
 	return strings.Join(f[:len(f)-1], ", ") + " or " + f[len(f)-1]
