@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
@@ -130,7 +131,7 @@ func Execute(argv0 string, args []string, streams iostreams.Streams, build Build
 // ExecuteWithMasker is Execute masking Secret values with masker: tests use
 // it to tell which value a marker stands for. Invoked as helm (argv0), the
 // binary is the drop-in helm (ShimOptions); `shim install DIR` installs it.
-func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *upgrade.Masker) int {
+func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker) int {
 	if shim.IsShim(argv0) {
 		o := NewShimOptions(streams, build, argv0, args)
 		o.Masker = masker

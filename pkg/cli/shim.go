@@ -18,8 +18,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // Environment of the helm shim's gate.
@@ -60,7 +60,7 @@ type ShimOptions struct {
 	// process id, streams, environment and exit code); tests replace it.
 	Exec func(path string, argv, env []string) error
 	// Masker masks Secret values of a served upgrade (nil: a fresh key).
-	Masker *upgrade.Masker
+	Masker *redact.Masker
 
 	// Set by Complete.
 	Command  shim.Command

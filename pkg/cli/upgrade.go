@@ -13,6 +13,9 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
@@ -23,13 +26,13 @@ import (
 type UpgradeOptions struct {
 	Streams  iostreams.Streams
 	Settings *helmcli.EnvSettings
-	Render   upgrade.RenderOptions
-	upgrade.Flags
-	Report report.Flags
-	Gate   gate.Flags
+	Render   render.Options
+	runFlags
+	Report report.Request
+	Gate   ackFlags
 	// Masker masks Secret values (nil: a fresh random key); UserAgent marks
 	// every request of this tool (audit logs show it).
-	Masker    *upgrade.Masker
+	Masker    *redact.Masker
 	UserAgent string
 	// Command is the command line without flag values (see commandLine).
 	Command string
@@ -37,7 +40,8 @@ type UpgradeOptions struct {
 	Caller   string
 	Announce func(rel *release.Release, installed bool) error
 
-	// Set by Complete.
+	// Set by Complete. Request is built once from the flags; the actions
+	// only read it.
 	Config   *upgrade.Config
 	Request  upgrade.PlanRequest
 	AckSet   *gate.Acks
@@ -58,10 +62,10 @@ func (o *UpgradeOptions) AddFlags(cmd *cobra.Command) { o.addFlagsTo(cmd.Flags()
 
 func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 	o.Settings.AddFlags(fs)
-	o.Render.AddFlags(fs)
-	o.Report.AddFlags(fs)
-	o.Gate.AddFlags(fs)
-	o.Flags.AddFlags(fs)
+	addRenderFlags(fs, &o.Render)
+	addReportFlags(fs, &o.Report)
+	o.Gate.addFlags(fs)
+	o.runFlags.addFlags(fs)
 }
 
 // Complete fills the fields Run needs from flags and arguments.
@@ -78,7 +82,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	}
 	o.Render.Namespace = o.Config.Namespace
 	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
-	acks, err := o.Gate.Collect()
+	acks, err := o.Gate.collect()
 	if err != nil {
 		return err
 	}
@@ -86,12 +90,12 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if len(args) > 1 {
 		chart = args[1]
 	}
-	if o.Request, err = o.Flags.PlanRequest(args[0], chart, o.Render); err != nil {
+	if o.Request, err = o.planRequest(args[0], chart); err != nil {
 		return err
 	}
 	if o.Request.Saved != nil {
 		if o.Request.Saved.InClear {
-			fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.PlanIn)
+			fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.SavedPlanToRead)
 		}
 		acks.Add(o.Request.Saved.Acks())
 	}
@@ -104,10 +108,37 @@ func (o *UpgradeOptions) Complete(args []string) error {
 
 // Validate checks flag combinations.
 func (o *UpgradeOptions) Validate() error {
-	if err := o.Report.Validate(); err != nil {
+	if err := validateReport(o.Report); err != nil {
 		return err
 	}
-	return o.Flags.Validate(o.Render)
+	return o.runFlags.validate(o.Render)
+}
+
+// planRequest is the plan request of release from chart that the flags
+// ask for; with --plan it carries the saved plan, read and checked for
+// release in the release namespace. Offline plans are never applied:
+// --offline implies --dry-run.
+func (o *UpgradeOptions) planRequest(release, chart string) (upgrade.PlanRequest, error) {
+	if o.Offline {
+		o.DryRun = true
+	}
+	req := upgrade.PlanRequest{ReleaseName: release, ChartRef: chart, Render: o.Render, Rules: o.Rules,
+		Apply: o.Apply, SavedMaxAge: o.PlanMaxAge, ForApply: !o.DryRun && !o.Recover}
+	if o.Offline {
+		from := o.From
+		req.Offline = &from
+	}
+	dryRuns, err := planner.ParseServerDryRun(o.ServerDryRun)
+	if err != nil {
+		return req, err
+	}
+	req.ServerDryRun = dryRuns
+	if o.SavedPlanToRead == "" {
+		return req, nil
+	}
+	saved, err := savedplan.Verify(o.SavedPlanToRead, o.PlanKeys, release, o.Render.Namespace)
+	req.Saved = saved
+	return req, err
 }
 
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
@@ -119,7 +150,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		}
 		return o.Config.Recover(ctx, o.Request.ReleaseName, o.Render, confirm)
 	}
-	planned, err := o.Config.PlanFor(ctx, o.Flags, o.Request)
+	planned, err := o.Config.Plan(ctx, o.Request)
 	if err != nil {
 		return err
 	}
@@ -196,14 +227,14 @@ func (o *UpgradeOptions) confirmRecover(string) (bool, error) {
 // savePlan saves planned with --plan-out, with who made it and its report
 // as printed; without --plan-out it does nothing.
 func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned) error {
-	if o.PlanOut == "" {
+	if o.SavedPlanToWrite == "" {
 		return nil
 	}
 	reports, err := o.Report.Reports(planned.Plan, o.Request.ChartRef, o.Render.HideSecret)
 	if err != nil {
 		return err
 	}
-	return o.Config.SavePlan(ctx, upgrade.SaveRequest{Path: o.PlanOut, Keys: o.PlanKeys,
+	return o.Config.SavePlan(ctx, upgrade.SaveRequest{Path: o.SavedPlanToWrite, Keys: o.PlanKeys,
 		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }
 

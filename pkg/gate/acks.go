@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -93,35 +92,6 @@ func parseAck(v string) (Ack, error) {
 	}
 	a.Fingerprint = fp
 	return a, nil
-}
-
-// Flags are the gate's command-line flags.
-type Flags struct {
-	Acks []string // --ack
-	File string   // --ack-file
-	// All acknowledges every destructive change (--ack-all-destructive).
-	All bool
-}
-
-// AddFlags registers --ack, --ack-file and --ack-all-destructive.
-func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.Acks, "ack", nil, "acknowledge a destructive change: KIND/NAME, KIND/NAMESPACE/NAME, optionally @FINGERPRINT (repeatable)")
-	fs.StringVar(&f.File, "ack-file", "", "YAML list of acknowledgements {kind, namespace, name, fingerprint, reason}")
-	fs.BoolVar(&f.All, "ack-all-destructive", false, "acknowledge every destructive change (emergencies only; each is named in a warning)")
-}
-
-// Collect returns the acks given as --ack values and in --ack-file.
-func (f Flags) Collect() (*Acks, error) {
-	acks, err := ParseAcks(f.Acks)
-	if err != nil || f.File == "" {
-		return acks, err
-	}
-	fromFile, err := ReadAckFile(f.File)
-	if err != nil {
-		return nil, err
-	}
-	acks.Add(fromFile)
-	return acks, nil
 }
 
 // ReadAckFile reads a YAML list of acks, the form meant to be committed and

@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -84,11 +82,5 @@ func TestServerSideApply(t *testing.T) {
 	}
 	if err := ValidateServerSide("yes"); err == nil {
 		t.Error("ValidateServerSide(yes): no error")
-	}
-	var o Options
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if o.ServerSide != ServerSideAuto || o.ForceConflicts {
-		t.Errorf("defaults: --server-side=%q --force-conflicts=%v", o.ServerSide, o.ForceConflicts)
 	}
 }

@@ -4,13 +4,9 @@
 package render
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 )
 
@@ -105,97 +101,12 @@ type Options struct {
 
 	// Namespace is the release namespace. Empty means settings.Namespace()
 	// (-n/--namespace, HELM_NAMESPACE, the kubeconfig context). The CLI owns
-	// the flag; AddFlags does not register it.
+	// the flag.
 	Namespace string
 }
 
 // DefaultTimeout is the default of --timeout, as in `helm upgrade`.
 const DefaultTimeout = 300 * time.Second
-
-// AddFlags registers the render flags on fs with the names, defaults and help
-// of `helm upgrade`. It does not register -n/--namespace, --kube-context or
-// --kubeconfig.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	// values (helm's addValueOptionsFlags)
-	v := &o.Values
-	fs.StringSliceVarP(&v.ValueFiles, "values", "f", []string{}, "specify values in a YAML file or a URL (can specify multiple)")
-	fs.StringArrayVar(&v.Values, "set", []string{}, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
-	fs.StringArrayVar(&v.StringValues, "set-string", []string{}, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
-	fs.StringArrayVar(&v.FileValues, "set-file", []string{}, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
-	fs.StringArrayVar(&v.JSONValues, "set-json", []string{}, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2)")
-	fs.StringArrayVar(&v.LiteralValues, "set-literal", []string{}, "set a literal STRING value on the command line")
-
-	// chart location (helm's addChartPathOptionsFlags)
-	c := &o.Repo
-	fs.StringVar(&o.Version, "version", "", "specify a version constraint for the chart version to use. This constraint can be a specific tag (e.g. 1.1.1) or it may reference a valid range (e.g. ^2.0.0). If this is not specified, the latest version is used")
-	fs.BoolVar(&c.Verify, "verify", false, "verify the package before using it")
-	fs.StringVar(&c.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
-	fs.StringVar(&c.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
-	fs.StringVar(&c.Username, "username", "", "chart repository username where to locate the requested chart")
-	fs.StringVar(&c.Password, "password", "", "chart repository password where to locate the requested chart")
-	fs.StringVar(&c.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
-	fs.StringVar(&c.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
-	fs.BoolVar(&c.InsecureSkipTLSverify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
-	fs.BoolVar(&c.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
-	fs.StringVar(&c.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
-	fs.BoolVar(&c.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
-
-	// upgrade (helm's newUpgradeCmd)
-	fs.BoolVarP(&o.Install, "install", "i", false, "if a release by this name doesn't already exist, run an install")
-	fs.BoolVar(&o.CreateNamespace, "create-namespace", false, "if --install is set, create the release namespace if not present")
-	fs.BoolVar(&o.Devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
-	fs.BoolVar(&o.DisableHooks, "no-hooks", false, "disable pre/post upgrade hooks")
-	fs.BoolVar(&o.SkipCRDs, "skip-crds", false, "if set, no CRDs will be installed when an upgrade is performed with install flag enabled. By default, CRDs are installed if not already present, when an upgrade is performed with install flag enabled")
-	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
-	fs.BoolVar(&o.ResetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
-	fs.BoolVar(&o.ReuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides from the command line via --set and -f. If '--reset-values' is specified, this is ignored")
-	fs.BoolVar(&o.ResetThenReuseValues, "reset-then-reuse-values", false, "when upgrading, reset the values to the ones built into the chart, apply the last release's values and merge in any overrides from the command line via --set and -f. If '--reset-values' or '--reuse-values' is specified, this is ignored")
-	fs.BoolVar(&o.Wait, "wait", false, "if set, will wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are in a ready state before marking the release as successful. It will wait for as long as --timeout")
-	fs.BoolVar(&o.Atomic, "atomic", false, "if set, upgrade process rolls back changes made in case of failed upgrade. The --wait flag will be set automatically if --atomic is used")
-	fs.BoolVar(&o.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
-	fs.StringVar(&o.Description, "description", "", "add a custom description")
-	fs.BoolVar(&o.HideSecret, "hide-secret", false, "hide Kubernetes Secrets when also using the --dry-run flag")
-	fs.BoolVar(&o.RecreatePods, "recreate-pods", false, "performs pods restart for the resource if applicable")
-	_ = fs.MarkDeprecated("recreate-pods", "functionality will no longer be updated. Consult the documentation for other methods to recreate pods")
-	fs.BoolVar(&o.DisableOpenAPIValidation, "disable-openapi-validation", false, "if set, the upgrade process will not validate rendered templates against the Kubernetes OpenAPI Schema")
-	fs.BoolVar(&o.WaitForJobs, "wait-for-jobs", false, "if set and --wait enabled, will wait until all Jobs have been completed before marking the release as successful. It will wait for as long as --timeout")
-	fs.IntVar(&o.MaxHistory, "history-max", defaultMaxHistory(), "limit the maximum number of revisions saved per release. Use 0 for no limit")
-	fs.BoolVar(&o.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when upgrade fails")
-	fs.BoolVar(&o.SubNotes, "render-subchart-notes", false, "if set, render subchart notes along with the parent")
-	fs.BoolVar(&o.HideNotes, "hide-notes", false, "if set, do not show notes in upgrade output. Does not affect presence in chart metadata")
-	fs.StringToStringVarP(&o.Labels, "labels", "l", nil, "Labels that would be added to release metadata. Should be separated by comma. Original release labels will be merged with upgrade labels. You can unset label using null.")
-	fs.BoolVar(&o.DependencyUpdate, "dependency-update", false, "update dependencies if they are missing before installing the chart")
-	fs.BoolVar(&o.EnableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
-	fs.BoolVar(&o.TakeOwnership, "take-ownership", false, "if set, upgrade will ignore the check for helm annotations and take ownership of the existing resources")
-
-	// target cluster, offline only (helm's `template` command)
-	fs.StringVar(&o.KubeVersion, "kube-version", "", "with --offline: Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+DefaultKubeVersion+")")
-	fs.StringSliceVarP(&o.APIVersions, "api-versions", "a", []string{}, "with --offline: Kubernetes api versions used for Capabilities.APIVersions, in addition to the built-in ones the target version serves")
-	fs.StringVar(&o.ServerSide, "server-side", ServerSideAuto, "must be \"true\", \"false\" or \"auto\". Object updates run in the server instead of the client (\"auto\" defaults the value from the previous chart release's method)")
-	fs.BoolVar(&o.ForceConflicts, "force-conflicts", false, "if set server-side apply will force changes against conflicts")
-
-	// post-renderer (helm's bindPostRenderFlag)
-	fs.StringVar(&o.PostRenderer, "post-renderer", "", "the path to an executable to be used for post rendering. If it exists in $PATH, the binary will be used, otherwise it will try to look for the executable at the given path")
-	fs.StringArrayVar(&o.PostRendererArgs, "post-renderer-args", []string{}, "an argument to the post-renderer (can specify multiple)")
-}
-
-// defaultMaxHistory is helm's default for --history-max: HELM_MAX_HISTORY,
-// else 10 (helm's cli.EnvSettings reads it the same way).
-func defaultMaxHistory() int {
-	return cli.New().MaxHistory
-}
-
-// defaultKeyring is helm's default for --keyring.
-func defaultKeyring() string {
-	if v, ok := os.LookupEnv("GNUPGHOME"); ok {
-		return filepath.Join(v, "pubring.gpg")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".gnupg", "pubring.gpg")
-}
 
 // NewInstall returns Helm's install action set up with these flags, as
 // `helm upgrade --install` sets it up (cmd/helm/upgrade.go: --history-max,

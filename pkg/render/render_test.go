@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/kube"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
@@ -553,55 +551,6 @@ func TestPlanClientRefusesWrites(t *testing.T) {
 	s := newSnapshot("Secret", nil)
 	if err := s.Create("k", nil); !errors.Is(err, ErrWriteRefused) {
 		t.Errorf("snapshot Create err = %v", err)
-	}
-}
-
-func TestAddFlags(t *testing.T) {
-	var o Options
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	for _, n := range []string{"namespace", "kube-context", "kubeconfig"} {
-		if fs.Lookup(n) != nil {
-			t.Errorf("AddFlags registered --%s", n)
-		}
-	}
-	if o.Timeout != 5*time.Minute {
-		t.Errorf("default timeout = %v", o.Timeout)
-	}
-	args := []string{
-		"-f", "a.yaml,b.yaml", "--values", "c.yaml",
-		"--set", "a=1,b=2", "--set", "c=3", "--set-string", "s=x", "--set-file", "f=p", "--set-json", `j={"k":1}`, "--set-literal", "l=a,b",
-		"--version", "^1.0", "--repo", "https://charts.example", "--devel", "-i",
-		"--reuse-values", "--reset-values", "--reset-then-reuse-values",
-		"--post-renderer", "kustomize", "--post-renderer-args", "a,b", "--post-renderer-args", "c",
-		"--skip-crds", "--skip-schema-validation", "--no-hooks", "--timeout", "90s", "--wait", "--atomic", "--description", "why",
-		"--kube-version", "1.30.1", "-a", "x.example/v1,y.example/v1", "--api-versions", "z.example/v1/Z",
-		"--history-max", "7",
-		"--server-side", "true", "--force-conflicts",
-	}
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	want := Options{
-		Values: values.Options{
-			ValueFiles: []string{"a.yaml", "b.yaml", "c.yaml"}, Values: []string{"a=1,b=2", "c=3"},
-			StringValues: []string{"s=x"}, FileValues: []string{"f=p"}, JSONValues: []string{`j={"k":1}`}, LiteralValues: []string{"l=a,b"},
-		},
-		Version: "^1.0", Devel: true, Install: true,
-		ReuseValues: true, ResetValues: true, ResetThenReuseValues: true,
-		PostRenderer: "kustomize", PostRendererArgs: []string{"a,b", "c"},
-		SkipCRDs: true, SkipSchemaValidation: true, DisableHooks: true,
-		Timeout: 90 * time.Second, Wait: true, Atomic: true, Description: "why",
-		KubeVersion: "1.30.1", APIVersions: []string{"x.example/v1", "y.example/v1", "z.example/v1/Z"},
-		MaxHistory: 7,
-		ServerSide: "true", ForceConflicts: true,
-	}
-	want.Repo = o.Repo // keyring default depends on $HOME
-	if o.Repo.RepoURL != "https://charts.example" {
-		t.Errorf("repo = %q", o.Repo.RepoURL)
-	}
-	if !reflect.DeepEqual(o, want) {
-		t.Errorf("parsed\n%#v\nwant\n%#v", o, want)
 	}
 }
 

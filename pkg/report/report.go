@@ -18,8 +18,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -448,35 +446,20 @@ func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
 	return diffAll(changes, context, hookSides)
 }
 
-// Flags are the report's command-line flags.
-type Flags struct {
-	Output      string // -o/--output
-	DiffContext int    // --diff-context
+// Request is what a run asks of its report: the format (--output), the
+// lines of context in diffs (--diff-context) and GitHub Actions
+// annotations.
+type Request struct {
+	Output      string
+	DiffContext int
 	// GitHubActions adds workflow-command annotations for destructive
 	// changes (the command sets it when GITHUB_ACTIONS=true).
 	GitHubActions bool
 }
 
-// AddFlags registers -o/--output and --diff-context with their defaults.
-func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.Output, "output", "o", FormatText, "report format: "+FormatList())
-	fs.IntVar(&f.DiffContext, "diff-context", DefaultContext, "lines of context in diffs")
-}
-
-// Validate checks the flags' values.
-func (f Flags) Validate() error {
-	if !IsFormat(f.Output) {
-		return fmt.Errorf("--output %q: want %s", f.Output, FormatList())
-	}
-	if f.DiffContext < 0 {
-		return fmt.Errorf("--diff-context %d: must be 0 or more", f.DiffContext)
-	}
-	return nil
-}
-
-// Options are the report options the flags ask for; color as the output
+// Options are the report options f asks for; color as the output
 // stream allows.
-func (f Flags) Options(color bool) Options {
+func (f Request) Options(color bool) Options {
 	ctx := f.DiffContext
 	if ctx == 0 {
 		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
@@ -490,7 +473,7 @@ func SavedFormats() []string { return []string{FormatText, FormatJSON, FormatMar
 
 // Reports are p's report in each of SavedFormats as Write prints it without
 // colour, by format.
-func (f Flags) Reports(p *plan.Plan, chartRef string, hideSecrets bool) (map[string]string, error) {
+func (f Request) Reports(p *plan.Plan, chartRef string, hideSecrets bool) (map[string]string, error) {
 	out := map[string]string{}
 	for _, format := range SavedFormats() {
 		g := f
@@ -507,11 +490,11 @@ func (f Flags) Reports(p *plan.Plan, chartRef string, hideSecrets bool) (map[str
 	return out, nil
 }
 
-// Write writes p as the flags ask: the report on out (coloured when color
+// Write writes p as f asks: the report on out (coloured when color
 // is set; SARIF results located in the chart chartRef names; Secrets'
 // contents hidden with hideSecrets) and, in GitHub Actions, the workflow
 // annotations on errOut: out carries the report, and JSON must stay clean.
-func (f Flags) Write(out, errOut io.Writer, p *plan.Plan, color bool, chartRef string, hideSecrets bool) error {
+func (f Request) Write(out, errOut io.Writer, p *plan.Plan, color bool, chartRef string, hideSecrets bool) error {
 	opts := f.Options(color)
 	opts.ChartDir = ChartDir(chartRef)
 	opts.HideSecrets = hideSecrets

@@ -9,16 +9,15 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
-// ApplyRequest is how to apply a reviewed plan.
-type ApplyRequest struct {
+// ApplyMode is how to apply a reviewed plan (the full request to Helm is
+// apply.Request, which Apply builds).
+type ApplyMode struct {
 	// Force passes --force-replace (Helm 3's --force) to Helm: objects
 	// replaced with PUT; only when the user asked for it. Helm 4 refuses it
 	// with server-side apply, and so does the apply.
@@ -26,15 +25,6 @@ type ApplyRequest struct {
 	// Watch is whether and how long the rollout is watched after Helm
 	// returns (not pinned by saved plans: it writes nothing).
 	Watch WatchRequest
-}
-
-// AddFlags registers the apply flags of helm upgrade that are not render
-// flags: Helm 4's --force-replace and Helm 3's name of it, --force (both
-// set Force; off unless given).
-func (r *ApplyRequest) AddFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&r.Force, "force-replace", false, "pass --force-replace to Helm (replace changed objects with PUT; client-side apply only); the plan is still gated")
-	fs.BoolVar(&r.Force, "force", false, "Helm 3's name of --force-replace")
-	r.Watch.AddFlags(fs)
 }
 
 // Apply hands exactly the reviewed render of planned to Helm, as

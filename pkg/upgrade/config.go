@@ -73,10 +73,6 @@ func HelmSDKVersion() string {
 	return "unknown"
 }
 
-// RenderOptions are helm upgrade's render flags (values, chart location,
-// hooks, CRDs, timeout, ...), as the actions take them.
-type RenderOptions = render.Options
-
 // Config is what every action of one run shares. Build it with NewConfig;
 // Connect adds the cluster, once.
 type Config struct {
@@ -140,21 +136,13 @@ type Config struct {
 	deadline *atomic.Int64
 }
 
-// Masker masks Secret values in plans with a key of the run's (see
-// redact.Masker); Sanitizer removes the release's Secret values from
-// messages (see redact.Sanitizer).
-type (
-	Masker    = redact.Masker
-	Sanitizer = redact.Sanitizer
-)
-
 // NewConfig returns the configuration of one run. userAgent marks every
 // request (audit logs show it); with settings.Debug (--debug, HELM_DEBUG)
 // debug lines go to out. Secret values are masked with masker, or with a
 // fresh random key that lives only in the process when masker is nil. The
 // API server's warnings and the debug lines pass through the run's
 // Sanitizer.
-func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *Masker) *Config {
+func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, masker *redact.Masker) *Config {
 	if masker == nil {
 		masker = redact.NewMasker()
 	}

@@ -7,51 +7,27 @@ import (
 	"os"
 	"slices"
 
-	"github.com/spf13/pflag"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
-// OfflineRequest is an offline plan: the head is PlanRequest's chart, the
-// base exactly one of FromChart (with FromValues) or FromManifest.
-type OfflineRequest struct {
-	PlanRequest
-	FromChart    string
-	FromValues   []string
-	FromManifest string
+// OfflineBase is the base of an offline plan, which the chart of the plan
+// request (the head) is compared with: exactly one of Chart (with Values)
+// or Manifest.
+type OfflineBase struct {
+	Chart    string
+	Values   []string
+	Manifest string
 }
 
-// AddFlags registers the base's flags (--from-chart, --from-values,
-// --from-manifest).
-func (r *OfflineRequest) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.FromChart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
-	fs.StringArrayVar(&r.FromValues, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
-	fs.StringVar(&r.FromManifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
-}
-
-// Validate checks the base flags: exactly one base, offline only.
-func (r OfflineRequest) Validate(offline bool) error {
-	if offline {
-		if (r.FromChart == "") == (r.FromManifest == "") {
-			return errors.New("--offline needs exactly one of --from-chart or --from-manifest")
-		}
-	} else if r.FromChart != "" || r.FromManifest != "" || len(r.FromValues) > 0 {
-		return errors.New("--from-chart, --from-values and --from-manifest need --offline")
-	}
-	if len(r.FromValues) > 0 && r.FromChart == "" {
-		return errors.New("--from-values needs --from-chart")
-	}
-	return nil
-}
-
-// PlanOffline compares the base (a chart render or a manifest file) with the
-// head rendered as an upgrade of it, for the pre-merge gate: against the
+// planOffline compares the base req.Offline (a chart render or a manifest
+// file) with the head rendered as an upgrade of it, for the pre-merge gate: against the
 // target Kubernetes version (--kube-version, --api-versions), with removed
 // APIs marked; nothing reaches a cluster, and the result cannot be applied.
-func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned, error) {
-	rules, err := req.Rules.load(req.ChartRef)
+func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, error) {
+	from := req.Offline
+	rules, err := req.Rules.Load(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}
@@ -59,14 +35,14 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 	if err != nil {
 		return nil, err
 	}
-	base := render.Base{Chart: req.FromChart, Values: req.FromValues}
-	prevName := "base chart " + req.FromChart
-	if req.FromManifest != "" {
-		data, err := os.ReadFile(req.FromManifest)
+	base := render.Base{Chart: from.Chart, Values: from.Values}
+	prevName := "base chart " + from.Chart
+	if from.Manifest != "" {
+		data, err := os.ReadFile(from.Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("--from-manifest: %w", err)
 		}
-		base.Manifest, prevName = string(data), "--from-manifest "+req.FromManifest
+		base.Manifest, prevName = string(data), "--from-manifest "+from.Manifest
 	}
 	c.progress("Rendering %s (head)", req.ChartRef)
 	head, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)
@@ -74,7 +50,7 @@ func (c *Config) PlanOffline(ctx context.Context, req OfflineRequest) (*Planned,
 		return nil, c.offlineFailed(err)
 	}
 	in := plannerInput(head, req.Render.SkipCRDs)
-	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), req.FromManifest != ""
+	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), from.Manifest != ""
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules

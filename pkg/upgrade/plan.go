@@ -25,15 +25,19 @@ import (
 )
 
 // PlanRequest is what to plan: helm upgrade's arguments and render flags.
+// The command layer builds it; the actions only read it.
 type PlanRequest struct {
 	ReleaseName, ChartRef string
-	Render                RenderOptions
+	Render                render.Options
 	// Apply is how the plan will be applied (saved plans pin it).
-	Apply ApplyRequest
+	Apply ApplyMode
 	// Rules are the user's ignore rules (--ignore, the rules file): field
 	// paths, optionally for a kind or an object, whose changes are shown but
 	// not counted.
-	Rules Rules
+	Rules planner.UserRules
+	// Offline, when set, is the base an offline plan compares the chart
+	// with, without any cluster access (pre-merge mode, --offline).
+	Offline *OfflineBase
 	// Saved, when set, is the reviewed plan to apply (--plan): its render
 	// replaces the new one, and the plan is refused if anything moved since,
 	// or if it is older than SavedMaxAge (0: no limit).
@@ -57,16 +61,29 @@ type Planned struct {
 	// ChartRef, Render and Apply are the request's, for the saved plan and
 	// the apply.
 	ChartRef string
-	Render   RenderOptions
-	Apply    ApplyRequest
+	Render   render.Options
+	Apply    ApplyMode
 	// Lease is the release's Lease as read before the plan: the apply
 	// takes it on condition that nobody took it since.
 	Lease *apply.LeaseObservation
 }
 
-// Plan renders the release as `helm upgrade` would and plans it against the
-// cluster. It sends no write but dry-run requests.
+// Plan plans req within --timeout: offline against req.Offline when set
+// (see planOffline), else against the cluster (see planLive).
 func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
+	ctx, cancel := context.WithTimeout(ctx, req.Render.TimeLimit())
+	defer cancel()
+	defer c.boundByContext(ctx)() // Helm's requests too, which pass no context
+	if req.Offline != nil {
+		return c.planOffline(ctx, req)
+	}
+	planned, err := c.planLive(ctx, req)
+	return planned, c.timedOut(err)
+}
+
+// planLive renders the release as `helm upgrade` would and plans it against
+// the cluster. It sends no write but dry-run requests.
+func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error) {
 	var lease *apply.LeaseObservation
 	err := c.Stage("connect", func() error {
 		if err := c.Connect(ctx); err != nil {
@@ -95,7 +112,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 			return nil, err
 		}
 	}
-	rules, err := req.Rules.load(req.ChartRef)
+	rules, err := req.Rules.Load(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}

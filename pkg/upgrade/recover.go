@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // Recover resolves what an interrupted apply of release left (see
@@ -11,7 +12,7 @@ import (
 // journal once every entry passed the checks and confirm (nil: --yes)
 // said yes, its pending revision is marked failed, the journal is
 // removed. It holds the release's Lease meanwhile.
-func (c *Config) Recover(ctx context.Context, release string, opts RenderOptions, confirm func(plan string) (bool, error)) error {
+func (c *Config) Recover(ctx context.Context, release string, opts render.Options, confirm func(plan string) (bool, error)) error {
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}

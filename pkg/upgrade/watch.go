@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -22,12 +21,6 @@ type WatchRequest struct {
 	Off bool
 	// Timeout is --watch-timeout; 0: --timeout.
 	Timeout time.Duration
-}
-
-// AddFlags registers --no-watch and --watch-timeout.
-func (r *WatchRequest) AddFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&r.Off, "no-watch", false, "end when Helm returns, without watching the rollout (pods replaced, ready, failures) nor checking the prediction")
-	fs.DurationVar(&r.Timeout, "watch-timeout", 0, "how long to watch the rollout after Helm returns before calling what is not ready a failure (default: --timeout)")
 }
 
 // RolloutError is a rollout that failed or was not ready when the watch
