@@ -8,9 +8,9 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/cpuprof"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/heapprof"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // Set by the release build (-ldflags "-X main.version=... -X main.commit=...").
@@ -20,7 +20,7 @@ var (
 )
 
 func main() {
-	upgrade.InitProcess()
+	helmsdk.InitProcess()
 	streams := iostreams.System()
 	build := cli.BuildInfo{Version: version, Commit: commit}
 	stopCPU := cpuprof.Start(streams.ErrOut) // SAFE_UPGRADE_CPUPROFILE only

@@ -1,10 +1,11 @@
 // Package panics turns a panic in a goroutine into an error. Go exits with
 // code 2 on a panic nobody recovers, and a recover in main does not see the
 // panics of other goroutines; exit 2 is the gate's "blocked", so every
-// goroutine the tool starts recovers with Recover.
+// goroutine the tool starts recovers with Catch.
 package panics
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -28,10 +29,21 @@ func (e *Error) Error() string {
 	return "internal error: " + msg
 }
 
-// Recover, deferred, turns a panic of the calling goroutine into an *Error
+// Catch, deferred, turns a panic of the calling goroutine into an *Error
 // in *errp.
-func Recover(errp *error) {
+func Catch(errp *error) {
 	if r := recover(); r != nil {
 		*errp = New(r)
 	}
+}
+
+// StackOf returns the stack of the panic err carries (an *Error: recovered
+// by Catch, or by New in the deferred function that recovered), if it
+// carries one.
+func StackOf(err error) ([]byte, bool) {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Stack, true
+	}
+	return nil, false
 }

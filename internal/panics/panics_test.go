@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-func TestRecover(t *testing.T) {
+func TestCatch(t *testing.T) {
 	f := func() (err error) {
-		defer Recover(&err)
+		defer Catch(&err)
 		var m map[string]int
 		m["x"] = 1 // panics
 		return nil
@@ -18,7 +18,7 @@ func TestRecover(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "internal error: assignment to entry in nil map") {
 		t.Fatalf("got %v", err)
 	}
-	if strings.Contains(err.Error(), "\n") || !strings.Contains(string(pe.Stack), "TestRecover") {
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(string(pe.Stack), "TestCatch") {
 		t.Errorf("want a one-line error and the stack apart: %q", err)
 	}
 	multi := New("first line\nsecond line")

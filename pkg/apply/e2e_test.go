@@ -29,6 +29,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolproc"
@@ -39,11 +40,10 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 func TestMain(m *testing.M) {
-	upgrade.InitProcess() // as main does: some tests run the tool in-process
+	helmsdk.InitProcess() // as main does: some tests run the tool in-process
 	testcluster.Main(m)
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 )
 
 // Exit codes, the contract CI relies on (see the command's long help).
@@ -44,7 +44,7 @@ func (o *UpgradeOptions) exit(err error) int {
 	if err != nil && o.Config != nil {
 		err = o.Config.Sanitize(err)
 	}
-	if _, ok := upgrade.PanicStack(err); ok && !o.Settings.Debug {
+	if _, ok := panics.StackOf(err); ok && !o.Settings.Debug {
 		fmt.Fprintf(o.Streams.ErrOut, "Error: %v (a bug: run with --debug for the stack)\n", err)
 		return ExitError
 	}
@@ -52,14 +52,14 @@ func (o *UpgradeOptions) exit(err error) int {
 }
 
 // exitCode maps an error from the command to the process exit code and
-// prints it, once, to errOut. A recovered panic (upgrade.Panicked) is an
+// prints it, once, to errOut. A recovered panic (panics.New) is an
 // error like any other: exit 1, one line, and its stack only when debug is
 // set.
 func exitCode(err error, errOut io.Writer, debug bool) int {
 	if err == nil {
 		return ExitOK
 	}
-	if stack, ok := upgrade.PanicStack(err); debug && ok {
+	if stack, ok := panics.StackOf(err); debug && ok {
 		defer fmt.Fprintf(errOut, "%s\n", stack)
 	}
 	var ee *exitError

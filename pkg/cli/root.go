@@ -15,10 +15,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 // BuildInfo identifies the binary.
@@ -118,7 +119,7 @@ func commandLine(name string, args []string, fs *pflag.FlagSet) string {
 
 // versionLine is what --version prints.
 func versionLine(argv0 string, build BuildInfo) string {
-	return fmt.Sprintf("%s %s (commit %s, helm SDK %s)\n", commandName(argv0), build.Version, build.Commit, upgrade.HelmSDKVersion())
+	return fmt.Sprintf("%s %s (commit %s, helm SDK %s)\n", commandName(argv0), build.Version, build.Commit, helmsdk.Version())
 }
 
 // Execute runs the command with args and returns the process exit code.
@@ -153,7 +154,7 @@ func (o *UpgradeOptions) execute(argv0 string, args []string, build BuildInfo) (
 	streams := o.Streams
 	defer func() {
 		if r := recover(); r != nil {
-			code = o.exit(upgrade.Panicked(r))
+			code = o.exit(panics.New(r))
 		}
 	}()
 	// --version is also helm upgrade's chart-version flag (--version 1.2.3);

@@ -197,7 +197,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		g.SetLimit(max(p.Concurrency, 1))
 		for i, id := range ids {
 			g.Go(func() (err error) {
-				defer panics.Recover(&err) // a panic here would exit 2, the gate's code
+				defer panics.Catch(&err) // a panic here would exit 2, the gate's code
 				e := work[i]
 				work[i] = evaluation{} // its objects are garbage once it is evaluated
 				changes[i], err = p.change(gctx, in, e, crdKinds, san)

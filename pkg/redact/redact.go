@@ -3,6 +3,12 @@
 // replaced by a marker keyed per plan (see Masker): a change is still
 // visible, and equal values compare equal within one plan, without
 // revealing the value or anything that helps guess it.
+//
+// The values an object holds are not the only way out: the Sanitizer
+// (sanitizer.go) removes known values from any text, the SecretReads
+// transport (reads.go) feeds it the Secrets a run reads from the API
+// server, and Warnings (warnings.go) prints the server's warnings through
+// it.
 package redact
 
 import (

@@ -57,7 +57,7 @@ func diffAll(changes []*plan.Change, context int, s sides) ([]string, error) {
 // recoveredDiff is unifiedDiff in a goroutine of diffAll: a panic becomes
 // its error, as Go would otherwise exit 2 (the gate's "blocked").
 func recoveredDiff(c *plan.Change, context int, s sides) (d string, err error) {
-	defer panics.Recover(&err)
+	defer panics.Catch(&err)
 	return unifiedDiff(c, context, s)
 }
 

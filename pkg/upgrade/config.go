@@ -4,14 +4,17 @@
 // cluster connection), and each action lives in a file of its own:
 //
 //	plan.go     Plan: render the release and plan it against the cluster
-//	offline.go  PlanOffline: compare a base with a head render, no cluster
+//	            (or, with an offline base, plan without one: offline.go)
 //	saved.go    SavePlan: write a plan for --plan (the file and its checks
 //	            are pkg/savedplan's)
-//	apply.go    Apply: hand exactly the reviewed render to Helm
+//	apply.go    Apply: hand exactly the reviewed render to Helm, then watch
+//	            the rollout (watch.go)
 //	recover.go  Recover: settle what an interrupted apply left
 //
-// The command layer (pkg/cli) parses flags into these actions' requests; it
-// never builds a client or reads the release storage itself.
+// The actions take plain requests (PlanRequest, SaveRequest) built by the
+// command layer (pkg/cli), which owns every flag; they read them and never
+// change them. The command layer never builds a client or reads the
+// release storage itself.
 package upgrade
 
 import (
@@ -20,9 +23,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,9 +31,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
-	kube4 "helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,35 +42,13 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
-
-// InitProcess sets what Helm's SDKs (3 and 4) take only as process-wide state, once,
-// before anything runs: its kube client names the field manager of its
-// patches after the binary unless told; a real `helm upgrade` is "helm", and
-// so are our dry-runs, so managedFields end up as Helm would leave them.
-// main calls it, and so does TestMain of tests that run the tool in-process.
-func InitProcess() {
-	kube.ManagedFieldsManager = predict.FieldManager
-	kube4.ManagedFieldsManager = predict.FieldManager // Helm 4's server-side apply
-}
-
-// HelmSDKVersion is the version of the Helm SDK the tool renders and applies
-// with, as compiled in.
-func HelmSDKVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "helm.sh/helm/v3" {
-				return dep.Version
-			}
-		}
-	}
-	return "unknown"
-}
 
 // Config is what every action of one run shares. Build it with NewConfig;
 // Connect adds the cluster, once.
@@ -149,7 +126,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 	san := redact.NewSanitizer(masker)
 	// The rollout watch shows progress while Helm applies and logs: one
 	// write at a time.
-	out = &lockedWriter{w: out}
+	out = iostreams.Locked(out)
 	logf := func(string, ...interface{}) {}
 	if settings.Debug {
 		logf = san.Logf(func(format string, args ...interface{}) {
@@ -161,7 +138,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 	cfg := &Config{Settings: settings, Namespace: settings.Namespace(), Out: out, Logf: logf, Now: time.Now,
 		Masker: masker, Sanitizer: san, requests: requests, deadline: new(atomic.Int64)}
 	if flags, ok := settings.RESTClientGetter().(*genericclioptions.ConfigFlags); ok {
-		warnings := sanitizedWarnings(out, san)
+		warnings := redact.Warnings(out, san, predict.Collect)
 		// Helm's own wrapper sets --qps and --burst-limit (HELM_QPS,
 		// HELM_BURST_LIMIT): keep it, or they are silently dropped.
 		helmWrap := flags.WrapConfigFn
@@ -176,7 +153,7 @@ func NewConfig(settings *helmcli.EnvSettings, out io.Writer, userAgent string, m
 			if cfg.RequestTimeout > 0 {
 				c.Timeout = cfg.RequestTimeout
 			}
-			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return secretReads{next: rt, san: san} })
+			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return redact.SecretReads{Next: rt, Sanitizer: san} })
 			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, requests} })
 			c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return stepDeadline{next: rt, at: cfg.deadline} })
 			return c
@@ -351,16 +328,4 @@ func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
 		restConfig.Timeout = 30 * time.Second
 	}
 	return restConfig, nil
-}
-
-// lockedWriter serialises the writes to w of the goroutines that share it.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -178,7 +178,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 			return nil, err
 		}
 	}
-	blocker, err := recordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
+	blocker, err := render.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
 	if err != nil {
 		return nil, err
 	}

@@ -12,15 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
 
 func TestMain(m *testing.M) {
-	upgrade.InitProcess() // as main does: the tool runs in-process here
+	helmsdk.InitProcess() // as main does: the tool runs in-process here
 	testcluster.Main(m)
 }
 

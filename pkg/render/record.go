@@ -1,4 +1,4 @@
-package upgrade
+package render
 
 import (
 	"bytes"
@@ -46,11 +46,11 @@ func recordSize(rel *release.Release) (int, error) {
 	return base64.StdEncoding.EncodedLen(buf.Len()), nil
 }
 
-// recordBlocker says why Helm could not store rel with driver, or "" when
+// RecordBlocker says why Helm could not store rel with driver, or "" when
 // it can: Helm would fail only after rendering, or — for an upgrade that
 // stores the pending record first — before touching the cluster, with an
 // opaque "too long" error from the API server.
-func recordBlocker(rel *release.Release, driver string) (string, error) {
+func RecordBlocker(rel *release.Release, driver string) (string, error) {
 	limit, where := recordLimit(driver)
 	if limit == 0 {
 		return "", nil

@@ -1,4 +1,4 @@
-package upgrade
+package render
 
 import (
 	"crypto/rand"
@@ -29,7 +29,7 @@ func TestRecordBlocker(t *testing.T) {
 		{name: "memory has no such limit", rel: big, driver: "memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := recordBlocker(tc.rel, tc.driver)
+			got, err := RecordBlocker(tc.rel, tc.driver)
 			if err != nil {
 				t.Fatal(err)
 			}

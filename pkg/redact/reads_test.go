@@ -1,56 +1,13 @@
-package upgrade
+package redact
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"helm.sh/helm/v3/pkg/release"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
-
-func TestHookSecretsAndWarningsAreSanitised(t *testing.T) {
-	hook := func(pw string) *release.Hook {
-		return &release.Hook{Kind: "Secret", Name: "h", Manifest: "apiVersion: v1\nkind: Secret\nmetadata: {name: h}\nstringData: {pw: " + pw + "}\n"}
-	}
-	san := redact.NewSanitizer(redact.NewMasker())
-	addHookSecrets(san, &render.Result{
-		Next:     &release.Release{Hooks: []*release.Hook{nil, hook("new-hook-value")}},
-		Previous: &release.Release{Hooks: []*release.Hook{hook("old-hook-value")}},
-	})
-	var errOut bytes.Buffer
-	w := sanitizedWarnings(&errOut, san)
-	ctx := context.Background()
-	w.HandleWarningHeaderWithContext(ctx, 299, "", "policy says: new-hook-value, old-hook-value")
-	w.HandleWarningHeaderWithContext(ctx, 299, "", "policy says: new-hook-value, old-hook-value") // deduplicated
-	got := errOut.String()
-	if strings.Contains(got, "hook-value") || strings.Count(got, "Warning: policy says: (sensitive: hmac-sha256:") != 1 {
-		t.Errorf("got %q", got)
-	}
-
-	// A dry-run the planner makes for one object: its unknown-field
-	// warnings go to the plan (whose notes are sanitised), the rest is
-	// printed as before.
-	errOut.Reset()
-	objCtx, collected := predict.WithWarnings(ctx)
-	w.HandleWarningHeaderWithContext(objCtx, 299, "", `unknown field "spec.replica"`)
-	w.HandleWarningHeaderWithContext(objCtx, 299, "", "policy says: hello")
-	w.HandleWarningHeaderWithContext(ctx, 299, "", `unknown field "spec.other"`)
-	if got := collected.Texts(); len(got) != 1 || got[0] != `unknown field "spec.replica"` {
-		t.Errorf("collected %q, want the object's unknown-field warning", got)
-	}
-	if got := errOut.String(); strings.Contains(got, "spec.replica") || !strings.Contains(got, "policy says: hello") || !strings.Contains(got, "spec.other") {
-		t.Errorf("printed %q, want every warning but the collected one", got)
-	}
-}
 
 // roundTripFunc is an http.RoundTripper answering with a function.
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -78,8 +35,8 @@ func TestSecretReadsFeedTheSanitiser(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			san := redact.NewSanitizer(redact.NewMasker())
-			rt := secretReads{san: san, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			san := NewSanitizer(NewMasker())
+			rt := SecretReads{Sanitizer: san, Next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
 					Body: io.NopCloser(strings.NewReader(tt.body))}, nil
 			})}
@@ -110,13 +67,13 @@ func TestSecretReadsFeedTheSanitiser(t *testing.T) {
 func TestSanitisedReadsPassUntouched(t *testing.T) {
 	body := `{"kind":"SecretList","items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"pw":"` +
 		base64.StdEncoding.EncodeToString([]byte("planner-read-value")) + `"}}]}`
-	san := redact.NewSanitizer(redact.NewMasker())
+	san := NewSanitizer(NewMasker())
 	sent := io.NopCloser(strings.NewReader(body))
-	rt := secretReads{san: san, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+	rt := SecretReads{Sanitizer: san, Next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: sent}, nil
 	})}
 	req := httptest.NewRequest(http.MethodGet, "https://server/api/v1/namespaces/demo/secrets", nil)
-	resp, err := rt.RoundTrip(req.WithContext(redact.WithReadsSanitized(req.Context())))
+	resp, err := rt.RoundTrip(req.WithContext(WithReadsSanitized(req.Context())))
 	if err != nil {
 		t.Fatal(err)
 	}
