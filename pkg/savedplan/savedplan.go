@@ -211,6 +211,60 @@ func (s *Plan) digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// Source is what a saved plan is made of: the reviewed plan and its
+// render, how they are applied, where and by whom they were planned.
+type Source struct {
+	Plan     *plan.Plan
+	Rendered *render.Result
+	// ChartRef, Render and Force are the plan request's: the chart as
+	// given, the render flags and --force-replace.
+	ChartRef string
+	Render   render.Options
+	Force    bool
+	// Created is when the plan was made; Cluster where.
+	Created time.Time
+	Cluster ClusterIdentity
+	// PlannedBy is who made the plan (tool version, CI commit and run).
+	PlannedBy Provenance
+	// MaskKey is the key the plan's Secret values were masked with.
+	MaskKey []byte
+	// Reports are the plan's report by format, as the plan job printed it.
+	Reports map[string]string
+}
+
+// New returns the saved plan of src: the exact render, what it was planned
+// against (release revision, chart, values, the live state of each object
+// it changes), the apply flags and the acknowledgements given.
+func New(src Source) *Plan {
+	res := src.Rendered
+	s := &Plan{
+		Created:      src.Created.UTC().Truncate(time.Second),
+		Cluster:      src.Cluster,
+		PlannedBy:    src.PlannedBy,
+		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		ChartRef:     src.ChartRef,
+		ChartDigest:  ChartDigest(res.Chart),
+		ValuesDigest: ValuesDigest(res.Values, src.Render),
+		Manifest:     res.Next.Manifest,
+		Hooks:        res.Next.Hooks,
+		Notes:        res.Next.Info.Notes,
+		Acknowledged: gate.Given(src.Plan),
+		MaskKey:      src.MaskKey,
+		Reports:      src.Reports,
+	}
+	s.Release.Name, s.Release.Namespace = res.Next.Name, res.Next.Namespace
+	if res.Last != nil {
+		s.Release.LastRevision = res.Last.Version
+	}
+	for _, ch := range src.Plan.Changes {
+		if ch.Action != plan.ActionNoop {
+			s.Objects = append(s.Objects, Object{Object: ch.ID.String(),
+				ResourceVersion: ch.LiveResourceVersion, StateDigest: StateDigest(ch)})
+		}
+	}
+	return s
+}
+
 // Check refuses the saved plan on another cluster, with other apply flags,
 // or when older than maxAge (0: no limit).
 func (s *Plan) Check(id ClusterIdentity, flags map[string]interface{}, now time.Time, maxAge time.Duration) error {

@@ -3,10 +3,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
@@ -30,36 +27,13 @@ func (c *Config) SavePlan(ctx context.Context, req SaveRequest, planned *Planned
 	if req.Path == "" {
 		return nil
 	}
-	res := planned.Rendered
 	id, err := c.identity(ctx)
 	if err != nil {
 		return fmt.Errorf("--plan-out: %w", err)
 	}
-	saved := &savedplan.Plan{
-		Created:      c.Now().UTC().Truncate(time.Second),
-		Cluster:      id,
-		PlannedBy:    req.PlannedBy,
-		ApplyFlags:   savedplan.ApplyFlags(planned.Render, planned.Apply.Force),
-		ChartRef:     planned.ChartRef,
-		ChartDigest:  savedplan.ChartDigest(res.Chart),
-		ValuesDigest: savedplan.ValuesDigest(res.Values, planned.Render),
-		Manifest:     res.Next.Manifest,
-		Hooks:        res.Next.Hooks,
-		Notes:        res.Next.Info.Notes,
-		Acknowledged: gate.Given(planned.Plan),
-		MaskKey:      c.Masker.Key,
-		Reports:      req.Reports,
-	}
-	saved.Release.Name, saved.Release.Namespace = res.Next.Name, res.Next.Namespace
-	if res.Last != nil {
-		saved.Release.LastRevision = res.Last.Version
-	}
-	for _, ch := range planned.Plan.Changes {
-		if ch.Action != plan.ActionNoop {
-			saved.Objects = append(saved.Objects, savedplan.Object{Object: ch.ID.String(),
-				ResourceVersion: ch.LiveResourceVersion, StateDigest: savedplan.StateDigest(ch)})
-		}
-	}
+	saved := savedplan.New(savedplan.Source{Plan: planned.Plan, Rendered: planned.Rendered,
+		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force,
+		Created: c.Now(), Cluster: id, PlannedBy: req.PlannedBy, MaskKey: c.Masker.Key, Reports: req.Reports})
 	if err := savedplan.Write(req.Path, saved, req.Keys); err != nil {
 		return err
 	}
