@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/release"
 
@@ -326,47 +325,4 @@ func (req *Request) description() string {
 		return req.Description
 	}
 	return req.Render.Description
-}
-
-// copyValues deep-copies user values: Helm merges the previous release's
-// values into the map it is given (--reuse-values), and the plan must stay
-// as it was.
-func copyValues(v map[string]interface{}) map[string]interface{} {
-	m, _ := deepCopy(v, false).(map[string]interface{})
-	return m
-}
-
-// plainValues is copyValues for Helm 4, which does not know Helm 3's
-// chartutil.Values type: every map becomes a plain one.
-func plainValues(v map[string]interface{}) map[string]interface{} {
-	m, _ := deepCopy(v, true).(map[string]interface{})
-	return m
-}
-
-func deepCopy(v interface{}, plain bool) interface{} {
-	switch t := v.(type) {
-	case nil:
-		return nil
-	case chartutil.Values:
-		if plain {
-			return deepCopy(map[string]interface{}(t), plain)
-		}
-		return chartutil.Values(copyValues(t))
-	case map[string]interface{}:
-		if t == nil {
-			return map[string]interface{}(nil)
-		}
-		m := make(map[string]interface{}, len(t))
-		for k, x := range t {
-			m[k] = deepCopy(x, plain)
-		}
-		return m
-	case []interface{}:
-		s := make([]interface{}, len(t))
-		for i, x := range t {
-			s[i] = deepCopy(x, plain)
-		}
-		return s
-	}
-	return v
 }

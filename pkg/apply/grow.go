@@ -3,16 +3,16 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-var storageClassesGVR = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+)
 
 // grownTemplates returns, for a recreated StatefulSet, the storage request
 // of each claim template the planned StatefulSet asks more storage of than
@@ -61,18 +61,19 @@ func (r *recreator) grow(ctx context.Context, targets []*recreateTarget) {
 		if len(grown) == 0 {
 			continue
 		}
-		list, err := r.cluster.Dynamic.Resource(pvcsGVR).Namespace(t.live.GetNamespace()).List(ctx, metav1.ListOptions{})
+		templates := slices.Sorted(maps.Keys(grown))
+		pvcs, err := r.cluster.Claims(ctx, t.live.GetNamespace(), func(name string) bool {
+			_, ok := live.ClaimTemplate(name, t.live.GetName(), templates)
+			return ok
+		})
 		if err != nil {
 			fmt.Fprintf(r.out, "%s: its claims were not grown: listing them: %v\n", t.id, err)
 			continue
 		}
-		for i := range list.Items {
-			pvc := &list.Items[i]
-			for tmpl, want := range grown {
-				if rest, ok := strings.CutPrefix(pvc.GetName(), tmpl+"-"+t.live.GetName()); ok && claimOrdinal.MatchString(rest) {
-					fmt.Fprintf(r.out, "PersistentVolumeClaim/%s/%s: %s\n", pvc.GetNamespace(), pvc.GetName(), r.growClaim(ctx, pvc, want))
-				}
-			}
+		for i := range pvcs {
+			pvc := &pvcs[i]
+			tmpl, _ := live.ClaimTemplate(pvc.GetName(), t.live.GetName(), templates)
+			fmt.Fprintf(r.out, "PersistentVolumeClaim/%s/%s: %s\n", pvc.GetNamespace(), pvc.GetName(), r.growClaim(ctx, pvc, grown[tmpl]))
 		}
 	}
 }
@@ -92,7 +93,7 @@ func (r *recreator) growClaim(ctx context.Context, pvc *unstructured.Unstructure
 	if class == "" {
 		return keeps + "it has no StorageClass, so expansion is not allowed"
 	}
-	sc, err := r.cluster.Dynamic.Resource(storageClassesGVR).Get(ctx, class, metav1.GetOptions{})
+	sc, err := r.cluster.StorageClass(ctx, class)
 	if err != nil {
 		return keeps + fmt.Sprintf("reading its StorageClass %s: %v", class, err)
 	}
@@ -100,7 +101,7 @@ func (r *recreator) growClaim(ctx context.Context, pvc *unstructured.Unstructure
 		return keeps + fmt.Sprintf("its StorageClass %s does not allow volume expansion (allowVolumeExpansion is not true)", class)
 	}
 	patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"storage":%q}}}}`, want.String())
-	_, err = r.cluster.Dynamic.Resource(pvcsGVR).Namespace(pvc.GetNamespace()).Patch(ctx, pvc.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err = r.cluster.Dynamic.Resource(live.ClaimsGVR).Namespace(pvc.GetNamespace()).Patch(ctx, pvc.GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return keeps + fmt.Sprintf("the API server refused the resize: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
@@ -276,11 +277,11 @@ func TestGrowClaims(t *testing.T) {
 	for name, expand := range map[string]bool{"expandable": true, "fixed": false} {
 		sc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
 			"metadata": map[string]interface{}{"name": name}, "provisioner": "example.com/x", "allowVolumeExpansion": expand}}
-		if err := tracker.Create(storageClassesGVR, sc, ""); err != nil {
+		if err := tracker.Create(live.StorageClassesGVR, sc, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claims := fc.client.Resource(pvcsGVR).Namespace(relNS)
+	claims := fc.client.Resource(live.ClaimsGVR).Namespace(relNS)
 	setClaim := func(name, class, phase string) {
 		pvc, err := claims.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -288,7 +289,7 @@ func TestGrowClaims(t *testing.T) {
 		}
 		pvc.Object["spec"] = map[string]interface{}{"storageClassName": class, "resources": map[string]interface{}{"requests": map[string]interface{}{"storage": "1Gi"}}}
 		pvc.Object["status"] = map[string]interface{}{"phase": phase}
-		if err := tracker.Update(pvcsGVR, pvc, relNS); err != nil {
+		if err := tracker.Update(live.ClaimsGVR, pvc, relNS); err != nil {
 			t.Fatal(err)
 		}
 	}

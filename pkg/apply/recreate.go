@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
@@ -27,11 +26,6 @@ import (
 // a change in Request.Recreate cannot be recreated safely. Nothing was
 // written.
 var ErrRecreateRefused = errors.New("recreate refused")
-
-var (
-	podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	pvcsGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
-)
 
 // refuseRecreate checks, without the cluster, that every change may be
 // recreated: an acknowledged recreate-required update, in the release
@@ -401,14 +395,14 @@ func (r *recreator) countPods(ctx context.Context, ctrl *unstructured.Unstructur
 	if err != nil || sel == nil {
 		return 0, err
 	}
-	list, err := r.cluster.Dynamic.Resource(podsGVR).Namespace(ctrl.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	pods, err := r.cluster.Pods(ctx, ctrl.GetNamespace(), sel)
 	if err != nil {
 		return 0, fmt.Errorf("listing its pods: %w", err)
 	}
 	direct := ctrl.GetKind() != "Deployment"
 	n := 0
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if direct && !ownedBy(p, ctrl.GetUID()) {
 			continue
 		}
@@ -429,52 +423,34 @@ func ownedBy(obj *unstructured.Unstructured, uid types.UID) bool {
 	return false
 }
 
-// claimOrdinal matches what follows TEMPLATE-SET in the name of a PVC a
-// StatefulSet creates: -ORDINAL.
-var claimOrdinal = regexp.MustCompile(`^-[0-9]+$`)
-
 // countClaims counts the PVCs created from the live StatefulSet's claim
 // templates, and how many of them belong to templates the planned
 // StatefulSet still has.
 func (r *recreator) countClaims(ctx context.Context, t *recreateTarget) (claims, kept int, err error) {
-	oldTemplates := claimTemplates(t.live)
+	oldTemplates := live.ClaimTemplates(t.live)
 	if len(oldTemplates) == 0 {
 		return 0, 0, nil
 	}
 	newTemplates := map[string]bool{}
-	for _, n := range claimTemplates(t.planned.Obj) {
+	for _, n := range live.ClaimTemplates(t.planned.Obj) {
 		newTemplates[n] = true
 	}
-	list, err := r.cluster.Dynamic.Resource(pvcsGVR).Namespace(t.live.GetNamespace()).List(ctx, metav1.ListOptions{})
+	set := t.live.GetName()
+	pvcs, err := r.cluster.Claims(ctx, t.live.GetNamespace(), func(name string) bool {
+		_, ok := live.ClaimTemplate(name, set, oldTemplates)
+		return ok
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("listing its PVCs: %w", err)
 	}
-	for _, pvc := range list.Items {
-		for _, tmpl := range oldTemplates {
-			rest, ok := strings.CutPrefix(pvc.GetName(), tmpl+"-"+t.live.GetName())
-			if ok && claimOrdinal.MatchString(rest) {
-				claims++
-				if newTemplates[tmpl] {
-					kept++
-				}
-				break
-			}
+	for _, pvc := range pvcs {
+		tmpl, _ := live.ClaimTemplate(pvc.GetName(), set, oldTemplates)
+		claims++
+		if newTemplates[tmpl] {
+			kept++
 		}
 	}
 	return claims, kept, nil
-}
-
-func claimTemplates(sts *unstructured.Unstructured) []string {
-	items, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
-	var names []string
-	for _, it := range items {
-		if m, ok := it.(map[string]interface{}); ok {
-			if n, _, _ := unstructured.NestedString(m, "metadata", "name"); n != "" {
-				names = append(names, n)
-			}
-		}
-	}
-	return names
 }
 
 // selectorOf returns spec.selector of a workload; nil when it has none.

@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // sdk is the seam between Apply and the Helm SDK that runs the planned
@@ -89,11 +90,11 @@ func (h *helm3) run(ctx context.Context) (*release.Release, error) {
 		inst.Force = req.Force
 		inst.Replace = req.Rendered.Last != nil
 		inst.PostRenderer = plannedManifest{manifest: next.Manifest}
-		return inst.RunWithContext(ctx, req.Rendered.Chart, copyValues(req.Rendered.Values))
+		return inst.RunWithContext(ctx, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
 	}
 	up := req.Render.NewUpgrade(&h.cfg, next.Namespace)
 	up.Description = req.description()
 	up.Force = req.Force
 	up.PostRenderer = plannedManifest{manifest: next.Manifest}
-	return up.RunWithContext(ctx, next.Name, req.Rendered.Chart, copyValues(req.Rendered.Values))
+	return up.RunWithContext(ctx, next.Name, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
 }

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 func benchObjects(n int) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
@@ -53,7 +55,7 @@ func BenchmarkUnknownFields1000(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, o := range next {
-			if UnknownFields(o) != nil {
+			if predict.UnknownFields(o) != nil {
 				b.Fatal("a clean Deployment has unknown fields")
 			}
 		}

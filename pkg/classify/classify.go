@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 // MaxReasonPaths caps the field paths listed per verdict; the diff shows all.
@@ -201,7 +202,7 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 // server-managed fields. The local prediction then differs from live only
 // where the server would see a change, whether or not a dry-run was made.
 func Comparable(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	return Normalize(ServerForm(obj))
+	return Normalize(predict.ServerForm(obj))
 }
 
 // rejected classifies a dry-run patch the server refused.

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 // Drift lists the fields the last release set whose live value differs
@@ -21,8 +22,8 @@ func Drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 func drift(original, live, target, predicted *unstructured.Unstructured) []plan.Drift {
 	// Decoded as the server decodes them (1024Mi is 1Gi), but not defaulted:
 	// a field the release left to its default is not the release's.
-	decodedLive := decoded(live)
-	orig, cur := Normalize(decoded(original)).Object, Normalize(decodedLive).Object
+	decodedLive := predict.Decoded(live)
+	orig, cur := Normalize(predict.Decoded(original)).Object, Normalize(decodedLive).Object
 	var want, got map[string]interface{}
 	var out []plan.Drift
 	for _, p := range ChangedPaths(orig, cur) {
@@ -33,9 +34,9 @@ func drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 		if want == nil && predicted != nil && target != nil {
 			// Decoded once, and only when there is drift (most objects have
 			// none).
-			want, got = decoded(target).Object, decodedLive.Object
+			want, got = predict.Decoded(target).Object, decodedLive.Object
 			if predicted != live { // a noop predicts live itself
-				got = decoded(predicted).Object
+				got = predict.Decoded(predicted).Object
 			}
 		}
 		if want != nil {
@@ -58,8 +59,8 @@ func within(original, live *unstructured.Unstructured) bool {
 	o, l := original.Object, live.Object
 	if isSecret(original) {
 		var payload, livePayload map[string]interface{}
-		o, payload = secretPayload(o)
-		l, livePayload = secretPayload(l)
+		o, payload = predict.SecretPayload(o)
+		l, livePayload = predict.SecretPayload(l)
 		if !subset(payload, livePayload) {
 			return false
 		}

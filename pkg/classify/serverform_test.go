@@ -254,7 +254,7 @@ func TestServerFaithfulComparison(t *testing.T) {
 // patch loses the server's defaults locally; they are not a change.
 func TestCatalogueFallbackOnLiveObject(t *testing.T) {
 	base := obj(t, churnSTS)
-	live := ServerForm(base) // what the server returned after the install
+	live := predict.ServerForm(base) // what the server returned after the install
 	live.SetResourceVersion("42")
 	head := obj(t, edit(t, churnSTS, "  - metadata: {name: data,", "  - apiVersion: v1\n    kind: PersistentVolumeClaim\n    metadata: {name: data,",
 		"image: postgres:16", "image: postgres:17"))
@@ -279,21 +279,21 @@ func TestCatalogueFallbackOnLiveObject(t *testing.T) {
 }
 
 func TestServerForm(t *testing.T) {
-	if ServerForm(nil) != nil {
+	if predict.ServerForm(nil) != nil {
 		t.Fatal("ServerForm(nil) != nil")
 	}
 	cr := obj(t, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1024Mi, extra: {}}\n")
-	if got := ServerForm(cr); !equalValues(got.Object, cr.Object) {
+	if got := predict.ServerForm(cr); !equalValues(got.Object, cr.Object) {
 		t.Fatalf("custom resource changed: %v", got.Object)
 	}
 	// A value the typed struct cannot hold: left as is (the server rejects it).
 	bad := obj(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: \"80\"}]}\n")
-	if got := ServerForm(bad); Lookup(got.Object, "spec.ports[0].port") != "80" {
+	if got := predict.ServerForm(bad); Lookup(got.Object, "spec.ports[0].port") != "80" {
 		t.Fatalf("undecodable object changed: %v", got.Object)
 	}
 	in := obj(t, churnSTS)
 	before := in.DeepCopy()
-	out := ServerForm(in)
+	out := predict.ServerForm(in)
 	if !equalValues(in.Object, before.Object) {
 		t.Fatal("ServerForm modified its argument")
 	}

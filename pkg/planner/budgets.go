@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -19,7 +20,7 @@ import (
 // Budgets are listed once per namespace; a failure to list them becomes a
 // note.
 func (p *Planner) noteBudgets(ctx context.Context, changes []plan.Change) {
-	cache := map[string][]Budget{}
+	cache := map[string][]live.Budget{}
 	failed := map[string]error{}
 	for i := range changes {
 		c := &changes[i]

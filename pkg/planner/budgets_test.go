@@ -7,16 +7,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // budgetCluster is an offline cluster that knows PodDisruptionBudgets.
 type budgetCluster struct {
 	offlineCluster
-	budgets []Budget
+	budgets []live.Budget
 }
 
-func (b budgetCluster) Budgets(context.Context, string) ([]Budget, error) { return b.budgets, nil }
+func (b budgetCluster) Budgets(context.Context, string) ([]live.Budget, error) { return b.budgets, nil }
 
 const webDeployment = `---
 # Source: app/templates/web.yaml
@@ -35,12 +36,12 @@ func TestRolloutBudgets(t *testing.T) {
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	tests := []struct {
 		name    string
-		budgets []Budget
+		budgets []live.Budget
 		want    string // in a note; "" means no budget note
 	}{
-		{"budget at zero", []Budget{{Name: "web", Selector: web}}, "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now: the rollout itself is not blocked by it (workload controllers delete the pods they replace, they do not evict them), but evictions are refused while it allows none, so a node drain during the rollout waits"},
-		{"budget with room", []Budget{{Name: "web", Selector: web, DisruptionsAllowed: 1}}, "allows 1 disruption(s) now; the rollout does not consult it"},
-		{"budget for other pods", []Budget{{Name: "db", Selector: labels.SelectorFromSet(labels.Set{"app": "db"})}}, ""},
+		{"budget at zero", []live.Budget{{Name: "web", Selector: web}}, "PodDisruptionBudget web covers these pods and allows 0 disruption(s) now: the rollout itself is not blocked by it (workload controllers delete the pods they replace, they do not evict them), but evictions are refused while it allows none, so a node drain during the rollout waits"},
+		{"budget with room", []live.Budget{{Name: "web", Selector: web, DisruptionsAllowed: 1}}, "allows 1 disruption(s) now; the rollout does not consult it"},
+		{"budget for other pods", []live.Budget{{Name: "db", Selector: labels.SelectorFromSet(labels.Set{"app": "db"})}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -49,7 +46,7 @@ type Cluster interface {
 	Claims(ctx context.Context, namespace string, match func(name string) bool) ([]Claim, error)
 	// Budgets returns the PodDisruptionBudgets of namespace; ErrNoServer
 	// offline.
-	Budgets(ctx context.Context, namespace string) ([]Budget, error)
+	Budgets(ctx context.Context, namespace string) ([]live.Budget, error)
 	// Observed returns "" when nothing but the API server's built-in code
 	// sees a patch of obj: no admission webhook or policy may see it, and
 	// the authorizer certainly allows it. Otherwise it names who may, or why
@@ -62,42 +59,13 @@ type Cluster interface {
 	TypeConverter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error)
 }
 
-// Budget is a PodDisruptionBudget as the rollout notes need it.
-type Budget struct {
-	Name     string
-	Selector labels.Selector
-	// DisruptionsAllowed is status.disruptionsAllowed now.
-	DisruptionsAllowed int64
-}
-
-var budgetsGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
-
 // Budgets implements Cluster.
-func (l Live) Budgets(ctx context.Context, namespace string) ([]Budget, error) {
-	list, err := l.Dynamic.Resource(budgetsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", namespace, err)
-	}
-	var out []Budget
-	for _, item := range list.Items {
-		var ls metav1.LabelSelector
-		if m, ok, _ := unstructured.NestedMap(item.Object, "spec", "selector"); ok {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
-				continue
-			}
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&ls)
-		if err != nil {
-			continue
-		}
-		allowed, _, _ := unstructured.NestedInt64(item.Object, "status", "disruptionsAllowed")
-		out = append(out, Budget{Name: item.GetName(), Selector: sel, DisruptionsAllowed: allowed})
-	}
-	return out, nil
+func (l Live) Budgets(ctx context.Context, namespace string) ([]live.Budget, error) {
+	return l.Cluster.Budgets(ctx, namespace)
 }
 
 // Budgets implements Cluster.
-func (Offline) Budgets(context.Context, string) ([]Budget, error) {
+func (Offline) Budgets(context.Context, string) ([]live.Budget, error) {
 	return nil, ErrNoServer
 }
 
@@ -109,26 +77,18 @@ type Claim struct {
 	Volume, ReclaimPolicy string
 }
 
-var (
-	claimsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
-	volumesGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
-)
-
 // Claims implements Cluster.
 func (l Live) Claims(ctx context.Context, namespace string, match func(string) bool) ([]Claim, error) {
-	list, err := l.Dynamic.Resource(claimsGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	items, err := l.Cluster.Claims(ctx, namespace, match)
 	if err != nil {
 		return nil, fmt.Errorf("listing PersistentVolumeClaims in %s: %w", namespace, err)
 	}
 	var out []Claim
-	for _, item := range list.Items {
-		if !match(item.GetName()) {
-			continue
-		}
+	for _, item := range items {
 		c := Claim{Name: item.GetName()}
 		c.Volume, _, _ = unstructured.NestedString(item.Object, "spec", "volumeName")
 		if c.Volume != "" {
-			if pv, err := l.Dynamic.Resource(volumesGVR).Get(ctx, c.Volume, metav1.GetOptions{}); err == nil {
+			if pv, err := l.Volume(ctx, c.Volume); err == nil {
 				c.ReclaimPolicy, _, _ = unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 // PrunedMessage opens the warning on a custom resource whose fields the
@@ -26,7 +27,7 @@ const PrunedMessage = "warning: the server drops fields the chart sets"
 // kinds are left out: their unknown fields are dropped by the typed
 // decoding the verdicts already compare in. Metadata is the server's too.
 func markPruned(c *plan.Change, target, stored *unstructured.Unstructured) {
-	if target == nil || stored == nil || classify.Builtin(target.GroupVersionKind()) {
+	if target == nil || stored == nil || predict.Builtin(target.GroupVersionKind()) {
 		return
 	}
 	for _, p := range classify.ChangedPaths(target.Object, stored.Object) {
@@ -51,7 +52,7 @@ func notePruned(changes []plan.Change, crds *manifest.Set) {
 	installed := installedCRDs(changes)
 	for i := range changes {
 		c := &changes[i]
-		if len(c.Pruned) == 0 || classify.Builtin(schema.FromAPIVersionAndKind(c.APIVersion, c.ID.Kind)) {
+		if len(c.Pruned) == 0 || predict.Builtin(schema.FromAPIVersionAndKind(c.APIVersion, c.ID.Kind)) {
 			continue // a built-in kind's: see unknownFields
 		}
 		gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -58,20 +58,13 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 	if policy != "Delete" {
 		return nil, nil
 	}
-	templates, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
-	var prefixes []string
-	for _, t := range templates {
-		if m, ok := t.(map[string]interface{}); ok {
-			name, _, _ := unstructured.NestedString(m, "metadata", "name")
-			prefixes = append(prefixes, regexp.QuoteMeta(name+"-"+id.Name+"-"))
-		}
-	}
-	if len(prefixes) == 0 {
+	templates := live.ClaimTemplates(sts)
+	if len(templates) == 0 {
 		return nil, nil
 	}
-	pattern := regexp.MustCompile(`^(` + strings.Join(prefixes, "|") + `)[0-9]+$`)
+	match := func(name string) bool { _, ok := live.ClaimTemplate(name, id.Name, templates); return ok }
 	reason := plan.Reason{Path: "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", Source: plan.SourceServer}
-	claims, err := p.Cluster.Claims(ctx, id.Namespace, pattern.MatchString)
+	claims, err := p.Cluster.Claims(ctx, id.Namespace, match)
 	if errors.Is(err, ErrNoServer) {
 		reason.Source = plan.SourceCatalogue
 		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims are deleted with it (" + strings.Join(expectedClaims(sts, id.Name, templates), ", ") + ")"
@@ -103,15 +96,13 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 }
 
 // expectedClaims names the claims a StatefulSet's spec implies, offline.
-func expectedClaims(sts *unstructured.Unstructured, name string, templates []interface{}) []string {
+func expectedClaims(sts *unstructured.Unstructured, name string, templates []string) []string {
 	replicas := intField(sts, 1, "spec", "replicas")
 	start := intField(sts, 0, "spec", "ordinals", "start")
 	var out []string
-	for _, t := range templates {
-		m, _ := t.(map[string]interface{})
-		tpl, _, _ := unstructured.NestedString(m, "metadata", "name")
+	for _, tpl := range templates {
 		for i := start; i < start+replicas; i++ {
-			out = append(out, fmt.Sprintf("%s-%s-%d", tpl, name, i))
+			out = append(out, live.ClaimName(tpl, name, i))
 		}
 	}
 	return out

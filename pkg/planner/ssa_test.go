@@ -245,7 +245,7 @@ func (*ssaCluster) Claims(context.Context, string, func(string) bool) ([]Claim, 
 	return nil, ErrNoServer
 }
 
-func (*ssaCluster) Budgets(context.Context, string) ([]Budget, error) { return nil, ErrNoServer }
+func (*ssaCluster) Budgets(context.Context, string) ([]live.Budget, error) { return nil, ErrNoServer }
 
 // Observed: a fake server whose answers are always asked for.
 func (*ssaCluster) Observed(context.Context, *manifest.Object) string { return "a fake server" }

@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
@@ -23,7 +22,7 @@ import (
 //
 // The patch Helm sends holds only what changed, and a noop or derived
 // update sends nothing, so a field unknown to the decoding of next's Go
-// type (classify.UnknownFields, built-in kinds) that no answer named is
+// type (predict.UnknownFields, built-in kinds) that no answer named is
 // asked about with a dry-run create of the whole object: the server decodes
 // every field first (an existing object then answers AlreadyExists). The
 // server decides: a field its newer version knows is not named. Offline, or
@@ -34,10 +33,10 @@ func (p *Planner) unknownFields(ctx context.Context, c *plan.Change, rel plan.Re
 	if rel.ServerSide() {
 		return
 	}
-	builtin := classify.Builtin(next.GVK)
+	builtin := predict.Builtin(next.GVK)
 	var local []string
 	if builtin {
-		local = classify.UnknownFields(next.Obj)
+		local = predict.UnknownFields(next.Obj)
 	}
 	texts := warned.Texts()
 	unconfirmed := ""

@@ -1,7 +1,7 @@
 // Package predict computes what the API server will hold after the upgrade:
 // the exact patch Helm sends for each object, answered by a server-side
 // dry-run (defaulting and admission included) or, without a cluster, applied
-// locally.
+// locally, with the server's decoding and defaulting emulated (ServerForm).
 package predict
 
 import (

@@ -12,8 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -67,18 +67,9 @@ func recordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns stri
 		if err != nil {
 			return "", false, err
 		}
-		if cfg.Releases.Name() == driver.SecretsDriverName {
-			s, err := cs.CoreV1().Secrets(ns).Get(ctx, key, metav1.GetOptions{})
-			if err != nil {
-				return "", false, fmt.Errorf("reading release record %s: %w", key, err)
-			}
-			data = string(s.Data["release"])
-		} else {
-			c, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, key, metav1.GetOptions{})
-			if err != nil {
-				return "", false, fmt.Errorf("reading release record %s: %w", key, err)
-			}
-			data = c.Data["release"]
+		data, err = live.ReleaseRecord(ctx, cs, cfg.Releases.Name() == driver.SecretsDriverName, ns, key)
+		if err != nil {
+			return "", false, fmt.Errorf("reading release record %s: %w", key, err)
 		}
 	default:
 		return "", false, nil

@@ -73,7 +73,7 @@ func newSnapshot(name string, hist []*release.Release) *snapshot {
 	s := &snapshot{name: name, rels: make([]*release.Release, 0, len(hist))}
 	for _, r := range hist {
 		c := *r
-		c.Config = copyValues(r.Config)
+		c.Config = CopyValues(r.Config)
 		s.rels = append(s.rels, &c)
 	}
 	return s

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
 // baseCluster answers the templates' `lookup` offline with the objects of
@@ -54,7 +54,7 @@ func newBaseCluster(manifestText, name, namespace string) (*baseCluster, error) 
 		"status":   map[string]interface{}{"phase": "Active"}}}
 	b.add(ns)
 	for _, o := range set.Objects() {
-		obj := classify.ServerForm(o.Obj)
+		obj := predict.ServerForm(o.Obj)
 		manifest.SetHelmOwnership(obj, name, namespace)
 		b.addKind(o.GVK)
 		b.add(obj)

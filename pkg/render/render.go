@@ -215,7 +215,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if ch, err = checkDependencies(ch, chartPath, settings, opts); err != nil {
 		return nil, err
 	}
-	res := &Result{Chart: ch, ChartPath: chartPath, Values: copyValues(vals)}
+	res := &Result{Chart: ch, ChartPath: chartPath, Values: CopyValues(vals)}
 	if ch.Metadata.Deprecated {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s is deprecated", ch.Name()))
 	}
@@ -404,28 +404,43 @@ func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*r
 	return registry.NewClient(opts...)
 }
 
-// copyValues deep-copies a values tree (maps and slices of YAML/JSON values).
-func copyValues(v map[string]interface{}) map[string]interface{} {
-	if v == nil {
-		return nil
-	}
-	out := make(map[string]interface{}, len(v))
-	for k, x := range v {
-		out[k] = copyValue(x)
-	}
-	return out
+// CopyValues deep-copies a values tree (maps and slices of YAML/JSON
+// values), keeping Helm 3's chartutil.Values maps as they are: Helm merges
+// the previous release's values into the map it is given (--reuse-values),
+// and the plan must stay as it was.
+func CopyValues(v map[string]interface{}) map[string]interface{} {
+	m, _ := copyValue(v, false).(map[string]interface{})
+	return m
 }
 
-func copyValue(x interface{}) interface{} {
+// PlainValues is CopyValues for Helm 4, which does not know Helm 3's
+// chartutil.Values type: every map becomes a plain one.
+func PlainValues(v map[string]interface{}) map[string]interface{} {
+	m, _ := copyValue(v, true).(map[string]interface{})
+	return m
+}
+
+func copyValue(x interface{}, plain bool) interface{} {
 	switch t := x.(type) {
-	case map[string]interface{}:
-		return copyValues(t)
 	case chartutil.Values:
-		return chartutil.Values(copyValues(t))
+		if plain {
+			return copyValue(map[string]interface{}(t), plain)
+		}
+		m, _ := copyValue(map[string]interface{}(t), plain).(map[string]interface{})
+		return chartutil.Values(m)
+	case map[string]interface{}:
+		if t == nil {
+			return map[string]interface{}(nil)
+		}
+		out := make(map[string]interface{}, len(t))
+		for k, e := range t {
+			out[k] = copyValue(e, plain)
+		}
+		return out
 	case []interface{}:
 		out := make([]interface{}, len(t))
 		for i, e := range t {
-			out[i] = copyValue(e)
+			out[i] = copyValue(e, plain)
 		}
 		return out
 	default:

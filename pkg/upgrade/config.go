@@ -33,8 +33,6 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -272,7 +270,7 @@ func (c *Config) identity(ctx context.Context) (savedplan.ClusterIdentity, error
 	if err := c.Connect(ctx); err != nil {
 		return savedplan.ClusterIdentity{}, err
 	}
-	id, err := identify(ctx, c.Settings.RESTClientGetter(), c.Settings.KubeContext, c.server, c.Cluster.Dynamic)
+	id, err := identify(ctx, c.Settings.RESTClientGetter(), c.Settings.KubeContext, c.server, c.Cluster)
 	if err != nil {
 		return savedplan.ClusterIdentity{}, err
 	}
@@ -282,14 +280,14 @@ func (c *Config) identity(ctx context.Context) (savedplan.ClusterIdentity, error
 
 // identify names the cluster: server URL, kube-system UID (empty when RBAC
 // hides it: the server URL and context still pin the plan), context.
-func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, kubeContext, server string, dyn dynamic.Interface) (savedplan.ClusterIdentity, error) {
+func identify(ctx context.Context, getter genericclioptions.RESTClientGetter, kubeContext, server string, cluster *live.Cluster) (savedplan.ClusterIdentity, error) {
 	id := savedplan.ClusterIdentity{Server: server, Context: kubeContext}
 	if id.Context == "" {
 		if raw, err := getter.ToRawKubeConfigLoader().RawConfig(); err == nil {
 			id.Context = raw.CurrentContext
 		}
 	}
-	ns, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "kube-system", metav1.GetOptions{})
+	ns, err := cluster.Namespace(ctx, "kube-system")
 	switch {
 	case err == nil:
 		id.KubeSystemUID = string(ns.GetUID())

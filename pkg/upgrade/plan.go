@@ -10,8 +10,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -330,7 +328,7 @@ func (c *Config) namespaceBlocker(ctx context.Context, ns string, created bool) 
 	if created {
 		return "", nil
 	}
-	_, err := c.Cluster.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, ns, metav1.GetOptions{})
+	_, err := c.Cluster.Namespace(ctx, ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("namespace %q does not exist: Helm would fail to create the release's objects in it; add --create-namespace (with --install) to create it, or create it first", ns), nil

@@ -1,9 +1,8 @@
-package classify
+package predict
 
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,9 +49,9 @@ func ServerForm(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return serverForm(obj, true)
 }
 
-// decoded is ServerForm without the server's defaults: what the decoder
+// Decoded is ServerForm without the server's defaults: what the decoder
 // alone makes of obj.
-func decoded(obj *unstructured.Unstructured) *unstructured.Unstructured {
+func Decoded(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return serverForm(obj, false)
 }
 
@@ -67,7 +66,7 @@ func serverForm(obj *unstructured.Unstructured, defaults bool) *unstructured.Uns
 	}
 	in, payload := obj.Object, map[string]interface{}(nil)
 	if gvk.Group == "" && gvk.Kind == "Secret" {
-		in, payload = secretPayload(obj.Object)
+		in, payload = SecretPayload(obj.Object)
 	}
 	data, err := json.Marshal(in)
 	if err != nil {
@@ -96,11 +95,11 @@ func serverForm(obj *unstructured.Unstructured, defaults bool) *unstructured.Uns
 	return out
 }
 
-// secretPayload splits a Secret into the object without its payload and the
+// SecretPayload splits a Secret into the object without its payload and the
 // payload as the server stores it: stringData folded into data (stringData
 // wins). The values stay as they are: they may be masked (pkg/redact), which
 // the typed struct's []byte could not hold.
-func secretPayload(obj map[string]interface{}) (map[string]interface{}, map[string]interface{}) {
+func SecretPayload(obj map[string]interface{}) (map[string]interface{}, map[string]interface{}) {
 	rest := make(map[string]interface{}, len(obj))
 	for k, v := range obj {
 		rest[k] = v
@@ -149,45 +148,6 @@ func clearEmbeddedTypeMeta(v reflect.Value, depth int) {
 			clearEmbeddedTypeMeta(v.Index(i), depth+1)
 		}
 	}
-}
-
-// keepAllocated returns predicted with the values the server allocated on
-// the live object and keeps when an update leaves them unset (its registry's
-// patchAllocatedValues): a Service's cluster IPs (unless either side is an
-// ExternalName Service) and node ports, matched by port name. Offline the
-// base stands in for live, so a chart that stops writing clusterIP: None is
-// no change, as on the server. predicted is modified in place.
-func keepAllocated(kind schema.GroupKind, live, predicted map[string]interface{}) map[string]interface{} {
-	if kind != (schema.GroupKind{Kind: "Service"}) || live == nil || predicted == nil {
-		return predicted
-	}
-	external := func(o map[string]interface{}) bool { return Lookup(o, "spec.type") == "ExternalName" }
-	spec, ok := predicted["spec"].(map[string]interface{})
-	if !ok || external(live) || external(predicted) {
-		return predicted
-	}
-	for _, f := range []string{"clusterIP", "clusterIPs"} {
-		if v := Lookup(live, "spec."+f); v != nil && Lookup(predicted, "spec."+f) == nil {
-			spec[f] = runtime.DeepCopyJSONValue(v)
-		}
-	}
-	livePorts := map[string]interface{}{}
-	if ports, ok := Lookup(live, "spec.ports").([]interface{}); ok {
-		for _, p := range ports {
-			if m, ok := p.(map[string]interface{}); ok && m["nodePort"] != nil {
-				livePorts[fmt.Sprint(m["name"])] = m["nodePort"]
-			}
-		}
-	}
-	needsNodePorts := spec["type"] == "NodePort" || spec["type"] == "LoadBalancer"
-	if ports, ok := spec["ports"].([]interface{}); ok && len(livePorts) > 0 && needsNodePorts {
-		for _, p := range ports {
-			if m, ok := p.(map[string]interface{}); ok && m["nodePort"] == nil && livePorts[fmt.Sprint(m["name"])] != nil {
-				m["nodePort"] = livePorts[fmt.Sprint(m["name"])]
-			}
-		}
-	}
-	return predicted
 }
 
 // UnknownFields returns the warnings the API server gives for the fields of
