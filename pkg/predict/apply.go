@@ -116,6 +116,11 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		}
 		others[e.Manager] = append(others[e.Manager], e)
 	}
+	// The common case, an object the chart and everyone else left alone,
+	// without the field manager's pipeline.
+	if applyNoop(tc, liveObj, config, entries) {
+		return ApplyDecision{Verdict: ApplyNoop}
+	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
 		return ask("no field manager for %s", gvk)
