@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -191,7 +192,7 @@ func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 		return nil, errors.New("no fieldsV1")
 	}
 	set := &fieldpath.Set{}
-	return set, set.FromJSON(strings.NewReader(string(e.FieldsV1.Raw)))
+	return set, set.FromJSON(bytes.NewReader(e.FieldsV1.Raw))
 }
 
 // sameObject reports whether the server stores after as before: the

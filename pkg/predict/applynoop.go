@@ -2,6 +2,7 @@ package predict
 
 import (
 	"maps"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -100,8 +101,8 @@ func applyNoop(tc managedfields.TypeConverter, liveObj, config *unstructured.Uns
 // unmanagedFields are the fields the API server's field manager never
 // records for a manager (k8s.io/apimachinery's managedfields
 // stripMetaManager): a configuration's field set is compared with helm's
-// recorded one without them.
-func unmanagedFields() *fieldpath.Set {
+// recorded one without them. Built once, never changed.
+var unmanagedFields = sync.OnceValue(func() *fieldpath.Set {
 	return fieldpath.NewSet(
 		fieldpath.MakePathOrDie("apiVersion"),
 		fieldpath.MakePathOrDie("kind"),
@@ -116,7 +117,7 @@ func unmanagedFields() *fieldpath.Set {
 		fieldpath.MakePathOrDie("metadata", "managedFields"),
 		fieldpath.MakePathOrDie("metadata", "resourceVersion"),
 	)
-}
+})
 
 // withoutManagedFields is obj without metadata.managedFields, which the
 // field manager takes off before it types the live object; shallow copies,
