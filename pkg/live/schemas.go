@@ -66,8 +66,8 @@ func (s *Schemas) read(ctx context.Context, gv schema.GroupVersion) (managedfiel
 	if err != nil {
 		return nil, fmt.Errorf("reading the OpenAPI schema of %s: %w", gv, err)
 	}
-	var doc spec3.OpenAPI
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	doc, err := components(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decoding the OpenAPI schema of %s: %w", gv, err)
 	}
 	if doc.Components == nil || len(doc.Components.Schemas) == 0 {
@@ -78,4 +78,24 @@ func (s *Schemas) read(ctx context.Context, gv schema.GroupVersion) (managedfiel
 		return nil, fmt.Errorf("typing the OpenAPI schema of %s: %w", gv, err)
 	}
 	return tc, nil
+}
+
+// components decodes the schemas of an OpenAPI v3 document, and only
+// them: its paths (three quarters of the v1 document) are skipped, and the
+// schemas go straight to spec3's own decoder, without encoding/json's
+// second scan of every schema before each Schema.UnmarshalJSON: decoding
+// was most of the CPU a Helm 4 plan spent on schemas.
+func components(raw []byte) (*spec3.OpenAPI, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	doc := &spec3.OpenAPI{}
+	if c, ok := top["components"]; ok {
+		wrapped := append(append([]byte(`{"components":`), c...), '}')
+		if err := doc.UnmarshalJSON(wrapped); err != nil {
+			return nil, err
+		}
+	}
+	return doc, nil
 }

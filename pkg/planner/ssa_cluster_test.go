@@ -96,7 +96,8 @@ spec:
 // (decideApply, with the server's OpenAPI schemas) and the server's real
 // unforced dry-run apply of the new configuration. Where the decision is
 // a no-op or a conflict, the server must answer exactly that (the same
-// conflict error, word for word); every case must get the decision it
+// conflict error, word for word), also where predict.ApplyNoopByFieldSets
+// shows a no-op without the full merge; every case must get the decision it
 // lists, so the test fails if the local decision asks the server where it
 // should not, or decides where it must ask.
 func TestDecideApplyAgreesWithServer(t *testing.T) {
@@ -113,6 +114,9 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		conflicts []string
 		// noop is whether the server's answer changes nothing.
 		noop bool
+		// fast: predict.ApplyNoopByFieldSets shows the no-op from field
+		// sets and typed values, without the full merge.
+		fast bool
 		// released is a field the server's answer no longer holds.
 		released []string
 		// derived: an ApplyChange whose verdict is derived from the merged
@@ -120,9 +124,9 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		// so it must be asked.
 		derived, refused bool
 	}{
-		{name: "unchanged object", prev: ssaConfigMap, next: ssaConfigMap, want: predict.ApplyNoop, noop: true},
-		{name: "unchanged secret written with stringData", prev: ssaSecret, next: ssaSecret, want: predict.ApplyNoop, noop: true},
-		{name: "unchanged deployment with lists keyed by name", prev: ssaDeployment, next: ssaDeployment, want: predict.ApplyNoop, noop: true},
+		{name: "unchanged object", prev: ssaConfigMap, next: ssaConfigMap, want: predict.ApplyNoop, noop: true, fast: true},
+		{name: "unchanged secret written with stringData", prev: ssaSecret, next: ssaSecret, want: predict.ApplyNoop, noop: true, fast: true},
+		{name: "unchanged deployment with lists keyed by name", prev: ssaDeployment, next: ssaDeployment, want: predict.ApplyNoop, noop: true, fast: true},
 		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyChange, derived: true},
 		{name: "changed secret value written with stringData", prev: ssaSecret, next: strings.Replace(ssaSecret, "pw-1", "pw-2", 1), want: predict.ApplyChange, derived: true},
 		{name: "changed value of an immutable configmap", prev: ssaImmutable, next: strings.Replace(ssaImmutable, "key: a", "key: changed", 1), want: predict.ApplyChange, refused: true},
@@ -208,6 +212,17 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 				serverNoop = answerErr == nil && sameAsLive(liveObj, answer)
 				return true, ""
 			})
+			conv, err := p.Cluster.TypeConverter(t.Context(), next.GVK.GroupVersion())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast := predict.ApplyNoopByFieldSets(conv, liveObj, next.Obj)
+			if fast != tc.fast {
+				t.Errorf("no-op shown from field sets: %v, want %v", fast, tc.fast)
+			}
+			if fast && !serverNoop {
+				t.Errorf("no-op shown from field sets; the server answers %v and changes the object", answerErr)
+			}
 			if decided.Verdict != tc.want {
 				t.Errorf("local decision %v (%s), want %v", decided.Verdict, decided.Why, tc.want)
 			}

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,11 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		}
 		others[e.Manager] = append(others[e.Manager], e)
 	}
+	// The common case, an object the chart and everyone else left alone,
+	// without the field manager's pipeline.
+	if applyNoop(tc, liveObj, config, entries) {
+		return ApplyDecision{Verdict: ApplyNoop}
+	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
 		return ask("no field manager for %s", gvk)
@@ -186,7 +192,7 @@ func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 		return nil, errors.New("no fieldsV1")
 	}
 	set := &fieldpath.Set{}
-	return set, set.FromJSON(strings.NewReader(string(e.FieldsV1.Raw)))
+	return set, set.FromJSON(bytes.NewReader(e.FieldsV1.Raw))
 }
 
 // sameObject reports whether the server stores after as before: the

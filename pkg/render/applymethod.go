@@ -50,6 +50,24 @@ func (r *Result) ServerSideApply(serverSide string) bool {
 	return !r.Install && r.ApplyMethod == plan.ApplyMethodSSA
 }
 
+// RecordedServerSide reports whether a plan of an upgrade from rel under
+// serverSide (--server-side) will be server-side, reading the apply method
+// Helm 4 recorded with rel as Render does (Result.ServerSideApply): for
+// what a plan prepares before its render, false when it cannot be read.
+func RecordedServerSide(ctx context.Context, cfg *action.Configuration, serverSide string, rel *release.Release) bool {
+	switch serverSide {
+	case ServerSideTrue:
+		return true
+	case ServerSideFalse:
+		return false
+	}
+	if cfg == nil || cfg.Releases == nil || rel == nil {
+		return false
+	}
+	method, ok, err := recordedApplyMethod(ctx, cfg, rel.Namespace, rel)
+	return ok && err == nil && method == plan.ApplyMethodSSA
+}
+
 // recordedApplyMethod reads the apply method Helm 4 stored with rel. Helm
 // 3's release type has no such field and drops it on decode, so the stored
 // record is read again and decoded here, the way Helm's storage drivers

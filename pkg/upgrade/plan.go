@@ -215,10 +215,12 @@ func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Config
 		return helm, nil
 	}
 	heads := manifest.Heads(prev.Manifest, prev.Namespace, c.Cluster)
-	// Unless the plan is server-side for sure, the early LISTs drop
-	// managedFields as a client-side plan does; a plan found to be
-	// server-side after the render (a Helm 4 release) lists again.
-	lean := req.Render.ServerSide != render.ServerSideTrue
+	// Unless the plan will be server-side (--server-side=true, or a
+	// release Helm 4 recorded as applied server-side), the early LISTs
+	// drop managedFields as a client-side plan does; a plan the render
+	// finds server-side after all lists again (a Helm 4 release in a
+	// storage whose record is not read).
+	lean := !render.RecordedServerSide(ctx, helm, req.Render.ServerSide, prev)
 	// The planner hands each object it takes from these LISTs to the
 	// sanitiser as it does with its own LISTs (planner.change): the
 	// Secret-read transport need not decode them too.
