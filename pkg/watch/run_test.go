@@ -90,23 +90,30 @@ func TestRun(t *testing.T) {
 		newPod     *unstructured.Unstructured
 		oldGoes    bool
 		expire     bool // the API server ends the WATCHes (410 Gone) after the apply
+		lean       bool // the plan keeps no live object (change.Before)
 		wantState  string
 		wantReason string
 		wantPred   bool
 		wantPods   int // LISTs of pods
 	}{
-		{"rolled", rolled, podObj("web-new", "nginx:1.26", ""), true, false, plan.StateCurrent, "", true, 1},
-		{"image cannot be pulled", stuck, podObj("web-new", "nginx:pull-error", "ImagePullBackOff"), false, false, plan.StateFailed,
+		{"rolled", rolled, podObj("web-new", "nginx:1.26", ""), true, false, false, plan.StateCurrent, "", true, 1},
+		{"image cannot be pulled", stuck, podObj("web-new", "nginx:pull-error", "ImagePullBackOff"), false, false, false, plan.StateFailed,
 			"pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff): not found", false, 1},
 		// The pods are LISTed again, and the old one is not counted as
 		// kept.
-		{"rolled, the WATCH of pods expired", rolled, podObj("web-new", "nginx:1.26", ""), true, true, plan.StateCurrent, "", true, 2},
+		{"rolled, the WATCH of pods expired", rolled, podObj("web-new", "nginx:1.26", ""), true, true, false, plan.StateCurrent, "", true, 2},
+		// The pods before are those of the new object's selector.
+		{"rolled, a lean plan", rolled, podObj("web-new", "nginx:1.26", ""), true, false, true, plan.StateCurrent, "", true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := deployment(1, webSpec, nil)
 			cluster := fakeCluster(before, podObj("web-old", "nginx:1.25", ""))
-			w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before), {ID: manifest.ObjectID{Kind: "ConfigMap", Name: "same"}, Action: plan.ActionNoop}}})
+			ch := webChange(before, before)
+			if tt.lean {
+				ch.Before = nil
+			}
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{ch, {ID: manifest.ObjectID{Kind: "ConfigMap", Name: "same"}, Action: plan.ActionNoop}}})
 			w.Refresh = time.Hour // settled by the pods' updates, not by a Refresh
 			ctx := context.Background()
 			if err := w.Snapshot(ctx); err != nil {
@@ -130,8 +137,8 @@ func TestRun(t *testing.T) {
 				t.Fatalf("objects %+v, want the Deployment only (a noop is not followed)", out.Objects)
 			}
 			ob := out.Objects[0]
-			if ob.State != tt.wantState || !strings.Contains(ob.Reason, tt.wantReason) || ob.AsPredicted != tt.wantPred {
-				t.Errorf("outcome %+v, want state %s, reason with %q, as predicted %v", ob, tt.wantState, tt.wantReason, tt.wantPred)
+			if ob.State != tt.wantState || !strings.Contains(ob.Reason, tt.wantReason) || ob.AsPredicted != tt.wantPred || ob.PodsBefore != 1 {
+				t.Errorf("outcome %+v, want state %s, reason with %q, as predicted %v, 1 pod before", ob, tt.wantState, tt.wantReason, tt.wantPred)
 			}
 			if !strings.Contains(shown.String(), "Deployment.apps/ns/web: "+tt.wantState) {
 				t.Errorf("progress does not show the Deployment %s:\n%s", tt.wantState, shown.String())

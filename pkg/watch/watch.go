@@ -256,8 +256,14 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 	for _, t := range w.targets {
 		ns := t.change.ID.Namespace
 		t.before = baselineOf(t.change.Before)
-		if pods := w.views[groupKey{podsGVR, ns}]; pods != nil && t.workload() && t.change.Before != nil {
+		if pods := w.views[groupKey{podsGVR, ns}]; pods != nil && t.workload() && t.change.Action == plan.ActionUpdate {
+			// The live selector; a lean plan keeps no live object, and
+			// the new one's is the same (a workload's selector cannot
+			// change in place).
 			sel := selectorOf(t.change.Before)
+			if t.change.Before == nil {
+				sel = selectorOf(t.change.After)
+			}
 			t.podsBefore = map[string]types.UID{}
 			for _, p := range pods.objs {
 				if p.GetDeletionTimestamp() == nil && sel != nil && sel.Matches(labels.Set(p.GetLabels())) {
