@@ -234,3 +234,25 @@ func TestAlongsideWaitsForTheApply(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMismatchSettles: a Deployment current whose pods are not as
+// predicted (its old pod kept where the plan said replaced) is reported
+// as differing after a Refresh, not followed until the timeout.
+func TestRunMismatchSettles(t *testing.T) {
+	before := deployment(1, webSpec, nil)
+	cluster := fakeCluster(before, podObj("web-old", "nginx:1.25", ""))
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.Refresh = time.Millisecond
+	ctx := context.Background()
+	if err := w.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Put(deploymentsGVR, deployment(2, webSpec, rolled))
+	out, err := w.Run(ctx, time.Hour, NewProgress(&strings.Builder{}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob := out.Objects[0]; out.TimedOut || ob.State != plan.StateCurrent || ob.AsPredicted || out.Differ != 1 {
+		t.Errorf("outcome %+v (timed out %v), want current, differing from the plan", ob, out.TimedOut)
+	}
+}

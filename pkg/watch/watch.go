@@ -516,11 +516,11 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, be
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
-	// ticked: a Refresh passed since the last evaluation. The pods come
-	// from their own WATCH, a few milliseconds behind the objects' at
-	// times: an object current while its pods are not as predicted is
-	// settled only after a Refresh with no pod update to change that.
-	ticked := false
+	// The pods come from their own WATCH, a few milliseconds behind the
+	// objects' at times: an object current while its pods are not as
+	// predicted (unconfirmed) is settled only once a whole Refresh passed
+	// so (ticked) with no pod update to change that.
+	ticked, unconfirmed := false, false
 	w.applyFeed()
 loop:
 	for {
@@ -568,12 +568,13 @@ loop:
 			if pending > 0 {
 				continue
 			}
-			ticked = true
+			ticked = unconfirmed // a whole Refresh with it unconfirmed
 		case <-ctx.Done():
 			timedOut = true
 			break loop
 		}
-		settled, unconfirmed := w.evaluate(objs, w.pods, failedGroups, show, time.Since(start), beforeApply)
+		var settled bool
+		settled, unconfirmed = w.evaluate(objs, w.pods, failedGroups, show, time.Since(start), beforeApply)
 		if settled && !beforeApply && (!unconfirmed || ticked) {
 			break
 		}
