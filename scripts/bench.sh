@@ -94,9 +94,9 @@ awk -v runs="$BENCH_RUNS" '
   /^BenchmarkWatch\/.*watch-ms/ {
     split($1, part, "/"); shape = part[2] ", " part[3]; sub(/-[0-9]+$/, "", shape); gsub("-", " ", shape)
     for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
-    printf "\n| watch after Helm returns (median of %d) | time | requests | most LISTs of one kind | most WATCHes of one kind |\n", runs
-    print "|---|---|---|---|---|"
-    printf "| %s | %d ms | %d | %d | %d |\n", shape, v["watch-ms"], v["watch-requests"], v["max-LIST/kind"], v["max-WATCH/kind"]
+    printf "\n| watch after Helm returns (median of %d) | time | requests | most LISTs of one kind | most WATCHes of one kind | the whole tool run |\n", runs
+    print "|---|---|---|---|---|---|"
+    printf "| %s | %d ms | %d | %d | %d | %.2f s, %.2f CPU-s |\n", shape, v["watch-ms"], v["watch-requests"], v["max-LIST/kind"], v["max-WATCH/kind"], v["tool-s"], v["tool-CPU-s"]
   }
   /watch requests per resource/ { sub(/^.*watch requests per resource/, "watch requests per resource"); print }' "$out"
 

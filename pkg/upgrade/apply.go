@@ -52,6 +52,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	unanswered := false
 	defer func() { c.releaseLease(lease, unanswered) }()
 	w := c.watcher(ctx, planned)
+	defer w.Stop() // its WATCHes of pods, when the run ends before the watch
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
@@ -121,7 +122,8 @@ func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) 
 	if serverUnanswered(err) {
 		return err
 	}
-	why := watch.HookFailures(context.WithoutCancel(ctx), c.Cluster, planned.Plan)
+	why, requests := watch.HookFailures(context.WithoutCancel(ctx), c.Cluster.Reader(), planned.Plan)
+	c.Logf("hook Jobs' pods read: %s", requests)
 	if len(why) == 0 {
 		return err
 	}

@@ -55,7 +55,7 @@ func (c *Config) watcher(ctx context.Context, planned *Planned) *watch.Watcher {
 	if planned.Apply.Watch.Off {
 		return nil
 	}
-	w := watch.New(c.Cluster, planned.Plan)
+	w := watch.New(c.Cluster.Reader(), planned.Plan)
 	if w.Empty() {
 		return nil
 	}

@@ -2,11 +2,10 @@ package watch
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
-	"k8s.io/client-go/rest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
 
 const (
@@ -17,22 +16,18 @@ const (
 	logWait = 10 * time.Second
 )
 
-// lastLogLines is the end of the log of c's run that failed, its lines joined by " | ", "" when it cannot be read (no REST
-// client, no kubelet serving logs, the log is gone). One GET of pods/log.
+// lastLogLines is the end of the log of c's run that failed, its lines
+// joined by " | ", "" when it cannot be read (no REST client, no kubelet
+// serving logs, the log is gone). One GET of pods/log.
 // The caller sanitises it like every other message.
-func lastLogLines(ctx context.Context, rc rest.Interface, c *container) string {
-	if rc == nil {
-		return ""
-	}
+func lastLogLines(ctx context.Context, r live.Reader, c *container) string {
 	ctx, cancel := context.WithTimeout(ctx, logWait)
 	defer cancel()
-	raw, err := rc.Get().AbsPath("/api/v1/namespaces", c.namespace, "pods", c.pod, "log").
-		Param("container", c.name).Param("previous", strconv.FormatBool(c.previous)).
-		Param("tailLines", strconv.Itoa(logLines)).DoRaw(ctx)
+	raw, err := r.PodLog(ctx, c.namespace, c.pod, c.name, c.previous, logLines)
 	if err != nil {
 		return ""
 	}
-	return tailLines(string(raw), logLines)
+	return tailLines(raw, logLines)
 }
 
 // tailLines is the last n non-empty lines of log, joined by " | ". Lines

@@ -118,13 +118,13 @@ func (e expectation) String() string {
 }
 
 // outcome checks each target against what was observed: pods is the
-// watch's last view of the pods; the claims are listed again.
+// watch's last view of the pods, the claims its last view of them.
 func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, timedOut bool) *plan.Outcome {
 	out := &plan.Outcome{Elapsed: elapsed}
 	claimsAfter := map[string]map[string]types.UID{}
 	for ns := range w.claimsBefore {
-		if c, err := listUIDs(ctx, w.cluster.Dynamic.Resource(claimsGVR).Namespace(ns)); err == nil {
-			claimsAfter[ns] = c
+		if v := w.views[groupKey{claimsGVR, ns}]; v != nil {
+			claimsAfter[ns] = uids(v.objs)
 		}
 	}
 	var events map[string][]corev1.Event
@@ -146,7 +146,7 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			}
 		}
 		if c := t.last.crashed; c != nil && (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) {
-			if lines := lastLogLines(ctx, w.cluster.REST, c); lines != "" {
+			if lines := lastLogLines(ctx, w.reader, c); lines != "" {
 				oo.Reason = joinReason(oo.Reason, fmt.Sprintf("last log lines of container %s: %s", c.name, lines))
 			}
 		}
@@ -189,7 +189,8 @@ func podNames(m map[string]*corev1.Pod) map[string]bool {
 }
 
 func listEvents(ctx context.Context, w *Watcher, ns string) []corev1.Event {
-	list, err := w.cluster.Dynamic.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	w.requests.add(eventsGVR, false)
+	list, err := w.reader.List(ctx, eventsGVR, ns, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}

@@ -5,11 +5,14 @@
 // its pods and claims against what happened (their UIDs before the apply and
 // after the watch).
 //
-// Cost: one LIST of pods (and of claims, with StatefulSets) per namespace
-// before the apply; then one LIST+WATCH per kind and namespace of the
-// objects followed, one of pods per namespace holding workloads, one LIST
-// of events per namespace where something failed, and one GET of a log per
-// workload whose container crashed.
+// Cost: one LIST+WATCH of pods per namespace holding workloads (and of
+// claims, with StatefulSets), the LIST before the apply and the WATCH from
+// it until the watch ends; one LIST+WATCH per kind and namespace of the
+// objects followed, after Helm returns (and one more while Helm waits,
+// with --wait or --atomic); one LIST of events per namespace where
+// something failed; one GET of a log per workload whose container
+// crashed. A WATCH the API server ends is started again, a LIST again
+// when its version is gone (410). Watcher.Requests counts them.
 package watch
 
 import (
@@ -31,7 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kwatch "k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -45,8 +47,17 @@ var (
 
 // Watcher follows the objects of one applied plan.
 type Watcher struct {
-	cluster *live.Cluster
+	reader  live.Reader
 	targets []*target
+	// views are the pods and claims of each namespace followed, as
+	// Snapshot LISTed them before the apply and its WATCHes (kept open
+	// until Run ends or Stop) changed them since; pods the same as typed
+	// pods. Only the goroutine of Snapshot, Alongside and Run reads and
+	// writes them, from the updates feed queued.
+	views map[groupKey]*view
+	pods  map[string]map[string]*corev1.Pod
+	feed  *feed
+	stop  context.CancelFunc
 	// claimsBefore are the claims of each namespace with a StatefulSet
 	// followed, by name, read by Snapshot.
 	claimsBefore map[string]map[string]types.UID
@@ -55,6 +66,12 @@ type Watcher struct {
 	Refresh time.Duration
 	// requests counts the LISTs and WATCHes sent, per resource (Requests).
 	requests requestCount
+}
+
+// view is a group's objects by name as of resource version rv.
+type view struct {
+	objs map[string]*unstructured.Unstructured
+	rv   string
 }
 
 // requestCount counts LISTs and WATCHes per resource, from the goroutines
@@ -81,40 +98,59 @@ func (r *requestCount) add(gvr schema.GroupVersionResource, watch bool) {
 	}
 }
 
-// Requests says how many LISTs and WATCHes the watch sent so far, per
-// resource: "configmaps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH" (the
-// snapshot's LIST of pods included). What its cost is measured by.
-func (w *Watcher) Requests() string {
-	w.requests.mu.Lock()
-	defer w.requests.mu.Unlock()
-	names := make([]string, 0, len(w.requests.count))
-	for n := range w.requests.count {
+// String says how many LISTs and WATCHes were sent, per resource:
+// "configmaps 1 LIST + 1 WATCH, pods 1 LIST + 1 WATCH".
+func (r *requestCount) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.count))
+	for n := range r.count {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		c := w.requests.count[n]
+		c := r.count[n]
 		parts[i] = fmt.Sprintf("%s %d LIST + %d WATCH", n, c[0], c[1])
 	}
 	return strings.Join(parts, ", ")
 }
 
+// Requests says how many LISTs and WATCHes the watch sent so far, per
+// resource, Snapshot's included (see requestCount.String): what its cost
+// is measured by.
+func (w *Watcher) Requests() string { return w.requests.String() }
+
 // target is one object followed.
 type target struct {
 	change *plan.Change
 	gvk    schema.GroupVersionKind
-	gvr    schema.GroupVersionResource
+	// group is the LIST+WATCH the object is followed by; its gvr is empty
+	// when the kind is not served (last says why).
+	group  groupKey
 	expect expectation
 	// podsBefore are the pods its selector (as it was live) matched before
 	// the apply, by name.
 	podsBefore map[string]types.UID
+	// before is the object as it was live before the apply (nil: it was
+	// not there, or not read); applied becomes true once the watch saw
+	// Helm's apply reach it (see appliedIn).
+	before  *baseline
+	applied bool
 	// last is its status at the last evaluation; shown is true once it
 	// has a progress line; trouble is the last status that said something
 	// was wrong (see Alongside).
 	last    status
 	shown   bool
 	trouble *status
+}
+
+// baseline is what tells an object Helm has not written yet from one it
+// has: its UID, generation and resource version before the apply.
+type baseline struct {
+	uid             types.UID
+	generation      int64
+	resourceVersion string
 }
 
 func (t *target) workload() bool { return workloadKinds[t.gvk.GroupKind()] }
@@ -128,9 +164,10 @@ var workloadKinds = map[schema.GroupKind]bool{
 }
 
 // New returns the watcher of the objects p creates or updates (noops,
-// deletions, and CRDs the user applies by hand are not followed).
-func New(cluster *live.Cluster, p *plan.Plan) *Watcher {
-	w := &Watcher{cluster: cluster, claimsBefore: map[string]map[string]types.UID{}}
+// deletions, and CRDs the user applies by hand are not followed), read
+// through r.
+func New(r live.Reader, p *plan.Plan) *Watcher {
+	w := &Watcher{reader: r, views: map[groupKey]*view{}, pods: map[string]map[string]*corev1.Pod{}, claimsBefore: map[string]map[string]types.UID{}}
 	for i := range p.Changes {
 		ch := &p.Changes[i]
 		if ch.Action != plan.ActionCreate && ch.Action != plan.ActionUpdate || ch.Class == plan.ClassManual || ch.Class == plan.ClassInvalid {
@@ -142,6 +179,15 @@ func New(cluster *live.Cluster, p *plan.Plan) *Watcher {
 		}
 		t := &target{change: ch, gvk: gv.WithKind(ch.ID.Kind)}
 		t.expect = expect(t)
+		gvr, namespaced, err := r.Mapping(t.gvk)
+		if err != nil {
+			t.last = status{state: plan.StateUnknown, reason: err.Error()}
+		} else {
+			t.group = groupKey{gvr: gvr}
+			if namespaced {
+				t.group.ns = ch.ID.Namespace
+			}
+		}
 		w.targets = append(w.targets, t)
 	}
 	return w
@@ -150,39 +196,222 @@ func New(cluster *live.Cluster, p *plan.Plan) *Watcher {
 // Empty reports whether there is nothing to follow.
 func (w *Watcher) Empty() bool { return len(w.targets) == 0 }
 
-// Snapshot reads, before the apply, the pods of the workloads followed and
-// the claims of the StatefulSets: what the outcome compares with.
-func (w *Watcher) Snapshot(ctx context.Context) error {
-	pods := map[string][]corev1.Pod{}
+// groups are the LIST+WATCHes that follow the targets, one per resource
+// and namespace, with the names of each.
+func (w *Watcher) groups() map[groupKey]map[string]bool {
+	groups := map[groupKey]map[string]bool{}
 	for _, t := range w.targets {
-		if !t.workload() || t.change.Before == nil {
+		if t.group.gvr.Resource == "" {
 			continue
 		}
+		if groups[t.group] == nil {
+			groups[t.group] = map[string]bool{}
+		}
+		groups[t.group][t.change.ID.Name] = true
+	}
+	return groups
+}
+
+// podGroups are the LIST+WATCHes Snapshot starts: of pods in each
+// namespace holding workloads, of claims in each holding StatefulSets.
+func (w *Watcher) podGroups() []groupKey {
+	seen := map[groupKey]bool{}
+	var out []groupKey
+	add := func(k groupKey) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, t := range w.targets {
+		if t.workload() {
+			add(groupKey{podsGVR, t.change.ID.Namespace})
+		}
+		if t.gvk.Kind == "StatefulSet" {
+			add(groupKey{claimsGVR, t.change.ID.Namespace})
+		}
+	}
+	return out
+}
+
+// Snapshot LISTs, before the apply, the pods of the workloads followed
+// and the claims of the StatefulSets (what the outcome compares with), and
+// WATCHes them from there until Run ends or Stop: the watch's only LIST of
+// them, so that a pod replaced while Helm applies is seen replaced.
+func (w *Watcher) Snapshot(ctx context.Context) error {
+	ctx, w.stop = context.WithCancel(ctx)
+	w.feed = &feed{notify: make(chan struct{}, 1)}
+	for _, k := range w.podGroups() {
+		v, err := w.list(ctx, k, nil)
+		if err != nil {
+			w.Stop()
+			return fmt.Errorf("reading the %s of namespace %s before the apply: %w", k.gvr.Resource, k.ns, err)
+		}
+		w.views[k] = v
+		if k.gvr == podsGVR {
+			w.pods[k.ns] = toPods(v.objs)
+		}
+		go followGroup(ctx, w.reader, k, nil, v.rv, func(u update) bool { w.feed.put(u); return ctx.Err() == nil }, &w.requests)
+	}
+	for _, t := range w.targets {
 		ns := t.change.ID.Namespace
-		if _, ok := pods[ns]; !ok {
-			w.requests.add(podsGVR, false)
-			list, err := listPods(ctx, w.cluster.Dynamic, ns)
-			if err != nil {
-				return fmt.Errorf("reading the pods of namespace %s before the apply: %w", ns, err)
+		t.before = baselineOf(t.change.Before)
+		if pods := w.views[groupKey{podsGVR, ns}]; pods != nil && t.workload() && t.change.Action == plan.ActionUpdate {
+			// The live selector; a lean plan keeps no live object, and
+			// the new one's is the same (a workload's selector cannot
+			// change in place).
+			sel := selectorOf(t.change.Before)
+			if t.change.Before == nil {
+				sel = selectorOf(t.change.After)
 			}
-			pods[ns] = list
+			t.podsBefore = map[string]types.UID{}
+			for _, p := range pods.objs {
+				if p.GetDeletionTimestamp() == nil && sel != nil && sel.Matches(labels.Set(p.GetLabels())) {
+					t.podsBefore[p.GetName()] = p.GetUID()
+				}
+			}
 		}
-		sel := selectorOf(t.change.Before)
-		t.podsBefore = map[string]types.UID{}
-		for _, p := range pods[ns] {
-			if p.DeletionTimestamp == nil && sel != nil && sel.Matches(labels.Set(p.Labels)) {
-				t.podsBefore[p.Name] = p.UID
-			}
-		}
-		if t.gvk.Kind == "StatefulSet" && w.claimsBefore[ns] == nil {
-			claims, err := listUIDs(ctx, w.cluster.Dynamic.Resource(claimsGVR).Namespace(ns))
-			if err != nil {
-				return fmt.Errorf("reading the claims of namespace %s before the apply: %w", ns, err)
-			}
-			w.claimsBefore[ns] = claims
+		if claims := w.views[groupKey{claimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
+			w.claimsBefore[ns] = uids(claims.objs)
 		}
 	}
 	return nil
+}
+
+// Stop ends the WATCHes Snapshot started (Run stops them when it ends);
+// for a run that ends before Run. Nil-safe.
+func (w *Watcher) Stop() {
+	if w != nil && w.stop != nil {
+		w.stop()
+	}
+}
+
+// feed queues the updates of the WATCHes Snapshot started, without bound
+// (Helm may apply for minutes with no one reading them), for the next
+// follow to take.
+type feed struct {
+	mu     sync.Mutex
+	queue  []update
+	notify chan struct{}
+}
+
+func (f *feed) put(u update) {
+	f.mu.Lock()
+	f.queue = append(f.queue, u)
+	f.mu.Unlock()
+	select {
+	case f.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (f *feed) take() []update {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queue
+	f.queue = nil
+	return q
+}
+
+// applyFeed applies the updates queued to the views and pods; nothing
+// without a Snapshot.
+func (w *Watcher) applyFeed() {
+	if w.feed == nil {
+		return
+	}
+	for _, u := range w.feed.take() {
+		w.applyPodUpdate(u)
+	}
+}
+
+// applyPodUpdate applies an update of pods or claims to the views (and
+// pods).
+func (w *Watcher) applyPodUpdate(u update) {
+	v := w.views[u.group]
+	if v == nil {
+		v = &view{objs: map[string]*unstructured.Unstructured{}}
+		w.views[u.group] = v
+	}
+	if u.rv != "" {
+		v.rv = u.rv
+	}
+	switch {
+	case u.listed:
+		v.objs = u.list
+		if u.group.gvr == podsGVR {
+			w.pods[u.group.ns] = toPods(u.list)
+		}
+	case u.obj != nil:
+		name := u.obj.GetName()
+		if u.deleted {
+			delete(v.objs, name)
+		} else {
+			v.objs[name] = u.obj
+		}
+		if u.group.gvr == podsGVR {
+			if w.pods[u.group.ns] == nil {
+				w.pods[u.group.ns] = map[string]*corev1.Pod{}
+			}
+			if p, err := toPod(u.obj); err == nil && !u.deleted {
+				w.pods[u.group.ns][name] = p
+			} else {
+				delete(w.pods[u.group.ns], name)
+			}
+		}
+	}
+}
+
+func baselineOf(o *unstructured.Unstructured) *baseline {
+	if o == nil {
+		return nil
+	}
+	return &baseline{uid: o.GetUID(), generation: o.GetGeneration(), resourceVersion: o.GetResourceVersion()}
+}
+
+// appliedIn reports whether obj, t's live object, is past its baseline:
+// another object (recreated), a later generation, or, for a change that
+// leaves the spec as it is (no generation moves), any later write.
+func (t *target) appliedIn(obj *unstructured.Unstructured) bool {
+	b := t.before
+	switch {
+	case b == nil || obj == nil:
+		return true // created, or deleted to be created again: Helm is at it
+	case obj.GetUID() != b.uid || obj.GetGeneration() > b.generation:
+		return true
+	case b.generation > 0 && specChanged(t.change):
+		// A controller writing the status changes the resource version,
+		// not the generation.
+		return false
+	}
+	return obj.GetResourceVersion() != b.resourceVersion
+}
+
+// list is one LIST of group k (only names, when given).
+func (w *Watcher) list(ctx context.Context, k groupKey, names map[string]bool) (*view, error) {
+	w.requests.add(k.gvr, false)
+	list, err := w.reader.List(ctx, k.gvr, k.ns, listOptions(names))
+	if err != nil {
+		return nil, err
+	}
+	v := &view{objs: make(map[string]*unstructured.Unstructured, len(list.Items)), rv: list.GetResourceVersion()}
+	for i := range list.Items {
+		if o := &list.Items[i]; names == nil || names[o.GetName()] {
+			v.objs[o.GetName()] = o
+		}
+	}
+	return v, nil
+}
+
+// listOptions selects the one name of a group by field, so that a
+// Deployment alone in its namespace does not LIST and WATCH every other.
+func listOptions(names map[string]bool) metav1.ListOptions {
+	opts := metav1.ListOptions{}
+	if len(names) == 1 {
+		for n := range names {
+			opts.FieldSelector = "metadata.name=" + n
+		}
+	}
+	return opts
 }
 
 // groupKey is one LIST+WATCH of followed objects.
@@ -191,15 +420,20 @@ type groupKey struct {
 	ns  string
 }
 
-// update is one object seen by a LIST or a WATCH.
+// update is what one LIST or WATCH event says of a group.
 type update struct {
-	group   groupKey
-	deleted bool
+	group groupKey
+	// listed: a LIST, whose objects (list) replace the group's; else obj
+	// is one object a WATCH saw changed (or deleted).
+	listed  bool
+	list    map[string]*unstructured.Unstructured
 	obj     *unstructured.Unstructured
-	// listed marks the end of a group's first LIST; err a group that cannot
-	// be followed.
-	listed bool
-	err    error
+	deleted bool
+	// rv is the resource version the group is current at after it; ""
+	// when unknown.
+	rv string
+	// err: the group cannot be followed.
+	err error
 }
 
 // Run follows the objects until each is current or failed, or timeout
@@ -209,20 +443,23 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pods, timedOut := w.follow(ctx, start, show, true)
+	pods, timedOut := w.follow(ctx, start, show, false)
+	w.Stop()
 	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
 	return out, nil
 }
 
 // Alongside follows the objects while Helm still applies and waits (--wait,
 // --atomic), until ctx is done, showing progress on show; it does not end
-// when they settle, since Helm may not have changed them yet. It returns
-// what it last saw wrong with each object it saw failing or stuck (a pod's
-// problem, a Failed condition), as `ID state: detail — reason` lines, even
-// when the object was fine again later (Helm's --atomic rolled it back):
-// what Helm's own wait error does not say. Nil when it saw nothing wrong.
+// when they settle, since Helm may not have changed them yet, and an
+// object Helm has not written yet (see appliedIn) is shown waiting for it,
+// not in its old state. It returns what it last saw wrong with each
+// object it saw failing or stuck (a pod's problem, a Failed condition), as
+// `ID state: detail — reason` lines, even when the object was fine again
+// later (Helm's --atomic rolled it back): what Helm's own wait error does
+// not say. Nil when it saw nothing wrong.
 func (w *Watcher) Alongside(ctx context.Context, show Progress) []string {
-	w.follow(ctx, time.Now(), show, false)
+	w.follow(ctx, time.Now(), show, true)
 	var out []string
 	for _, t := range w.targets {
 		if t.trouble != nil {
@@ -233,50 +470,45 @@ func (w *Watcher) Alongside(ctx context.Context, show Progress) []string {
 	return out
 }
 
-// follow LISTs and WATCHes the objects and their pods, evaluating each
-// target on every change and every Refresh, until ctx is done (timedOut)
-// or, with untilSettled, every target is settled; it returns the last view
-// of the pods, by namespace and name.
-func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, untilSettled bool) (pods map[string]map[string]*corev1.Pod, timedOut bool) {
+// follow LISTs and WATCHes the objects, and takes the pods and claims
+// from the WATCHes Snapshot started, evaluating each target on every
+// change and every Refresh, until ctx is done (timedOut) or, after the
+// apply, every target is settled; beforeApply: Helm may not have applied
+// yet (Alongside). It returns the last view of the pods, by namespace and
+// name.
+func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, beforeApply bool) (pods map[string]map[string]*corev1.Pod, timedOut bool) {
 	ctx, cancel := context.WithCancel(ctx)
-	groups := map[groupKey]map[string]bool{} // names followed per group
-	podNamespaces := map[string]bool{}
-	for _, t := range w.targets {
-		_, mapping, err := w.cluster.Resource(t.gvk, t.change.ID.Namespace)
-		if err != nil {
-			t.last = status{state: plan.StateUnknown, reason: err.Error()}
-			continue
-		}
-		t.gvr = mapping.Resource
-		k := groupKey{t.gvr, t.change.ID.Namespace}
-		if groups[k] == nil {
-			groups[k] = map[string]bool{}
-		}
-		groups[k][t.change.ID.Name] = true
-		if t.workload() {
-			podNamespaces[t.change.ID.Namespace] = true
+	groups := w.groups()
+	for _, k := range w.podGroups() {
+		if w.views[k] == nil {
+			groups[k] = nil // Snapshot failed: LISTed here
 		}
 	}
 	updates := make(chan update, 64)
+	send := func(u update) bool {
+		select {
+		case updates <- u:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	var wg sync.WaitGroup
-	follow := func(k groupKey, names map[string]bool) {
+	for k, names := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followGroup(ctx, w.cluster.Dynamic, k, names, updates, &w.requests)
+			followGroup(ctx, w.reader, k, names, "", send, &w.requests)
 		}()
 	}
-	for k, names := range groups {
-		follow(k, names)
-	}
-	for ns := range podNamespaces {
-		follow(groupKey{podsGVR, ns}, nil)
-	}
 	defer func() { cancel(); go func() { wg.Wait(); close(updates) }(); drain(updates) }()
+	var notify <-chan struct{}
+	if w.feed != nil {
+		notify = w.feed.notify
+	}
 
 	objs := map[groupKey]map[string]*unstructured.Unstructured{}
-	pods = map[string]map[string]*corev1.Pod{}
-	pending := len(groups) + len(podNamespaces)
+	pending := len(groups)
 	failedGroups := map[groupKey]error{}
 	refresh := w.Refresh
 	if refresh <= 0 {
@@ -284,50 +516,71 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, un
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
+	// The pods come from their own WATCH, a few milliseconds behind the
+	// objects' at times: an object current while its pods are not as
+	// predicted (unconfirmed) is settled only once a whole Refresh passed
+	// so (ticked) with no pod update to change that.
+	ticked, unconfirmed := false, false
+	w.applyFeed()
 loop:
 	for {
 		select {
 		case u := <-updates:
+			k := u.group
 			switch {
+			case k.gvr == podsGVR || k.gvr == claimsGVR:
+				if u.listed && w.views[k] == nil || u.err != nil {
+					pending--
+				}
+				if u.err == nil {
+					w.applyPodUpdate(u)
+				}
 			case u.err != nil:
-				failedGroups[u.group] = u.err
+				failedGroups[k] = u.err
 				pending--
 			case u.listed:
-				pending--
-			case u.group.gvr == podsGVR:
-				if pods[u.group.ns] == nil {
-					pods[u.group.ns] = map[string]*corev1.Pod{}
+				if objs[k] == nil {
+					pending--
+				}
+				objs[k] = u.list
+				if beforeApply {
+					w.baselines(k, u.list)
+				}
+			case u.obj != nil:
+				if objs[k] == nil {
+					objs[k] = map[string]*unstructured.Unstructured{}
 				}
 				if u.deleted {
-					delete(pods[u.group.ns], u.obj.GetName())
-				} else if p, err := toPod(u.obj); err == nil {
-					pods[u.group.ns][p.Name] = p
-				}
-			default:
-				if objs[u.group] == nil {
-					objs[u.group] = map[string]*unstructured.Unstructured{}
-				}
-				if u.deleted {
-					delete(objs[u.group], u.obj.GetName())
+					delete(objs[k], u.obj.GetName())
 				} else {
-					objs[u.group][u.obj.GetName()] = u.obj
+					objs[k][u.obj.GetName()] = u.obj
 				}
 			}
 			if pending > 0 || len(updates) > 0 {
 				continue // evaluate once the first LISTs are in and the queue is empty
 			}
+		case <-notify:
+			w.applyFeed()
+			if pending > 0 {
+				continue
+			}
 		case <-tick.C:
 			if pending > 0 {
 				continue
 			}
+			ticked = unconfirmed // a whole Refresh with it unconfirmed
 		case <-ctx.Done():
 			timedOut = true
 			break loop
 		}
-		if w.evaluate(objs, pods, failedGroups, show, time.Since(start)) && untilSettled {
+		var settled bool
+		settled, unconfirmed = w.evaluate(objs, w.pods, failedGroups, show, time.Since(start), beforeApply)
+		if settled && !beforeApply && (!unconfirmed || ticked) {
 			break
 		}
+		ticked = false
 	}
+	w.applyFeed()
 	if timedOut && pending > 0 {
 		// Never listed: say so rather than leave them "in progress".
 		for _, t := range w.targets {
@@ -337,24 +590,48 @@ loop:
 		}
 	}
 	show.Done()
-	return pods, timedOut
+	return w.pods, timedOut
+}
+
+// baselines records, from the first LIST of group k (Alongside starts
+// before Helm's apply), what its targets were just before the apply: the
+// plan's live object may be older, or lack a generation (a lean plan). An
+// object already past the plan's is applied.
+func (w *Watcher) baselines(k groupKey, list map[string]*unstructured.Unstructured) {
+	for _, t := range w.targets {
+		obj := list[t.change.ID.Name]
+		if t.group != k || t.applied || obj == nil {
+			continue
+		}
+		if b := t.before; b != nil && (b.uid != "" && obj.GetUID() != b.uid || b.generation > 0 && obj.GetGeneration() > b.generation) {
+			t.applied = true
+			continue
+		}
+		t.before = baselineOf(obj)
+	}
 }
 
 // evaluate computes every target's status, shows them, and reports
-// whether all are settled (current, failed or unknown).
+// whether all are settled (current, failed or unknown), and whether a
+// current one's pods are not as predicted (yet). beforeApply: a
+// target whose live object is not past its baseline yet is waiting for
+// Helm's apply.
 func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructured, pods map[string]map[string]*corev1.Pod,
-	failedGroups map[groupKey]error, show Progress, elapsed time.Duration) bool {
-	settled := true
+	failedGroups map[groupKey]error, show Progress, elapsed time.Duration, beforeApply bool) (settled, unconfirmed bool) {
+	settled = true
 	lines := make([]Line, 0, len(w.targets))
 	for _, t := range w.targets {
-		k := groupKey{t.gvr, t.change.ID.Namespace}
+		obj := objs[t.group][t.change.ID.Name]
 		switch {
-		case t.gvr.Resource == "":
+		case t.group.gvr.Resource == "":
 			// Not mapped: t.last says why.
-		case failedGroups[k] != nil:
-			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[k].Error()}
+		case failedGroups[t.group] != nil:
+			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[t.group].Error()}
+		case beforeApply && !t.applied && !t.appliedIn(obj):
+			t.last = status{state: plan.StateInProgress, detail: "waiting for Helm's apply", reason: "live: " + t.before.String()}
 		default:
-			t.last = evaluate(t, objs[k][t.change.ID.Name], podList(pods[t.change.ID.Namespace]))
+			t.applied = t.applied || beforeApply
+			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]))
 		}
 		if t.last.trouble {
 			last := t.last
@@ -362,6 +639,12 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 		}
 		if t.last.state == plan.StateInProgress {
 			settled = false
+		}
+		if t.last.state == plan.StateCurrent && t.expect.kind != expectNone {
+			var oo plan.ObjectOutcome
+			oo.State = t.last.state
+			t.check(&oo, pods[t.change.ID.Namespace], nil, nil)
+			unconfirmed = unconfirmed || !oo.AsPredicted
 		}
 		// One line per workload, and per other object while it is not
 		// current: a ConfigMap that was current at once needs none. Once
@@ -371,7 +654,14 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 		}
 	}
 	show.Update(lines, elapsed)
-	return settled
+	return settled, unconfirmed
+}
+
+func (b *baseline) String() string {
+	if b.generation > 0 {
+		return fmt.Sprintf("generation %d, as before the upgrade", b.generation)
+	}
+	return "as before the upgrade"
 }
 
 func podList(m map[string]*corev1.Pod) []*corev1.Pod {
@@ -388,82 +678,70 @@ func drain(ch <-chan update) {
 	}
 }
 
-// followGroup LISTs the objects of k (only names, when given) and WATCHes
-// them from the LIST's resource version, sending each to updates, until
-// ctx is done; a WATCH that ends is started again from the last version
-// seen, a LIST again when that version is gone.
-func followGroup(ctx context.Context, dyn dynamic.Interface, k groupKey, names map[string]bool, updates chan<- update, count *requestCount) {
-	ri := dyn.Resource(k.gvr).Namespace(k.ns)
-	opts := metav1.ListOptions{}
-	if len(names) == 1 {
-		for n := range names {
-			opts.FieldSelector = "metadata.name=" + n
-		}
-	}
-	send := func(u update) bool {
-		select {
-		case updates <- u:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+// followGroup WATCHes the objects of k (only names, when given) from
+// resource version from, after a LIST when from is "", handing each to
+// send, until ctx is done or send returns false; a WATCH that ends is started again from the
+// last version seen, a LIST again when that version is gone.
+func followGroup(ctx context.Context, r live.Reader, k groupKey, names map[string]bool, from string, send func(update) bool, count *requestCount) {
+	opts := listOptions(names)
 	keep := func(o *unstructured.Unstructured) bool { return names == nil || names[o.GetName()] }
-	first := true
+	rv, listed := from, from != ""
 	for ctx.Err() == nil {
-		count.add(k.gvr, false)
-		list, err := ri.List(ctx, opts)
+		if rv == "" {
+			count.add(k.gvr, false)
+			list, err := r.List(ctx, k.gvr, k.ns, opts)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if !listed && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)) {
+					send(update{group: k, err: err})
+					return
+				}
+				if !sleep(ctx, time.Second) {
+					return
+				}
+				continue
+			}
+			objs := make(map[string]*unstructured.Unstructured, len(list.Items))
+			for i := range list.Items {
+				if o := &list.Items[i]; keep(o) {
+					objs[o.GetName()] = o
+				}
+			}
+			rv, listed = list.GetResourceVersion(), true
+			if !send(update{group: k, listed: true, list: objs, rv: rv}) {
+				return
+			}
+		}
+		wopts := opts
+		wopts.ResourceVersion, wopts.AllowWatchBookmarks = rv, true
+		count.add(k.gvr, true)
+		wi, err := r.Watch(ctx, k.gvr, k.ns, wopts)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !sleep(ctx, time.Second) {
 				return
 			}
-			if first && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)) {
-				send(update{group: k, err: err})
-				return
-			}
-			if !sleep(ctx, time.Second) {
-				return
-			}
+			rv = "" // LIST again: the version may be gone
 			continue
 		}
-		for i := range list.Items {
-			if o := &list.Items[i]; keep(o) && !send(update{group: k, obj: o}) {
-				return
+		gone, done := watchEvents(ctx, wi, func(ev kwatch.Event) bool {
+			o, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				return true
 			}
+			rv = o.GetResourceVersion()
+			if ev.Type == kwatch.Bookmark || !keep(o) {
+				return send(update{group: k, rv: rv})
+			}
+			return send(update{group: k, obj: o, deleted: ev.Type == kwatch.Deleted, rv: rv})
+		})
+		wi.Stop()
+		if done {
+			return
 		}
-		if first {
-			first = false
-			if !send(update{group: k, listed: true}) {
-				return
-			}
-		}
-		rv := list.GetResourceVersion()
-		for ctx.Err() == nil {
-			wopts := opts
-			wopts.ResourceVersion, wopts.AllowWatchBookmarks = rv, true
-			count.add(k.gvr, true)
-			wi, err := ri.Watch(ctx, wopts)
-			if err != nil {
-				break // LIST again
-			}
-			gone, done := watchEvents(ctx, wi, func(ev kwatch.Event) bool {
-				o, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					return true
-				}
-				rv = o.GetResourceVersion()
-				if ev.Type == kwatch.Bookmark || !keep(o) {
-					return true
-				}
-				return send(update{group: k, obj: o, deleted: ev.Type == kwatch.Deleted})
-			})
-			wi.Stop()
-			if done {
-				return
-			}
-			if gone {
-				break
-			}
+		if gone {
+			rv = ""
 		}
 	}
 }
@@ -505,36 +783,32 @@ func toPod(o *unstructured.Unstructured) (*corev1.Pod, error) {
 	return p, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, p)
 }
 
-func listPods(ctx context.Context, dyn dynamic.Interface, ns string) ([]corev1.Pod, error) {
-	list, err := dyn.Resource(podsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		p, err := toPod(&list.Items[i])
-		if err != nil {
-			return nil, err
+// toPods are the pods of objs that can be read as pods, by name.
+func toPods(objs map[string]*unstructured.Unstructured) map[string]*corev1.Pod {
+	out := make(map[string]*corev1.Pod, len(objs))
+	for name, o := range objs {
+		if p, err := toPod(o); err == nil {
+			out[name] = p
 		}
-		out = append(out, *p)
 	}
-	return out, nil
+	return out
 }
 
-// listUIDs returns the UIDs of the objects ri lists, by name (those being
-// deleted left out).
-func listUIDs(ctx context.Context, ri dynamic.ResourceInterface) (map[string]types.UID, error) {
-	list, err := ri.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]types.UID, len(list.Items))
-	for _, o := range list.Items {
+// uids are the UIDs of objs by name, those being deleted left out.
+func uids(objs map[string]*unstructured.Unstructured) map[string]types.UID {
+	out := make(map[string]types.UID, len(objs))
+	for name, o := range objs {
 		if o.GetDeletionTimestamp() == nil {
-			out[o.GetName()] = o.GetUID()
+			out[name] = o.GetUID()
 		}
 	}
-	return out, nil
+	return out
+}
+
+// specChanged reports whether a change's predicted spec differs from the
+// live one (a change of metadata alone moves no generation).
+func specChanged(ch *plan.Change) bool {
+	return fieldChanged(ch, "spec")
 }
 
 // selectorOf is a workload's pod selector (spec.selector); nil when it has
@@ -710,10 +984,16 @@ func counts(kind string, obj *unstructured.Unstructured) (want, updated, ready i
 // templateChanged reports whether a change's predicted pod template differs
 // from the live one.
 func templateChanged(ch *plan.Change) bool {
+	return fieldChanged(ch, "spec", "template")
+}
+
+// fieldChanged reports whether the field at path differs between a
+// change's live and predicted object (true when either is missing).
+func fieldChanged(ch *plan.Change, path ...string) bool {
 	if ch.Before == nil || ch.After == nil {
 		return true
 	}
-	before, _, _ := unstructured.NestedFieldNoCopy(ch.Before.Object, "spec", "template")
-	after, _, _ := unstructured.NestedFieldNoCopy(ch.After.Object, "spec", "template")
+	before, _, _ := unstructured.NestedFieldNoCopy(ch.Before.Object, path...)
+	after, _, _ := unstructured.NestedFieldNoCopy(ch.After.Object, path...)
 	return !reflect.DeepEqual(before, after)
 }

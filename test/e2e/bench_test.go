@@ -345,8 +345,9 @@ func BenchmarkUpgrade(b *testing.B) {
 // the watch took after Helm returned (watch-ms), its requests
 // (watch-requests), and the most LISTs and WATCHes it sent for one resource
 // (max-LIST/kind, max-WATCH/kind; the snapshot's LIST of pods before the
-// apply included). Medians of BENCH_RUNS runs; the per-resource line of the
-// last run is logged.
+// apply included), and the whole tool process's wall time and CPU time
+// (tool-s, tool-CPU-s: the watch's own CPU is not measured apart). Medians
+// of BENCH_RUNS runs; the per-resource line of the last run is logged.
 func BenchmarkWatch(b *testing.B) {
 	runs := benchRuns(b)
 	c := testcluster.Get(b)
@@ -358,16 +359,19 @@ func BenchmarkWatch(b *testing.B) {
 	_, err := execMeasured(env, c.Helm3, append([]string{"install"}, base...)...)
 	must(b, err)
 	b.Run("1000-objects/150-in-place", func(b *testing.B) {
-		var ms, reqs, lists, watches []float64
+		var ms, reqs, lists, watches, wall, cpu []float64
 		var perKind string
 		for range runs {
 			cmd := exec.Command(tool, "bench", chart, "-n", ns, "--set", "objects=1000,changed=150,inPlace=true", "--debug")
 			cmd.Env = env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
+			start := time.Now()
 			if err := cmd.Run(); err != nil {
 				b.Fatalf("the tool: %v\n%s", err, lastLines(stderr.String(), 20))
 			}
+			wall = append(wall, time.Since(start).Seconds())
+			cpu = append(cpu, (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 			m := watchStage.FindStringSubmatch(stderr.String())
 			if m == nil {
 				b.Fatalf("no watch stage in the tool's debug output:\n%s", lastLines(stderr.String(), 30))
@@ -386,6 +390,8 @@ func BenchmarkWatch(b *testing.B) {
 		b.ReportMetric(median(reqs), "watch-requests")
 		b.ReportMetric(median(lists), "max-LIST/kind")
 		b.ReportMetric(median(watches), "max-WATCH/kind")
+		b.ReportMetric(median(wall), "tool-s")
+		b.ReportMetric(median(cpu), "tool-CPU-s")
 	})
 }
 

@@ -50,11 +50,14 @@ func TestRolloutHealthyImageChange(t *testing.T) {
 	c := testcluster.Get(t)
 	ns, before := webRelease(t, c, "nginx:1.25")
 	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3)}),
-		"-n", ns, "-o", "json")
+		"-n", ns, "-o", "json", "--debug")
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current: 3/3 replaced, ready", "Outcome: 1 as predicted, 0 differ")
+	// Cost: the LIST of pods before the apply is the one the watch
+	// starts its WATCH from.
+	saysAll(t, "the watch's debug line", r.Stderr, "deployments.apps 1 LIST + 1 WATCH, pods 1 LIST + 1 WATCH")
 	after, _ := c.PodsAndClaims(t, ns, "app=web")
 	if len(after) != 3 {
 		t.Errorf("pods after: %v, want 3", after)

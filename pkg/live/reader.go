@@ -1,0 +1,59 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Reader is what the rollout watch (pkg/watch) reads of the cluster: LISTs
+// and WATCHes of one resource in one namespace ("" for a cluster-scoped
+// one), and the end of a container's log. Cluster.Reader is the real one;
+// unit tests use internal/fakereader.
+type Reader interface {
+	// Mapping is the resource serving gvk and whether it is namespaced.
+	Mapping(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced bool, err error)
+	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+	Watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error)
+	// PodLog is the last tail lines of a container's log, of its run
+	// before the current one when previous. The kubelet answers it, not
+	// the API server; an error when there is no REST client.
+	PodLog(ctx context.Context, namespace, pod, container string, previous bool, tail int) (string, error)
+}
+
+// Reader returns the cluster's Reader.
+func (c *Cluster) Reader() Reader { return clusterReader{c} }
+
+type clusterReader struct{ c *Cluster }
+
+func (r clusterReader) Mapping(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	mapping, err := r.c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, false, &KindNotServedError{GVK: gvk, Err: err}
+	}
+	return mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+func (r clusterReader) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return r.c.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, opts)
+}
+
+func (r clusterReader) Watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	return r.c.Dynamic.Resource(gvr).Namespace(namespace).Watch(ctx, opts)
+}
+
+func (r clusterReader) PodLog(ctx context.Context, namespace, pod, container string, previous bool, tail int) (string, error) {
+	if r.c.REST == nil {
+		return "", errors.New("no REST client to read logs with")
+	}
+	raw, err := r.c.REST.Get().AbsPath("/api/v1/namespaces", namespace, "pods", pod, "log").
+		Param("container", container).Param("previous", strconv.FormatBool(previous)).
+		Param("tailLines", strconv.Itoa(tail)).DoRaw(ctx)
+	return string(raw), err
+}
