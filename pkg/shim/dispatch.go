@@ -48,7 +48,18 @@ func Served(cmd Command) bool {
 }
 
 // Run hands the command over and returns the exit code (1) when it cannot.
-func (d Dispatcher) Run() int {
+// A panic is exit 1 too, as for the tool: Go's own code for it, 2, would
+// read as "blocked by the gate".
+func (d Dispatcher) Run() (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(d.Stderr, "Error: helm (safe-upgrade shim): %v (a bug)\n", r)
+			code = 1
+		}
+	}()
+	if len(d.Argv) == 0 {
+		d.Argv = []string{Name} // a process may be started without argv[0]
+	}
 	err := d.run()
 	if err == nil {
 		return 0 // an Exec that returns (a test's) succeeded
@@ -74,7 +85,11 @@ func (d Dispatcher) run() error {
 		return err
 	}
 	env := append(withoutEnv(d.Environ, DispatcherEnv), DispatcherEnv+"="+d.Self)
-	return execError(tool, d.Exec(tool, d.Argv, env))
+	argv := append([]string(nil), d.Argv...)
+	if !IsShim(argv[0]) {
+		argv[0] = Name // the tool serves helm's commands only under that name
+	}
+	return execError(tool, d.Exec(tool, argv, env))
 }
 
 // LoopError is the error of a shim that finds it was started by itself

@@ -36,6 +36,9 @@ func TestDispatcher(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		self   string
+		argv0  string
+		noArgv bool
+		panics bool
 		args   []string
 		env    map[string]string
 		exec   error
@@ -66,6 +69,18 @@ func TestDispatcher(t *testing.T) {
 		self: dispatcher, args: []string{"upgrade", "--help"}, env: map[string]string{"PATH": filepath.Dir(real)},
 		want: &execCall{real, []string{"helm", "upgrade", "--help"}, helmEnv},
 	}, {
+		name: "a dispatcher under another name still hands upgrade over as helm",
+		self: dispatcher, argv0: "/opt/bin/helm3", args: []string{"upgrade", "r", "c"},
+		want: &execCall{tool, []string{"helm", "upgrade", "r", "c"}, []string{"A=1", DispatcherEnv + "=" + dispatcher}},
+	}, {
+		name: "no argv at all",
+		self: dispatcher, noArgv: true, env: map[string]string{"PATH": filepath.Dir(real)},
+		want: &execCall{real, []string{"helm"}, helmEnv},
+	}, {
+		name: "a panic is exit 1",
+		self: dispatcher, args: []string{"list"}, env: map[string]string{"PATH": filepath.Dir(real)}, panics: true,
+		stderr: "(a bug)",
+	}, {
 		name: "alone on PATH",
 		self: dispatcher, args: []string{"version"}, env: map[string]string{"PATH": list(shimDir, filepath.Dir(dispatcher))},
 		stderr: "no real helm found; set SAFE_UPGRADE_HELM",
@@ -91,11 +106,22 @@ func TestDispatcher(t *testing.T) {
 					environ = append(environ, k+"="+v)
 				}
 			}
+			argv0 := "helm"
+			if tt.argv0 != "" {
+				argv0 = tt.argv0
+			}
+			argv := append([]string{argv0}, tt.args...)
+			if tt.noArgv {
+				argv = nil
+			}
 			code := Dispatcher{
-				Argv: append([]string{"helm"}, tt.args...), Self: tt.self, PID: 42,
+				Argv: argv, Self: tt.self, PID: 42,
 				Getenv: func(k string) string { return tt.env[k] }, Environ: environ, Stderr: &stderr,
 				Exec: func(path string, argv, env []string) error {
 					got = &execCall{path, argv, env}
+					if tt.panics {
+						panic("boom")
+					}
 					return tt.exec
 				},
 			}.Run()
@@ -103,7 +129,7 @@ func TestDispatcher(t *testing.T) {
 				if code != 1 || !strings.Contains(stderr.String(), tt.stderr) {
 					t.Fatalf("exit %d, stderr %q; want exit 1 saying %q", code, stderr.String(), tt.stderr)
 				}
-				if tt.exec == nil && got != nil {
+				if tt.exec == nil && !tt.panics && got != nil {
 					t.Fatalf("handed over to %v despite the error", got)
 				}
 				return
