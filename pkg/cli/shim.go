@@ -120,7 +120,7 @@ func (o *ShimOptions) Complete() error {
 // shim.GuardEnv).
 func (o *ShimOptions) Validate() error {
 	if shim.Looped(o.Getenv(shim.GuardEnv), o.PID) {
-		return shim.LoopError
+		return shim.ErrLooped
 	}
 	return nil
 }

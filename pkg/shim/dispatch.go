@@ -70,7 +70,7 @@ func (d Dispatcher) Run() (code int) {
 
 func (d Dispatcher) run() error {
 	if Looped(d.Getenv(GuardEnv), d.PID) {
-		return LoopError
+		return ErrLooped
 	}
 	cmd, _ := Classify(d.Argv[1:])
 	if !Served(cmd) {
@@ -92,9 +92,9 @@ func (d Dispatcher) run() error {
 	return execError(tool, d.Exec(tool, argv, env))
 }
 
-// LoopError is the error of a shim that finds it was started by itself
+// ErrLooped is the error of a shim that finds it was started by itself
 // (Looped).
-var LoopError = fmt.Errorf("the helm this shim started is the shim again (a copy of it, or a script that runs it): %w", ErrNoRealHelm)
+var ErrLooped = fmt.Errorf("the helm this shim started is the shim again (a copy of it, or a script that runs it): %w", ErrNoRealHelm)
 
 func execError(path string, err error) error {
 	if err == nil {
