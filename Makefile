@@ -21,9 +21,12 @@ OLD_KUBE_COMPONENTS ?= kube-apiserver kubectl
 
 all: build
 
+# bin/helm is the drop-in helm's dispatcher (docs/orchestrators.md): keep
+# bin/ off PATH, or helm there is the shim.
 build:
 	$(GO) build -o bin/helm-safe-upgrade ./cmd/helm-safe-upgrade
 	ln -sf helm-safe-upgrade bin/kubectl-safe_upgrade
+	$(GO) build -o bin/helm ./cmd/helm-shim
 
 controlplane:
 	scripts/build-controlplane.sh all

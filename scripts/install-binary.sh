@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Helm plugin install/update hook (plugin.yaml): puts the helm-safe-upgrade
-# binary into $HELM_PLUGIN_DIR/bin, in the first way that applies:
+# binary (and bin/helm, the drop-in helm's dispatcher that `helm safe-upgrade
+# shim install` links to) into $HELM_PLUGIN_DIR/bin, in the first way that
+# applies:
 #
 #   1. source  — the plugin folder is a checkout (go.mod there) and `go` is on
 #                PATH: build it (Go fetches modules from its proxy, nothing else).
@@ -70,6 +72,11 @@ install_from_source() {
     -o "$tmp" ./cmd/helm-safe-upgrade) || die "go build failed in $plugin_dir"
   chmod 0755 "$tmp"
   mv -f "$tmp" "$binary"
+  # The drop-in helm's dispatcher, which `shim install` links to.
+  (cd "$plugin_dir" && go build -trimpath -ldflags "-s -w" -o "$tmp" ./cmd/helm-shim) ||
+    die "go build ./cmd/helm-shim failed in $plugin_dir"
+  chmod 0755 "$tmp"
+  mv -f "$tmp" "$bin_dir/helm$exe"
   trap - EXIT
 }
 

@@ -42,12 +42,13 @@ func Run(t *testing.T, dir string, env []string, path, argv0 string, args ...str
 // Tool is the tool's binary, built once per test binary (a test package
 // holds one Tool).
 type Tool struct {
-	once sync.Once
-	path string
-	err  error
+	once       sync.Once
+	dispatcher string
+	err        error
 }
 
-// Dirs is a PATH layout: Shim holds helm, a link to the tool's binary;
+// Dirs is a PATH layout: Shim holds helm, a link to the dispatcher built
+// beside the tool's binary (as `shim install` makes it);
 // Real holds helm, a link to the real helm (v3 or v4).
 type Dirs struct {
 	Shim, Real string
@@ -58,13 +59,13 @@ type Dirs struct {
 func (b *Tool) Dirs(t *testing.T, c *testcluster.Cluster, realHelm string) Dirs {
 	t.Helper()
 	b.once.Do(func() {
-		b.path, b.err = toolbuild.Build(c.Root, filepath.Join(c.Root, ".cache", "shim-test"), Version, "5h1m")
+		_, b.dispatcher, b.err = toolbuild.BuildShim(c.Root, filepath.Join(c.Root, ".cache", "shim-test"), Version, "5h1m")
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	d := Dirs{Shim: filepath.Join(t.TempDir(), "shim"), Real: filepath.Join(t.TempDir(), "real")}
-	for dir, target := range map[string]string{d.Shim: b.path, d.Real: realHelm} {
+	for dir, target := range map[string]string{d.Shim: b.dispatcher, d.Real: realHelm} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim/helmdiff"
 )
 
 // Environment of the helm shim's gate.
@@ -73,7 +73,12 @@ type ShimOptions struct {
 
 // NewShimOptions returns the options of this process.
 func NewShimOptions(streams iostreams.Streams, build BuildInfo, argv0 string, args []string) *ShimOptions {
-	self, _ := os.Executable()
+	// Handed over by the dispatcher (cmd/helm-shim), the shim's file is the
+	// dispatcher's, which the lookup of the real helm must skip.
+	self := os.Getenv(shim.DispatcherEnv)
+	if self == "" {
+		self, _ = os.Executable()
+	}
 	dir, _ := os.Getwd()
 	return &ShimOptions{Streams: streams, Build: build, Argv0: argv0, Args: args,
 		Getenv: os.Getenv, Environ: os.Environ(), Self: self, Dir: dir,
@@ -95,7 +100,7 @@ func ExecuteShim(o *ShimOptions) int {
 func (o *ShimOptions) Complete() error {
 	o.Command, o.cmdIndex = shim.Classify(o.Args)
 	if o.Command == shim.DiffUpgrade || o.Command == shim.PluginList {
-		serve, err := shim.ServesDiff(o.Getenv(shim.DiffEnv), o.pluginDirs())
+		serve, err := helmdiff.Serves(o.Getenv(helmdiff.Env), o.pluginDirs())
 		if err != nil {
 			return err
 		}
@@ -115,7 +120,7 @@ func (o *ShimOptions) Complete() error {
 // shim.GuardEnv).
 func (o *ShimOptions) Validate() error {
 	if shim.Looped(o.Getenv(shim.GuardEnv), o.PID) {
-		return fmt.Errorf("the helm this shim started is the shim again (a copy of it, or a script that runs it): %w", shim.ErrNoRealHelm)
+		return shim.ErrLooped
 	}
 	return nil
 }
@@ -172,7 +177,7 @@ func (o *ShimOptions) passThrough() int {
 		return exitCode(err, o.Streams.ErrOut, false)
 	}
 	argv := append([]string{o.Argv0}, o.Args...)
-	env := append(append([]string(nil), o.Environ...), shim.GuardEnv+"="+strconv.Itoa(o.PID))
+	env := shim.HelmEnviron(o.Environ, o.PID)
 	if runtime.GOOS == "windows" {
 		return o.runHelm(helm, env, o.Streams.Out)
 	}
@@ -202,17 +207,17 @@ func (o *ShimOptions) runHelm(helm string, env []string, out io.Writer) int {
 }
 
 // pluginList runs the real helm's plugin list and adds the diff row the
-// shim answers for (shim.PluginListLine) after Helm's own rows: Helmsman
+// shim answers for (helmdiff.PluginListLine) after Helm's own rows: Helmsman
 // refuses to start unless it finds "diff" there.
 func (o *ShimOptions) pluginList() int {
 	helm, err := o.realHelm()
 	if err != nil {
 		return exitCode(err, o.Streams.ErrOut, false)
 	}
-	env := append(append([]string(nil), o.Environ...), shim.GuardEnv+"="+strconv.Itoa(o.PID))
+	env := shim.HelmEnviron(o.Environ, o.PID)
 	code := o.runHelm(helm, env, o.Streams.Out)
 	if code == ExitOK {
-		fmt.Fprint(o.Streams.Out, shim.PluginListLine(o.Build.Version))
+		fmt.Fprint(o.Streams.Out, helmdiff.PluginListLine(o.Build.Version))
 	}
 	return code
 }

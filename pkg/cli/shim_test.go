@@ -15,6 +15,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim/helmdiff"
 )
 
 // shimRun is one run of the shim with fakes for the process around it.
@@ -145,7 +146,7 @@ func TestShimPluginList(t *testing.T) {
 		{name: "SAFE_UPGRADE_DIFF=1 with helm-diff", diffEnv: "1", diffPlugin: true, wantRow: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e.env[shim.DiffEnv] = tt.diffEnv
+			e.env[helmdiff.Env] = tt.diffEnv
 			plugin := filepath.Join(e.env["HELM_PLUGINS"], "helm-diff")
 			os.RemoveAll(plugin)
 			if tt.diffPlugin {
@@ -256,7 +257,7 @@ func TestShimDiff(t *testing.T) {
 		})
 	}
 	// With helm-diff installed the plugin answers.
-	e.env[shim.DiffEnv] = "0"
+	e.env[helmdiff.Env] = "0"
 	if r := e.run(t, diff(demoV2)...); r.Exec == nil {
 		t.Errorf("SAFE_UPGRADE_DIFF=0: diff not handed to the real helm (exit %d)", r.Code)
 	}
@@ -312,39 +313,73 @@ func TestWriteHelmStatus(t *testing.T) {
 func TestShimInstall(t *testing.T) {
 	root := t.TempDir()
 	self := writeExecutable(t, filepath.Join(root, "tool", "helm-safe-upgrade"), "#!/bin/sh\n")
+	dispatcher := writeExecutable(t, filepath.Join(root, "tool", "helm"), "#!/bin/sh\n")
 	real := writeExecutable(t, filepath.Join(root, "real", "helm"), "#!/bin/sh\n")
 	dir := filepath.Join(root, "bin")
 	install := func(dir string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		o := &ShimInstallOptions{Streams: iostreams.Streams{Out: &out, ErrOut: &errOut}, Self: self,
-			Getenv: func(k string) string { return map[string]string{"PATH": filepath.Dir(real)}[k] }}
-		err := o.Complete([]string{dir})
-		if err == nil {
-			err = o.Validate()
-		}
-		if err == nil {
-			err = o.Run()
-		}
-		return out.String(), errOut.String(), err
+		return installShim(self, real, dir)
 	}
 	out, _, err := install(dir)
 	if err != nil || !strings.Contains(out, "installed "+filepath.Join(dir, "helm")) || !strings.Contains(out, "the real helm: "+real) {
 		t.Fatalf("first install: %v\n%s", err, out)
 	}
-	if got, err := filepath.EvalSymlinks(filepath.Join(dir, "helm")); err != nil || got != self {
-		t.Fatalf("%s/helm resolves to %q, %v; want %s", dir, got, err, self)
+	if got, err := filepath.EvalSymlinks(filepath.Join(dir, "helm")); err != nil || got != dispatcher {
+		t.Fatalf("%s/helm resolves to %q, %v; want the dispatcher %s", dir, got, err, dispatcher)
 	}
 	if out, _, err := install(dir); err != nil || !strings.Contains(out, "already the safe-upgrade shim") {
 		t.Fatalf("second install: %v\n%s", err, out)
 	}
+	// The shim of before the dispatcher, a link to the tool itself, is replaced.
+	old := filepath.Join(root, "old")
+	os.MkdirAll(old, 0o755)
+	if err := os.Symlink(self, filepath.Join(old, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := filepath.EvalSymlinks(filepath.Join(old, "helm")); err != nil || got != self {
+		t.Fatalf("setup: %v %s", err, got)
+	}
+	if out, _, err := install(old); err != nil || !strings.Contains(out, "installed ") {
+		t.Fatalf("install over a link to the tool: %v\n%s", err, out)
+	}
+	if got, err := filepath.EvalSymlinks(filepath.Join(old, "helm")); err != nil || got != dispatcher {
+		t.Fatalf("%s/helm resolves to %q, %v after the install; want the dispatcher %s", old, got, err, dispatcher)
+	}
 	// Someone else's helm is left alone.
 	other := filepath.Join(root, "other")
 	writeExecutable(t, filepath.Join(other, "helm"), "#!/bin/sh\n")
-	if _, _, err := install(other); err == nil || !strings.Contains(err.Error(), "exists and is not this binary") {
+	if _, _, err := install(other); err == nil || !strings.Contains(err.Error(), "exists and is not the safe-upgrade shim") {
 		t.Fatalf("install over another helm: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "helm")); string(b) != "#!/bin/sh\n" {
+		t.Fatalf("another helm was changed: %q", b)
 	}
 	// A file for DIR is bad input.
 	if _, _, err := install(self); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("install into a file: %v", err)
 	}
+	// A tool without the dispatcher beside it says what is missing and installs nothing.
+	lone := writeExecutable(t, filepath.Join(root, "lone", "helm-safe-upgrade"), "#!/bin/sh\n")
+	empty := filepath.Join(root, "empty")
+	if _, _, err := installShim(lone, real, empty); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "lone", "helm")+" is missing") {
+		t.Fatalf("install without the dispatcher: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(empty, "helm")); !os.IsNotExist(err) {
+		t.Fatalf("install without the dispatcher left %s/helm: %v", empty, err)
+	}
+}
+
+// installShim runs shim install DIR for the tool self with only real's
+// folder on PATH.
+func installShim(self, real, dir string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	o := &ShimInstallOptions{Streams: iostreams.Streams{Out: &out, ErrOut: &errOut}, Self: self,
+		Getenv: func(k string) string { return map[string]string{"PATH": filepath.Dir(real)}[k] }}
+	err := o.Complete([]string{dir})
+	if err == nil {
+		err = o.Validate()
+	}
+	if err == nil {
+		err = o.Run()
+	}
+	return out.String(), errOut.String(), err
 }

@@ -2,8 +2,11 @@
 // under the name helm serves `helm upgrade` (and, on request, `helm diff
 // upgrade`) through the safe-upgrade gate and hands every other command to
 // the real helm. This package decides which command a helm command line is,
-// finds the real helm, tells whether the helm-diff plugin is installed and
-// names the caller; pkg/cli wires it to the gate and runs the processes.
+// finds the real helm and the full tool, names the caller, and is the
+// dispatcher (cmd/helm-shim) that hands each command to one of them;
+// pkg/cli wires the full tool's side to the gate. It imports the standard
+// library only (TestDispatcherDeps): the dispatcher's start-up is what every
+// passed-through command pays.
 package shim
 
 import (

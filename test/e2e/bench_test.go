@@ -135,8 +135,14 @@ func (s sample) then(next sample) sample {
 // of its own (a fixed one is hit by a slower machine): go test -timeout
 // bounds a benchmark.
 func execMeasured(env []string, name string, args ...string) (sample, error) {
+	return execMeasuredIn("", env, name, args...)
+}
+
+// execMeasuredIn is execMeasured in the working directory dir ("" for this
+// process's).
+func execMeasuredIn(dir string, env []string, name string, args ...string) (sample, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Env = env
+	cmd.Dir, cmd.Env = dir, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim/helmdiff"
 )
 
 // TestPassThroughByteForByte runs every command the shim does not serve
@@ -42,8 +43,8 @@ func TestPassThroughByteForByte(t *testing.T) {
 			// SAFE_UPGRADE_DIFF=0: the shim adds no diff row to plugin list
 			// (TestPluginListShowsDiff covers the row).
 			sides := []*side{
-				{name: "real helm", helm: filepath.Join(dirs.Real, "helm"), env: shimtest.Env(t, c, []string{dirs.Real}, append(shimtest.HelmHome(home), shim.DiffEnv+"=0")...)},
-				{name: "shim", helm: filepath.Join(dirs.Shim, "helm"), env: shimtest.Env(t, c, []string{dirs.Shim, dirs.Real}, append(shimtest.HelmHome(home), shim.DiffEnv+"=0")...)},
+				{name: "real helm", helm: filepath.Join(dirs.Real, "helm"), env: shimtest.Env(t, c, []string{dirs.Real}, append(shimtest.HelmHome(home), helmdiff.Env+"=0")...)},
+				{name: "shim", helm: filepath.Join(dirs.Shim, "helm"), env: shimtest.Env(t, c, []string{dirs.Shim, dirs.Real}, append(shimtest.HelmHome(home), helmdiff.Env+"=0")...)},
 			}
 			for _, s := range sides {
 				s.ns = c.Namespace(t)
@@ -110,7 +111,7 @@ func TestPluginListShowsDiff(t *testing.T) {
 	e := shimtest.Env(t, c, []string{dirs.Shim, dirs.Real})
 	real := shimtest.Run(t, t.TempDir(), e, filepath.Join(dirs.Real, "helm"), "helm", "plugin", "list")
 	shimmed := shimtest.Run(t, t.TempDir(), e, filepath.Join(dirs.Shim, "helm"), "helm", "plugin", "list")
-	if real.Code != 0 || shimmed.Code != 0 || shimmed.Stdout != real.Stdout+shim.PluginListLine(shimtest.Version) || shimmed.Stderr != real.Stderr {
+	if real.Code != 0 || shimmed.Code != 0 || shimmed.Stdout != real.Stdout+helmdiff.PluginListLine(shimtest.Version) || shimmed.Stderr != real.Stderr {
 		t.Fatalf("plugin list\n=== real\n%s\n=== shim\n%s", real, shimmed)
 	}
 }
@@ -128,6 +129,30 @@ func TestShimAloneOnPath(t *testing.T) {
 	r = shimtest.Run(t, t.TempDir(), shimtest.Env(t, c, []string{dirs.Shim}, shim.HelmEnv+"="+c.Helm3), filepath.Join(dirs.Shim, "helm"), "helm", "version", "--short")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "v3.") {
 		t.Fatalf("SAFE_UPGRADE_HELM=%s helm version --short:\n%s", c.Helm3, r)
+	}
+}
+
+// TestShimLoopGuard: a "real helm" that is the shim again (a copy of the
+// dispatcher, which the lookup cannot tell from Helm) stops with the same
+// advice instead of replacing itself forever.
+func TestShimLoopGuard(t *testing.T) {
+	c := testcluster.Get(t)
+	dirs := tool.Dirs(t, c, c.Helm3)
+	copyDir := t.TempDir()
+	dispatcher, err := filepath.EvalSymlinks(filepath.Join(dirs.Shim, "helm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(dispatcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copyDir, "helm"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := shimtest.Run(t, t.TempDir(), shimtest.Env(t, c, []string{dirs.Shim, copyDir, dirs.Real}), filepath.Join(dirs.Shim, "helm"), "helm", "version")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "is the shim again") || !strings.Contains(r.Stderr, "no real helm found; set SAFE_UPGRADE_HELM") || r.Stdout != "" {
+		t.Fatalf("shim whose next helm is a copy of it:\n%s", r)
 	}
 }
 

@@ -170,6 +170,23 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
+	// The archive's bin/helm is the drop-in helm: a command it does not
+	// serve reaches the real helm (SAFE_UPGRADE_HELM) unchanged, and helm
+	// upgrade reaches bin/helm-safe-upgrade beside it.
+	t.Run("bin/helm is the shim", func(t *testing.T) {
+		shimHelm := filepath.Join(rel.unpack(t), "bin", "helm")
+		env := withEnv(helmHome(t, c), "SAFE_UPGRADE_HELM="+c.Helm3)
+		real := cmd{Env: env}.run(t, c.Helm3, "version", "--short")
+		got := cmd{Env: env}.run(t, shimHelm, "version", "--short")
+		if real.Code != 0 || got.Code != real.Code || got.Stdout != real.Stdout || got.Stderr != real.Stderr {
+			t.Errorf("bin/helm version --short is not the real helm's\n=== real\n%s\n=== bin/helm\n%s", real, got)
+		}
+		up := cmd{Env: env}.run(t, shimHelm, "upgrade", "--help-not-a-flag")
+		if up.Code != 1 || !strings.Contains(up.Stderr, "help-not-a-flag") {
+			t.Errorf("bin/helm upgrade with a bad flag: want exit 1 from helm-safe-upgrade naming the flag\n%s", up)
+		}
+	})
+
 	t.Run("krew manifest refuses a broken dist", func(t *testing.T) {
 		last := platforms[len(platforms)-1]
 		for _, tc := range []struct {
@@ -336,13 +353,20 @@ func checkArchive(t *testing.T, dist, name, goos string, sums map[string]string)
 	if helmBin.sha256 != kubectlBin.sha256 {
 		t.Errorf("%s: the two entry names are different binaries", name)
 	}
+	// The drop-in helm's dispatcher: a regular file (readArchive refuses
+	// links, which krew cannot unpack) and a binary of its own.
+	if shim := entries["bin/helm"+ext]; shim == nil {
+		t.Errorf("%s lacks bin/helm%s, the drop-in helm; has %v", name, ext, keys(entries))
+	} else if shim.sha256 == helmBin.sha256 {
+		t.Errorf("%s: bin/helm%s is the tool itself, not the dispatcher (cmd/helm-shim)", name, ext)
+	}
 	for _, f := range []string{"plugin.yaml", "scripts/install-binary.sh", "README.md"} {
 		if entries[f] == nil {
 			t.Errorf("%s lacks %s; has %v", name, f, keys(entries))
 		}
 	}
 	if goos != "windows" {
-		for _, f := range []string{"bin/helm-safe-upgrade", "bin/kubectl-safe_upgrade", "scripts/install-binary.sh"} {
+		for _, f := range []string{"bin/helm-safe-upgrade", "bin/kubectl-safe_upgrade", "bin/helm", "scripts/install-binary.sh"} {
 			if e := entries[f]; e != nil && e.mode&0o111 == 0 {
 				t.Errorf("%s: %s is not executable (mode %v)", name, f, e.mode)
 			}

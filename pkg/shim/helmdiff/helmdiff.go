@@ -1,4 +1,9 @@
-package shim
+// Package helmdiff is what the drop-in helm knows about the helm-diff
+// plugin: whether it serves `helm diff upgrade` itself and the row it adds
+// to `helm plugin list`. It is apart from package shim because it reads
+// YAML: the dispatcher (cmd/helm-shim) links package shim only, and a YAML
+// library's initialisation alone costs it milliseconds.
+package helmdiff
 
 import (
 	"fmt"
@@ -9,27 +14,27 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// DiffEnv chooses who answers `helm diff upgrade`: "1" the shim always,
+// Env chooses who answers `helm diff upgrade`: "1" the shim always,
 // "0" never (the real helm, so the helm-diff plugin or Helm's "unknown
 // command"), unset the shim when no helm-diff plugin is installed.
-const DiffEnv = "SAFE_UPGRADE_DIFF"
+const Env = "SAFE_UPGRADE_DIFF"
 
-// DiffPluginName is the helm-diff plugin's name, the word orchestrators look
+// PluginName is the helm-diff plugin's name, the word orchestrators look
 // for in `helm plugin list`.
-const DiffPluginName = "diff"
+const PluginName = "diff"
 
-// ServesDiff reports whether the shim answers `helm diff upgrade`, given
-// DiffEnv's value and Helm's plugin folders (HELM_PLUGINS, a path list).
-func ServesDiff(env, pluginDirs string) (bool, error) {
+// Serves reports whether the shim answers `helm diff upgrade`, given
+// Env's value and Helm's plugin folders (HELM_PLUGINS, a path list).
+func Serves(env, pluginDirs string) (bool, error) {
 	switch env {
 	case "1":
 		return true, nil
 	case "0":
 		return false, nil
 	case "":
-		return !HasPlugin(pluginDirs, DiffPluginName), nil
+		return !HasPlugin(pluginDirs, PluginName), nil
 	}
-	return false, fmt.Errorf("%s=%q: want 1 (the shim serves helm diff upgrade), 0 (never) or unset (when no helm-diff plugin is installed)", DiffEnv, env)
+	return false, fmt.Errorf("%s=%q: want 1 (the shim serves helm diff upgrade), 0 (never) or unset (when no helm-diff plugin is installed)", Env, env)
 }
 
 // HasPlugin reports whether a plugin named name is installed in one of
@@ -58,5 +63,5 @@ func HasPlugin(pluginDirs, name string) bool {
 // serves `helm diff upgrade`, so orchestrators that look for the diff
 // plugin there (Helmsman) start. It is tab-separated like Helm's rows.
 func PluginListLine(version string) string {
-	return strings.Join([]string{DiffPluginName, version, "served by helm-safe-upgrade's helm shim (helm diff upgrade only; " + DiffEnv + "=0 turns it off)"}, "\t") + "\n"
+	return strings.Join([]string{PluginName, version, "served by helm-safe-upgrade's helm shim (helm diff upgrade only; " + Env + "=0 turns it off)"}, "\t") + "\n"
 }
