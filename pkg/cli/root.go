@@ -1,6 +1,8 @@
-// Package cli is the command layer: it parses flags into Options and runs
-// Complete → Validate → Run. It holds no logic of its own beyond wiring the
-// stages together.
+// Package cli is the command layer: it owns every flag (registration,
+// parsing, checks: upgradeflags.go for the upgrade command), parses them
+// into Options and runs Complete → Validate → Run, Complete building the
+// plain requests the actions of pkg/upgrade only read. It holds no logic
+// of its own beyond the flags and wiring the stages together.
 package cli
 
 import (
