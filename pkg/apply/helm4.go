@@ -116,10 +116,8 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 		inst.ReleaseName, inst.Namespace = next.Name, next.Namespace
 		inst.Replace = req.Rendered.Last != nil
 		inst.ServerSideApply, inst.ForceConflicts = true, o.ForceConflicts
-		inst.CreateNamespace, inst.Devel, inst.DisableHooks, inst.SkipCRDs = o.CreateNamespace, o.Devel, o.DisableHooks, o.SkipCRDs
-		inst.SkipSchemaValidation, inst.DisableOpenAPIValidation = o.SkipSchemaValidation, o.DisableOpenAPIValidation
-		inst.Timeout, inst.WaitStrategy, inst.WaitForJobs, inst.RollbackOnFailure = o.TimeLimit(), wait, o.WaitForJobs, o.Atomic
-		inst.SubNotes, inst.HideNotes, inst.Labels, inst.EnableDNS, inst.TakeOwnership = o.SubNotes, o.HideNotes, o.Labels, o.EnableDNS, o.TakeOwnership
+		o.SetInstall(inst)
+		inst.WaitStrategy, inst.RollbackOnFailure = wait, o.Atomic
 		inst.Description = req.description()
 		inst.PostRenderer, inst.PostRenderStrategy = plannedManifest{manifest: next.Manifest}, action4.PostRenderStrategyNoHooks
 		out, err = inst.RunWithContext(ctx, ch, vals)
@@ -127,12 +125,8 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 		up := action4.NewUpgrade(h.cfg)
 		up.Namespace = next.Namespace
 		up.ServerSideApply, up.ForceConflicts = "true", o.ForceConflicts
-		up.Devel, up.DisableHooks, up.SkipCRDs = o.Devel, o.DisableHooks, o.SkipCRDs
-		up.SkipSchemaValidation, up.DisableOpenAPIValidation = o.SkipSchemaValidation, o.DisableOpenAPIValidation
-		up.ResetValues, up.ReuseValues, up.ResetThenReuseValues = o.ResetValues, o.ReuseValues, o.ResetThenReuseValues
-		up.Timeout, up.WaitStrategy, up.WaitForJobs, up.RollbackOnFailure = o.TimeLimit(), wait, o.WaitForJobs, o.Atomic
-		up.SubNotes, up.HideNotes, up.Labels, up.EnableDNS, up.TakeOwnership = o.SubNotes, o.HideNotes, o.Labels, o.EnableDNS, o.TakeOwnership
-		up.MaxHistory, up.CleanupOnFail = o.MaxHistory, o.CleanupOnFail
+		o.SetUpgrade(up)
+		up.WaitStrategy, up.RollbackOnFailure = wait, o.Atomic
 		up.Description = req.description()
 		up.PostRenderer, up.PostRenderStrategy = plannedManifest{manifest: next.Manifest}, action4.PostRenderStrategyNoHooks
 		out, err = up.RunWithContext(ctx, next.Name, ch, vals)

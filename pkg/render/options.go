@@ -4,6 +4,8 @@
 package render
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -117,23 +119,8 @@ func (o *Options) NewInstall(cfg *action.Configuration, name, namespace string) 
 	inst := action.NewInstall(cfg)
 	inst.ReleaseName = name
 	inst.Namespace = namespace
-	inst.CreateNamespace = o.CreateNamespace
-	inst.Devel = o.Devel
-	inst.DisableHooks = o.DisableHooks
-	inst.SkipCRDs = o.SkipCRDs
-	inst.SkipSchemaValidation = o.SkipSchemaValidation
-	inst.Timeout = o.TimeLimit()
-	inst.Wait = o.Wait
-	inst.Atomic = o.Atomic
-	inst.Description = o.Description
-	inst.WaitForJobs = o.WaitForJobs
-	inst.DisableOpenAPIValidation = o.DisableOpenAPIValidation
-	inst.SubNotes = o.SubNotes
-	inst.HideNotes = o.HideNotes
-	inst.DependencyUpdate = o.DependencyUpdate
-	inst.Labels = o.Labels
-	inst.EnableDNS = o.EnableDNS
-	inst.TakeOwnership = o.TakeOwnership
+	o.SetInstall(inst)
+	o.setHelm3(&inst.Wait, &inst.Atomic, &inst.Description, &inst.DependencyUpdate)
 	return inst
 }
 
@@ -143,29 +130,60 @@ func (o *Options) NewUpgrade(cfg *action.Configuration, namespace string) *actio
 	up := action.NewUpgrade(cfg)
 	up.Install = o.Install
 	up.Namespace = namespace
-	up.Devel = o.Devel
-	up.DisableHooks = o.DisableHooks
-	up.SkipCRDs = o.SkipCRDs
-	up.SkipSchemaValidation = o.SkipSchemaValidation
-	up.ResetValues = o.ResetValues
-	up.ReuseValues = o.ReuseValues
-	up.ResetThenReuseValues = o.ResetThenReuseValues
-	up.Timeout = o.TimeLimit()
-	up.Wait = o.Wait
-	up.Atomic = o.Atomic
-	up.Description = o.Description
-	up.WaitForJobs = o.WaitForJobs
-	up.DisableOpenAPIValidation = o.DisableOpenAPIValidation
-	up.SubNotes = o.SubNotes
-	up.HideNotes = o.HideNotes
-	up.DependencyUpdate = o.DependencyUpdate
-	up.Labels = o.Labels
-	up.EnableDNS = o.EnableDNS
-	up.TakeOwnership = o.TakeOwnership
-	up.MaxHistory = o.MaxHistory
-	up.CleanupOnFail = o.CleanupOnFail
+	o.SetUpgrade(up)
+	o.setHelm3(&up.Wait, &up.Atomic, &up.Description, &up.DependencyUpdate)
 	up.Recreate = o.RecreatePods
 	return up
+}
+
+// setHelm3 sets the fields only Helm 3's actions have (Helm 4 turned Wait
+// and Atomic into WaitStrategy and RollbackOnFailure).
+func (o *Options) setHelm3(wait, atomic *bool, description *string, dependencyUpdate *bool) {
+	*wait, *atomic, *description, *dependencyUpdate = o.Wait, o.Atomic, o.Description, o.DependencyUpdate
+}
+
+// actionFields is the one mapping of these options onto Helm's install and
+// upgrade actions, Helm 3's and Helm 4's alike: each action field name and
+// its value. Helm 3 and Helm 4 actions are distinct types whose shared
+// fields have the same names, so the mapping sets them by name.
+func (o *Options) actionFields(upgrade bool) map[string]interface{} {
+	f := map[string]interface{}{
+		"Devel": o.Devel, "DisableHooks": o.DisableHooks, "SkipCRDs": o.SkipCRDs,
+		"SkipSchemaValidation": o.SkipSchemaValidation, "DisableOpenAPIValidation": o.DisableOpenAPIValidation,
+		"Timeout": o.TimeLimit(), "WaitForJobs": o.WaitForJobs, "SubNotes": o.SubNotes, "HideNotes": o.HideNotes,
+		"Labels": o.Labels, "EnableDNS": o.EnableDNS, "TakeOwnership": o.TakeOwnership,
+	}
+	if !upgrade {
+		f["CreateNamespace"] = o.CreateNamespace
+		return f
+	}
+	for k, v := range map[string]interface{}{
+		"ResetValues": o.ResetValues, "ReuseValues": o.ReuseValues, "ResetThenReuseValues": o.ResetThenReuseValues,
+		"MaxHistory": o.MaxHistory, "CleanupOnFail": o.CleanupOnFail,
+	} {
+		f[k] = v
+	}
+	return f
+}
+
+// SetInstall sets these options on inst, a Helm 3 or Helm 4 *action.Install.
+func (o *Options) SetInstall(inst interface{}) { setFields(inst, o.actionFields(false)) }
+
+// SetUpgrade sets these options on up, a Helm 3 or Helm 4 *action.Upgrade.
+func (o *Options) SetUpgrade(up interface{}) { setFields(up, o.actionFields(true)) }
+
+// setFields sets each named field of the struct act points to. A field the
+// action lacks or of another type is a programming error (a Helm version
+// that renamed it), which the unit tests of both Helm versions hit.
+func setFields(act interface{}, fields map[string]interface{}) {
+	v := reflect.ValueOf(act).Elem()
+	for name, value := range fields {
+		f := v.FieldByName(name)
+		if !f.IsValid() || !f.CanSet() {
+			panic(fmt.Sprintf("render: %s has no settable field %s", v.Type(), name))
+		}
+		f.Set(reflect.ValueOf(value).Convert(f.Type()))
+	}
 }
 
 // TimeLimit is --timeout, or helm upgrade's default when unset: the one
