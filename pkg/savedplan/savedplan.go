@@ -265,9 +265,9 @@ func New(src Source) *Plan {
 	return s
 }
 
-// Check refuses the saved plan on another cluster, with other apply flags,
+// check refuses the saved plan on another cluster, with other apply flags,
 // or when older than maxAge (0: no limit).
-func (s *Plan) Check(id ClusterIdentity, flags map[string]interface{}, now time.Time, maxAge time.Duration) error {
+func (s *Plan) check(id ClusterIdentity, flags map[string]interface{}, now time.Time, maxAge time.Duration) error {
 	if s.Cluster != id {
 		return fmt.Errorf("saved plan was made for another cluster (server %s, kube-system UID %s, context %q), not this one (server %s, kube-system UID %s, context %q); plan again here",
 			s.Cluster.Server, s.Cluster.KubeSystemUID, s.Cluster.Context, id.Server, id.KubeSystemUID, id.Context)
@@ -320,10 +320,10 @@ func ApplyFlags(opts render.Options, force bool) map[string]interface{} {
 // same changes.
 func (s *Plan) Acks() *gate.Acks { return gate.Bound(s.Acknowledged, "saved plan") }
 
-// UseIn checks that the release, chart and values are those of the saved
+// useIn checks that the release, chart and values are those of the saved
 // plan and puts the saved render in place of the new one: what is applied is
 // what was reviewed, even when templates are not deterministic.
-func (s *Plan) UseIn(res *render.Result, opts render.Options) error {
+func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 	last := 0
 	if res.Last != nil {
 		last = res.Last.Version
@@ -343,9 +343,9 @@ func (s *Plan) UseIn(res *render.Result, opts render.Options) error {
 	return nil
 }
 
-// Unmoved refuses the saved plan when an object it changes moved in the
+// unmoved refuses the saved plan when an object it changes moved in the
 // cluster since.
-func (s *Plan) Unmoved(p *plan.Plan) error {
+func (s *Plan) unmoved(p *plan.Plan) error {
 	now := map[string]plan.Change{}
 	for _, c := range p.Changes {
 		now[c.ID.String()] = c

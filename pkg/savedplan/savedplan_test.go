@@ -80,7 +80,7 @@ func TestSavedPlanRoundTrip(t *testing.T) {
 	if !strings.Contains(s.Manifest, "mode: a") || len(s.Hooks) != 1 || s.Cluster != here || !s.Created.Equal(planned) {
 		t.Fatalf("loaded %+v", s)
 	}
-	if err := s.Check(here, ApplyFlags(opts, false), planned, time.Hour); err != nil {
+	if err := s.check(here, ApplyFlags(opts, false), planned, time.Hour); err != nil {
 		t.Fatalf("the same cluster, flags and time: %v", err)
 	}
 	if _, err := Verify(path, clear, "other", "prod"); err == nil || !strings.Contains(err.Error(), "made for release prod/app, not prod/other") {
@@ -172,7 +172,7 @@ func TestSavedPlanCheck(t *testing.T) {
 		{name: "old but no limit", id: here, flags: ApplyFlags(opts, false), now: planned.Add(2 * time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.Check(tc.id, tc.flags, tc.now, tc.maxAge)
+			err := s.check(tc.id, tc.flags, tc.now, tc.maxAge)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -194,14 +194,14 @@ func TestSavedPlanPinsCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Unmoved(pl); err != nil {
+	if err := s.unmoved(pl); err != nil {
 		t.Fatalf("nothing moved: %v", err)
 	}
 	now := *pl
 	now.Changes = append([]plan.Change(nil), pl.Changes...)
 	now.Changes[1].Action, now.Changes[1].LiveResourceVersion = plan.ActionUpdate, "9"
 	now.Changes[1].Before = &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{}}}
-	if err := s.Unmoved(&now); err == nil || !strings.Contains(err.Error(), "ConfigMap/prod/new, which the plan creates, appeared") {
+	if err := s.unmoved(&now); err == nil || !strings.Contains(err.Error(), "ConfigMap/prod/new, which the plan creates, appeared") {
 		t.Fatalf("error %v, want the created ConfigMap named", err)
 	}
 }

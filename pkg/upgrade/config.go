@@ -4,7 +4,8 @@
 // cluster connection), and each action lives in a file of its own:
 //
 //	plan.go     Plan: render the release and plan it against the cluster
-//	            (or, with an offline base, plan without one: offline.go)
+//	            (or, with an offline base, plan without one: offline.go);
+//	            a saved plan (--plan) enters through one savedplan.Start
 //	saved.go    SavePlan: write a plan for --plan (the file and its checks
 //	            are pkg/savedplan's)
 //	apply.go    Apply: hand exactly the reviewed render to Helm, then watch

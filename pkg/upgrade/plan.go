@@ -99,16 +99,13 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	if err != nil {
 		return nil, err
 	}
-	if req.Saved != nil {
-		fmt.Fprintln(c.Out, req.Saved.Origin())
-		c.Masker.Key = req.Saved.MaskKey // masked values compare with the reviewed plan's
-		id, err := c.identity(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := req.Saved.Check(id, savedplan.ApplyFlags(req.Render, req.Apply.Force), c.Now(), req.SavedMaxAge); err != nil {
-			return nil, err
-		}
+	// The saved plan (--plan), if any: refused before rendering when made
+	// for another cluster, other flags, or too long ago.
+	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
+		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
+		Render:   req.Render, Force: req.Apply.Force, Now: c.Now(), MaxAge: req.SavedMaxAge})
+	if err != nil {
+		return nil, err
 	}
 	rules, err := req.Rules.Load(req.ChartRef)
 	if err != nil {
@@ -139,10 +136,8 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	if early != nil {
 		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
 	}
-	if req.Saved != nil {
-		if err := req.Saved.UseIn(res, req.Render); err != nil {
-			return nil, err
-		}
+	if err := replay.UseIn(res); err != nil {
+		return nil, err
 	}
 	start = time.Now()
 	c.progress("Planning against the cluster: reading objects and sending dry-runs")
@@ -171,10 +166,8 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	}
 	c.warnSecretCopies(p)
 	c.logStages(stats)
-	if req.Saved != nil {
-		if err := req.Saved.Unmoved(p); err != nil {
-			return nil, err
-		}
+	if err := replay.Unmoved(p); err != nil {
+		return nil, err
 	}
 	blocker, err := render.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
 	if err != nil {
