@@ -256,3 +256,78 @@ func TestRunMismatchSettles(t *testing.T) {
 		t.Errorf("outcome %+v (timed out %v), want current, differing from the plan", ob, out.TimedOut)
 	}
 }
+
+// TestWaitPathOneListAndWatch: with Helm's wait (--wait, --atomic) the
+// watch follows the Deployment alongside Helm, then after it returns; both
+// phases share one LIST+WATCH of it, and Run still sees what changed
+// between them.
+func TestWaitPathOneListAndWatch(t *testing.T) {
+	tests := []struct {
+		name string
+		// duringWait: the rollout is done while Helm waits; else the
+		// Deployment's status is written after Helm returned.
+		duringWait bool
+	}{
+		{"rolled while Helm waited", true},
+		{"rolled after Helm returned", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := deployment(1, webSpec, nil)
+			cluster := fakeCluster(before, podObj("web-old", "nginx:1.25", ""))
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+			w.Refresh = time.Hour // settled by updates, not by a Refresh
+			ctx := context.Background()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			helmWaits, helmReturned := context.WithCancel(ctx)
+			show := &lines{seen: make(chan []Line)}
+			done := make(chan []string)
+			go func() { done <- w.Alongside(helmWaits, show) }()
+			show.next(t, "waiting for Helm's apply") // Alongside LISTed the Deployment
+			// The apply: a new generation, its pod replaced.
+			status := map[string]interface{}(nil)
+			if tt.duringWait {
+				status = rolled
+			}
+			cluster.Put(deploymentsGVR, deployment(2, webSpec, status))
+			cluster.Put(podsGVR, podObj("web-new", "nginx:1.26", ""))
+			cluster.Delete(podsGVR, "ns", "web-old")
+			// Alongside saw the apply.
+			for want := "in-progress"; ; {
+				if tt.duringWait {
+					want = "current"
+				}
+				if !strings.Contains(show.next(t, want), "waiting") {
+					break
+				}
+			}
+			helmReturned()
+			go func() {
+				for range show.seen {
+				}
+			}()
+			if troubles := <-done; len(troubles) != 0 {
+				t.Errorf("troubles %q, want none", troubles)
+			}
+			if !tt.duringWait {
+				cluster.Put(deploymentsGVR, deployment(2, webSpec, rolled))
+			}
+			out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ob := out.Objects[0]; out.TimedOut || ob.State != plan.StateCurrent || !ob.AsPredicted {
+				t.Errorf("outcome %+v (timed out %v), want current, as predicted", ob, out.TimedOut)
+			}
+			// WATCHes may end before they start: at most one.
+			for _, resource := range []string{"deployments", "pods"} {
+				if lists, watches := cluster.Calls(resource); lists != 1 || watches > 1 {
+					t.Errorf("%s: %d LIST + %d WATCH, want 1 LIST and at most 1 WATCH", resource, lists, watches)
+				}
+			}
+		})
+	}
+}

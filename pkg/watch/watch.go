@@ -8,8 +8,9 @@
 // Cost: one LIST+WATCH of pods per namespace holding workloads (and of
 // claims, with StatefulSets), the LIST before the apply and the WATCH from
 // it until the watch ends; one LIST+WATCH per kind and namespace of the
-// objects followed, after Helm returns (and one more while Helm waits,
-// with --wait or --atomic); one LIST of events per namespace where
+// objects followed, from when the watch starts following them (alongside
+// Helm's wait with --wait or --atomic, else after Helm returns) until it
+// ends; one LIST of events per namespace where
 // something failed; one GET of a log per workload whose container
 // crashed. A WATCH the API server ends is started again, a LIST again
 // when its version is gone (410). Watcher.Requests counts them.
@@ -52,12 +53,21 @@ type Watcher struct {
 	// views are the pods and claims of each namespace followed, as
 	// Snapshot LISTed them before the apply and its WATCHes (kept open
 	// until Run ends or Stop) changed them since; pods the same as typed
-	// pods. Only the goroutine of Snapshot, Alongside and Run reads and
-	// writes them, from the updates feed queued.
-	views map[groupKey]*view
-	pods  map[string]map[string]*corev1.Pod
-	feed  *feed
-	stop  context.CancelFunc
+	// pods. objs are the objects followed, by group and name, and failed
+	// the groups that cannot be followed. Only the goroutine of Snapshot,
+	// Alongside and Run reads and writes them, from the updates feed
+	// queued.
+	views  map[groupKey]*view
+	pods   map[string]map[string]*corev1.Pod
+	objs   map[groupKey]map[string]*unstructured.Unstructured
+	failed map[groupKey]error
+	feed   *feed
+	// life is the context of every group's LIST+WATCH, from Snapshot (or
+	// the first follow) until Run ends or Stop, so that Alongside and Run
+	// share one LIST+WATCH per group; following are the groups started.
+	life      context.Context
+	stop      context.CancelFunc
+	following map[groupKey]bool
 	// claimsBefore are the claims of each namespace with a StatefulSet
 	// followed, by name, read by Snapshot.
 	claimsBefore map[string]map[string]types.UID
@@ -167,7 +177,8 @@ var workloadKinds = map[schema.GroupKind]bool{
 // deletions, and CRDs the user applies by hand are not followed), read
 // through r.
 func New(r live.Reader, p *plan.Plan) *Watcher {
-	w := &Watcher{reader: r, views: map[groupKey]*view{}, pods: map[string]map[string]*corev1.Pod{}, claimsBefore: map[string]map[string]types.UID{}}
+	w := &Watcher{reader: r, views: map[groupKey]*view{}, pods: map[string]map[string]*corev1.Pod{},
+		objs: map[groupKey]map[string]*unstructured.Unstructured{}, failed: map[groupKey]error{}, claimsBefore: map[string]map[string]types.UID{}}
 	for i := range p.Changes {
 		ch := &p.Changes[i]
 		if ch.Action != plan.ActionCreate && ch.Action != plan.ActionUpdate || ch.Class == plan.ClassManual || ch.Class == plan.ClassInvalid {
@@ -239,19 +250,19 @@ func (w *Watcher) podGroups() []groupKey {
 // WATCHes them from there until Run ends or Stop: the watch's only LIST of
 // them, so that a pod replaced while Helm applies is seen replaced.
 func (w *Watcher) Snapshot(ctx context.Context) error {
-	ctx, w.stop = context.WithCancel(ctx)
-	w.feed = &feed{notify: make(chan struct{}, 1)}
+	w.start(ctx)
 	for _, k := range w.podGroups() {
-		v, err := w.list(ctx, k, nil)
+		// A LIST that fails leaves the groups listed followed, and the
+		// others to follow's own LIST.
+		v, err := w.list(w.life, k, nil)
 		if err != nil {
-			w.Stop()
 			return fmt.Errorf("reading the %s of namespace %s before the apply: %w", k.gvr.Resource, k.ns, err)
 		}
 		w.views[k] = v
 		if k.gvr == podsGVR {
 			w.pods[k.ns] = toPods(v.objs)
 		}
-		go followGroup(ctx, w.reader, k, nil, v.rv, func(u update) bool { w.feed.put(u); return ctx.Err() == nil }, &w.requests)
+		w.followInto(k, nil, v.rv)
 	}
 	for _, t := range w.targets {
 		ns := t.change.ID.Namespace
@@ -278,8 +289,24 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the WATCHes Snapshot started (Run stops them when it ends);
-// for a run that ends before Run. Nil-safe.
+// start begins the life of the watch's LIST+WATCHes, under ctx, with no
+// group followed yet.
+func (w *Watcher) start(ctx context.Context) {
+	w.life, w.stop = context.WithCancel(ctx)
+	w.feed = &feed{notify: make(chan struct{}, 1)}
+	w.following = map[groupKey]bool{}
+}
+
+// followInto follows group k (only names, when given) from resource
+// version from ("": after a LIST) into the feed, until Run ends or Stop.
+func (w *Watcher) followInto(k groupKey, names map[string]bool, from string) {
+	w.following[k] = true
+	life, feed := w.life, w.feed
+	go followGroup(life, w.reader, k, names, from, func(u update) bool { feed.put(u); return life.Err() == nil }, &w.requests)
+}
+
+// Stop ends the WATCHes Snapshot, Alongside and Run started (Run stops
+// them when it ends); for a run that ends before Run. Nil-safe.
 func (w *Watcher) Stop() {
 	if w != nil && w.stop != nil {
 		w.stop()
@@ -313,15 +340,50 @@ func (f *feed) take() []update {
 	return q
 }
 
-// applyFeed applies the updates queued to the views and pods; nothing
-// without a Snapshot.
-func (w *Watcher) applyFeed() {
-	if w.feed == nil {
-		return
-	}
+// applyFeed applies the updates queued: pods and claims to the views and
+// pods, the objects followed to objs (recording, while Helm may not have
+// applied yet, their baselines from the first LIST), and the groups that
+// cannot be followed to failed.
+func (w *Watcher) applyFeed(beforeApply bool) {
 	for _, u := range w.feed.take() {
-		w.applyPodUpdate(u)
+		k := u.group
+		switch {
+		case u.err != nil:
+			w.failed[k] = u.err
+		case k.gvr == podsGVR || k.gvr == claimsGVR:
+			w.applyPodUpdate(u)
+		case u.listed:
+			w.objs[k] = u.list
+			if beforeApply {
+				w.baselines(k, u.list)
+			}
+		case u.obj != nil:
+			if w.objs[k] == nil {
+				w.objs[k] = map[string]*unstructured.Unstructured{}
+			}
+			if u.deleted {
+				delete(w.objs[k], u.obj.GetName())
+			} else {
+				w.objs[k][u.obj.GetName()] = u.obj
+			}
+		}
 	}
+}
+
+// pending is how many groups followed have not been LISTed yet (nor
+// found unfollowable).
+func (w *Watcher) pending() int {
+	n := 0
+	for k := range w.following {
+		listed := w.objs[k] != nil
+		if k.gvr == podsGVR || k.gvr == claimsGVR {
+			listed = w.views[k] != nil
+		}
+		if !listed && w.failed[k] == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // applyPodUpdate applies an update of pods or claims to the views (and
@@ -470,46 +532,28 @@ func (w *Watcher) Alongside(ctx context.Context, show Progress) []string {
 	return out
 }
 
-// follow LISTs and WATCHes the objects, and takes the pods and claims
+// follow LISTs and WATCHes the objects (each group once for the
+// watcher's life: Alongside's are Run's), and takes the pods and claims
 // from the WATCHes Snapshot started, evaluating each target on every
 // change and every Refresh, until ctx is done (timedOut) or, after the
 // apply, every target is settled; beforeApply: Helm may not have applied
 // yet (Alongside). It returns the last view of the pods, by namespace and
 // name.
 func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, beforeApply bool) (pods map[string]map[string]*corev1.Pod, timedOut bool) {
-	ctx, cancel := context.WithCancel(ctx)
-	groups := w.groups()
+	if w.life == nil || w.life.Err() != nil {
+		// No Snapshot, or its life ended: the groups start afresh.
+		w.start(ctx)
+	}
+	for k, names := range w.groups() {
+		if !w.following[k] {
+			w.followInto(k, names, "")
+		}
+	}
 	for _, k := range w.podGroups() {
-		if w.views[k] == nil {
-			groups[k] = nil // Snapshot failed: LISTed here
+		if !w.following[k] {
+			w.followInto(k, nil, "") // Snapshot failed: LISTed here
 		}
 	}
-	updates := make(chan update, 64)
-	send := func(u update) bool {
-		select {
-		case updates <- u:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	var wg sync.WaitGroup
-	for k, names := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			followGroup(ctx, w.reader, k, names, "", send, &w.requests)
-		}()
-	}
-	defer func() { cancel(); go func() { wg.Wait(); close(updates) }(); drain(updates) }()
-	var notify <-chan struct{}
-	if w.feed != nil {
-		notify = w.feed.notify
-	}
-
-	objs := map[groupKey]map[string]*unstructured.Unstructured{}
-	pending := len(groups)
-	failedGroups := map[groupKey]error{}
 	refresh := w.Refresh
 	if refresh <= 0 {
 		refresh = time.Second
@@ -521,67 +565,30 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, be
 	// predicted (unconfirmed) is settled only once a whole Refresh passed
 	// so (ticked) with no pod update to change that.
 	ticked, unconfirmed := false, false
-	w.applyFeed()
 loop:
 	for {
+		// Evaluated once the first LISTs are in; at once when Alongside
+		// saw them, since nothing may change any more.
+		w.applyFeed(beforeApply)
+		if w.pending() == 0 {
+			var settled bool
+			settled, unconfirmed = w.evaluate(w.objs, w.pods, w.failed, show, time.Since(start), beforeApply)
+			if settled && !beforeApply && (!unconfirmed || ticked) {
+				break
+			}
+		}
+		ticked = false
 		select {
-		case u := <-updates:
-			k := u.group
-			switch {
-			case k.gvr == podsGVR || k.gvr == claimsGVR:
-				if u.listed && w.views[k] == nil || u.err != nil {
-					pending--
-				}
-				if u.err == nil {
-					w.applyPodUpdate(u)
-				}
-			case u.err != nil:
-				failedGroups[k] = u.err
-				pending--
-			case u.listed:
-				if objs[k] == nil {
-					pending--
-				}
-				objs[k] = u.list
-				if beforeApply {
-					w.baselines(k, u.list)
-				}
-			case u.obj != nil:
-				if objs[k] == nil {
-					objs[k] = map[string]*unstructured.Unstructured{}
-				}
-				if u.deleted {
-					delete(objs[k], u.obj.GetName())
-				} else {
-					objs[k][u.obj.GetName()] = u.obj
-				}
-			}
-			if pending > 0 || len(updates) > 0 {
-				continue // evaluate once the first LISTs are in and the queue is empty
-			}
-		case <-notify:
-			w.applyFeed()
-			if pending > 0 {
-				continue
-			}
+		case <-w.feed.notify:
 		case <-tick.C:
-			if pending > 0 {
-				continue
-			}
 			ticked = unconfirmed // a whole Refresh with it unconfirmed
 		case <-ctx.Done():
 			timedOut = true
 			break loop
 		}
-		var settled bool
-		settled, unconfirmed = w.evaluate(objs, w.pods, failedGroups, show, time.Since(start), beforeApply)
-		if settled && !beforeApply && (!unconfirmed || ticked) {
-			break
-		}
-		ticked = false
 	}
-	w.applyFeed()
-	if timedOut && pending > 0 {
+	w.applyFeed(beforeApply)
+	if timedOut && w.pending() > 0 {
 		// Never listed: say so rather than leave them "in progress".
 		for _, t := range w.targets {
 			if t.last.state == "" {
@@ -671,11 +678,6 @@ func podList(m map[string]*corev1.Pod) []*corev1.Pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func drain(ch <-chan update) {
-	for range ch {
-	}
 }
 
 // followGroup WATCHes the objects of k (only names, when given) from

@@ -46,11 +46,27 @@ type outcomeDoc struct {
 	}
 }
 
+// TestRolloutHealthyImageChange: with or without Helm's own wait, the
+// pods are replaced, the outcome is as predicted, and the watch costs one
+// LIST+WATCH per kind (with --wait, the watch alongside Helm's wait and the
+// one after it share them).
 func TestRolloutHealthyImageChange(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flags []string
+	}{
+		{"without Helm's wait", nil},
+		{"with --wait", []string{"--wait", "--timeout", "5m"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { healthyImageChange(t, tt.flags) })
+	}
+}
+
+func healthyImageChange(t *testing.T, flags []string) {
 	c := testcluster.Get(t)
 	ns, before := webRelease(t, c, "nginx:1.25")
-	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3)}),
-		"-n", ns, "-o", "json", "--debug")
+	chart := writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3)})
+	r := run(t, c, append([]string{"app", chart, "-n", ns, "-o", "json", "--debug"}, flags...)...)
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
