@@ -98,7 +98,7 @@ spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, minRe
 // markedPlan plans base -> head offline, as the planner does, and marks it.
 func markedPlan(t *testing.T, base, head string, check apis.Checker) *plan.Plan {
 	t.Helper()
-	p, err := planner.New(planner.Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), planner.Input{
+	p, err := planner.New(planner.Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), planner.Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod"},
 		PreviousManifest: base, NextManifest: head,
 	})

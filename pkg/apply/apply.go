@@ -199,8 +199,8 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		if rec.deployed, rec.deployedVersion, err = deployedOf(req.Config.Releases, name, ns, cluster); err != nil {
 			return nil, fmt.Errorf("%w; nothing was written", err)
 		}
-		secrets := cluster.Dynamic.Resource(secretsGVR).Namespace(ns)
-		if left, err := readJournal(ctx, secrets, name); err != nil {
+		secrets := cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns)
+		if left, err := readJournal(ctx, cluster, ns, name); err != nil {
 			return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 		} else if left != nil {
 			return nil, &JournalError{Name: name, Namespace: ns, journal: left}

@@ -598,7 +598,7 @@ func TestApplyRecreateRefusedBeforeAnyDelete(t *testing.T) {
 	}{
 		{"journal forbidden", func(t *testing.T, fc *fakeCluster) {
 			fc.client.PrependReactor("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewForbidden(secretsGVR.GroupResource(), JournalName(relName), errors.New("RBAC"))
+				return true, nil, apierrors.NewForbidden(live.SecretsGVR.GroupResource(), JournalName(relName), errors.New("RBAC"))
 			})
 		}, "writing the recreate journal Secret demo/safe-upgrade-journal.app: secrets \"safe-upgrade-journal.app\" is forbidden: RBAC; nothing was deleted and the Helm upgrade was not started"},
 		{"live object drifted at a field the chart sets", func(t *testing.T, fc *fakeCluster) {

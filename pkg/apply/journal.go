@@ -34,8 +34,6 @@ const (
 	journalManagedBy    = "helm-safe-upgrade"
 )
 
-var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-
 // JournalName is the name of the journal Secret of a release.
 func JournalName(release string) string { return "safe-upgrade-journal." + release }
 
@@ -200,9 +198,9 @@ func (j *journal) remove(ctx context.Context) error {
 	return nil
 }
 
-// readJournal returns the journal of release, nil when there is none.
-func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release string) (*journal, error) {
-	s, err := secrets.Get(ctx, JournalName(release), metav1.GetOptions{})
+// readJournal returns the journal of release in ns, nil when there is none.
+func readJournal(ctx context.Context, cluster *live.Cluster, ns, release string) (*journal, error) {
+	s, err := cluster.Secret(ctx, ns, JournalName(release))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -225,7 +223,7 @@ func readJournal(ctx context.Context, secrets dynamic.ResourceInterface, release
 		str, _, _ := unstructured.NestedString(s.Object, "stringData", journalKey)
 		data = []byte(str)
 	}
-	j := &journal{secrets: secrets, written: true}
+	j := &journal{secrets: cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns), written: true}
 	if err := json.Unmarshal(data, &j.rec); err != nil {
 		return nil, fmt.Errorf("Secret %s/%s: decoding the journal: %w", s.GetNamespace(), s.GetName(), err)
 	}
@@ -290,6 +288,7 @@ func (j *journal) survey(ctx context.Context, cluster *live.Cluster, deployed *m
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", o.id(), err)
 		}
+		// Read on the client the restore then writes with.
 		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
 		var what string
 		switch {
@@ -373,6 +372,7 @@ func restoreManagers(ctx context.Context, res dynamic.ResourceInterface, obj *un
 		if _, err = res.Update(ctx, obj, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 			return err
 		}
+		// A read inside the retry of a write: it stays on the writing client.
 		if obj, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
 			return err
 		}
@@ -402,6 +402,7 @@ func (j *journal) restoreOne(ctx context.Context, cluster *live.Cluster, o *jour
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
+		// Polls the restore's own write: it stays on the writing client.
 		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && cur.GetUID() != o.UID && restoredByUs(o, cur):

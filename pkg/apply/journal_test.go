@@ -24,10 +24,14 @@ import (
 
 var stsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 
+// secretsGVR is live.SecretsGVR, for the tests whose live object is a
+// variable called live.
+var secretsGVR = live.SecretsGVR
+
 func (fc *fakeCluster) secrets() interface {
 	Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
 } {
-	return fc.client.Resource(secretsGVR).Namespace(relNS)
+	return fc.client.Resource(live.SecretsGVR).Namespace(relNS)
 }
 
 // writeJournal writes the journal an apply of revision 2 recreating the
@@ -92,7 +96,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if typ, _, _ := unstructured.NestedString(s.Object, "type"); typ != JournalType || s.GetLabels()[JournalReleaseLabel] != relName {
 		t.Errorf("journal Secret type %q labels %v", typ, s.GetLabels())
 	}
-	got, err := readJournal(context.Background(), fc.client.Resource(secretsGVR).Namespace(relNS), relName)
+	got, err := readJournal(context.Background(), fc.Cluster, relNS, relName)
 	if err != nil || got == nil {
 		t.Fatalf("readJournal: %v %v", got, err)
 	}
@@ -146,7 +150,7 @@ func TestJournalRestoreAtEachStep(t *testing.T) {
 			if tt.cluster != nil {
 				tt.cluster(t, fc)
 			}
-			j, err := readJournal(context.Background(), fc.client.Resource(secretsGVR).Namespace(relNS), relName)
+			j, err := readJournal(context.Background(), fc.Cluster, relNS, relName)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,8 +42,6 @@ const (
 	leaseHolderAnnotation = "helm-safe-upgrade.io/holder"
 )
 
-var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-
 // LeaseName is the name of the Lease of a release.
 func LeaseName(release string) string { return "safe-upgrade." + release }
 
@@ -167,7 +165,7 @@ func (e *LeasePermissionError) Error() string {
 // It sends no write (a blocked apply writes nothing, not even a review).
 func ObserveLease(ctx context.Context, cluster *live.Cluster, release, ns string, apply bool, now time.Time) (*LeaseObservation, error) {
 	o := &LeaseObservation{Release: release, Namespace: ns, now: now}
-	obj, err := cluster.Dynamic.Resource(leasesGVR).Namespace(ns).Get(ctx, LeaseName(release), metav1.GetOptions{})
+	obj, err := cluster.Lease(ctx, ns, LeaseName(release))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
 		return o, nil
@@ -193,7 +191,7 @@ func checkLeaseAccess(ctx context.Context, dyn dynamic.Interface, release, ns st
 		review := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
 			"spec": map[string]interface{}{"resourceAttributes": map[string]interface{}{
-				"namespace": ns, "verb": verb, "group": leasesGVR.Group, "resource": leasesGVR.Resource, "name": LeaseName(release)}},
+				"namespace": ns, "verb": verb, "group": live.LeasesGVR.Group, "resource": live.LeasesGVR.Resource, "name": LeaseName(release)}},
 		}}
 		got, err := dyn.Resource(selfSubjectAccessReviewsGVR).Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
@@ -251,7 +249,7 @@ func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, 
 	if err := checkLeaseAccess(ctx, cluster.Dynamic, o.Release, o.Namespace); err != nil {
 		return nil, err
 	}
-	res := cluster.Dynamic.Resource(leasesGVR).Namespace(o.Namespace)
+	res := cluster.Dynamic.Resource(live.LeasesGVR).Namespace(o.Namespace)
 	now := req.Now()
 	obj := o.obj.DeepCopy()
 	if obj == nil {
@@ -290,6 +288,7 @@ func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, 
 		return nil, nil
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		// A read inside the take: it stays on the client that writes.
 		now, err := res.Get(ctx, LeaseName(o.Release), metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("release %q in namespace %s: another run took its Lease %s while this run planned (reading it: %v); nothing was written: plan again", o.Release, o.Namespace, LeaseName(o.Release), err)
@@ -366,6 +365,7 @@ func (h *HeldLease) update(ctx context.Context, edit func(spec map[string]interf
 		if !apierrors.IsConflict(err) {
 			return err
 		}
+		// A read inside the retry of a write: it stays on the writing client.
 		if h.obj, err = h.res.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
 			return err
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
 
 // allowLeases answers the access reviews of the fake cluster: every verb
@@ -43,12 +45,12 @@ func leasesWithVersions(fc *fakeCluster) {
 			obj = a.GetObject().(*unstructured.Unstructured).DeepCopy()
 		case clienttesting.UpdateActionImpl:
 			obj = a.GetObject().(*unstructured.Unstructured).DeepCopy()
-			cur, err := tracker.Get(leasesGVR, relNS, obj.GetName())
+			cur, err := tracker.Get(live.LeasesGVR, relNS, obj.GetName())
 			if err != nil {
 				return true, nil, err
 			}
 			if cur.(*unstructured.Unstructured).GetResourceVersion() != obj.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+				return true, nil, apierrors.NewConflict(live.LeasesGVR.GroupResource(), obj.GetName(), errors.New("the object has been modified"))
 			}
 		default:
 			return false, nil, nil
@@ -57,9 +59,9 @@ func leasesWithVersions(fc *fakeCluster) {
 		obj.SetResourceVersion(strconv.Itoa(version))
 		var err error
 		if _, ok := a.(clienttesting.CreateActionImpl); ok {
-			err = tracker.Create(leasesGVR, obj, relNS)
+			err = tracker.Create(live.LeasesGVR, obj, relNS)
 		} else {
-			err = tracker.Update(leasesGVR, obj, relNS)
+			err = tracker.Update(live.LeasesGVR, obj, relNS)
 		}
 		return true, obj, err
 	})
@@ -149,7 +151,7 @@ func TestLease(t *testing.T) {
 		t.Fatalf("take over of a stale lease: %v", err)
 	}
 	defer heldD.Release() //nolint:errcheck // the fake answers
-	got, err := fc.client.Resource(leasesGVR).Namespace(relNS).Get(ctx, LeaseName(relName), metav1.GetOptions{})
+	got, err := fc.client.Resource(live.LeasesGVR).Namespace(relNS).Get(ctx, LeaseName(relName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // apply) calls it first, so nothing is planned against a cluster missing
 // the objects that apply deleted.
 func CheckJournal(ctx context.Context, cluster *live.Cluster, name, ns string) error {
-	j, err := readJournal(ctx, cluster.Dynamic.Resource(secretsGVR).Namespace(ns), name)
+	j, err := readJournal(ctx, cluster, ns, name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}
@@ -91,7 +91,7 @@ func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) erro
 	if timeout <= 0 {
 		timeout = render.DefaultTimeout
 	}
-	j, err := readJournal(ctx, cluster.Dynamic.Resource(secretsGVR).Namespace(ns), name)
+	j, err := readJournal(ctx, cluster, ns, name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}

@@ -121,9 +121,7 @@ func (r *recreator) prepare(ctx context.Context, changes []plan.Change, nextMani
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		t.res = res
-		if t.live, err = res.Get(ctx, c.ID.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			t.live = nil
-		} else if err != nil {
+		if t.live, err = r.cluster.Lookup(ctx, t.planned.GVK, c.ID.Namespace, c.ID.Name); err != nil {
 			return nil, fmt.Errorf("%s: reading the live object: %w", name, err)
 		}
 		if t.live != nil && r.deployed != nil {
@@ -256,9 +254,9 @@ func (r *recreator) waitGone(ctx context.Context, t *recreateTarget) error {
 	ticker := time.NewTicker(r.poll)
 	defer ticker.Stop()
 	for {
-		obj, err := t.res.Get(ctx, t.id.Name, metav1.GetOptions{})
+		obj, err := r.cluster.Lookup(ctx, t.planned.GVK, t.id.Namespace, t.id.Name)
 		switch {
-		case apierrors.IsNotFound(err), err == nil && obj.GetUID() != t.live.GetUID():
+		case err == nil && (obj == nil || obj.GetUID() != t.live.GetUID()):
 			return nil
 		case err != nil && ctx.Err() == nil:
 			return fmt.Errorf("waiting for it to be deleted: %w", err)

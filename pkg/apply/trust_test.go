@@ -238,7 +238,7 @@ func TestReadJournalUntrustedBytes(t *testing.T) {
 			if err := fc.client.Tracker().Create(secretsGVR, s, relNS); err != nil {
 				t.Fatal(err)
 			}
-			_, err := readJournal(context.Background(), fc.client.Resource(secretsGVR).Namespace(relNS), relName)
+			_, err := readJournal(context.Background(), fc.Cluster, relNS, relName)
 			if err == nil || !strings.Contains(err.Error(), "Secret demo/safe-upgrade-journal.app") || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error naming the Secret and %q", err, tt.want)
 			}

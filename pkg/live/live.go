@@ -3,6 +3,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -34,6 +35,10 @@ type Cluster struct {
 	// encoded again (clients faked in tests).
 	REST rest.Interface
 }
+
+// ErrNoServer is what is answered offline, where no API server can be
+// asked (a dry-run, a list of claims or budgets, a schema).
+var ErrNoServer = errors.New("no API server to ask (offline)")
 
 // KindNotServedError says the cluster maps a kind to no API resource (a
 // removed API version, a CRD not installed); meta.IsNoMatchError sees

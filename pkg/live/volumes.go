@@ -21,6 +21,8 @@ var (
 	StorageClassesGVR = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 	BudgetsGVR        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	NamespacesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	SecretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	LeasesGVR         = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 )
 
 // Namespace returns the Namespace called name: the release's, or

@@ -29,8 +29,8 @@ func (p *Planner) noteBudgets(ctx context.Context, changes []plan.Change) {
 		}
 		ns := c.ID.Namespace
 		if _, ok := cache[ns]; !ok && failed[ns] == nil {
-			budgets, err := p.Cluster.Budgets(ctx, ns)
-			if errors.Is(err, ErrNoServer) {
+			budgets, err := p.Cluster.Budgets.Budgets(ctx, ns)
+			if errors.Is(err, live.ErrNoServer) {
 				return
 			}
 			cache[ns], failed[ns] = budgets, err

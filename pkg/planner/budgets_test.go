@@ -7,17 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
-
-// budgetCluster is an offline cluster that knows PodDisruptionBudgets.
-type budgetCluster struct {
-	offlineCluster
-	budgets []live.Budget
-}
-
-func (b budgetCluster) Budgets(context.Context, string) ([]live.Budget, error) { return b.budgets, nil }
 
 const webDeployment = `---
 # Source: app/templates/web.yaml
@@ -45,7 +38,8 @@ func TestRolloutBudgets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cluster := budgetCluster{offlineCluster{Release: "app", Namespace: "prod"}, tt.budgets}
+			cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
+			cluster.Budgets = clusterfake.Budgets(tt.budgets)
 			p, err := New(cluster, "").Plan(context.Background(), Input{
 				Release:          plan.Release{Name: "app", Namespace: "prod"},
 				PreviousManifest: strings.Replace(webDeployment, "%s", "nginx:1", 1), NextManifest: strings.Replace(webDeployment, "%s", "nginx:2", 1),

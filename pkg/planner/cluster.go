@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,14 +14,27 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
 
-// Cluster is what the planner asks about the objects it plans: what is live,
-// and what the server would say to the create or patch Helm would send.
-// Live answers from the API server; Offline from the base render alone.
-type Cluster interface {
+// Cluster is what the planner asks the cluster, as small interfaces that
+// offline, live and tests swap one at a time (kubectl diff asks its Object
+// the same way: Live, Merged, Name). Live.Parts answers from the API server;
+// Offline.Parts from the base render alone.
+type Cluster struct {
 	manifest.Scoper
 	// Offline reports that no server answers: verdicts come from the
 	// catalogue, and drift cannot be seen.
-	Offline() bool
+	Offline   bool
+	Objects   Objects
+	DryRuns   DryRunner
+	Claims    ClaimLister
+	Budgets   BudgetLister
+	Observers Observers
+	Schemas   Schemas
+	// Counter is nil where custom resources cannot be counted.
+	Counter ResourceCounter
+}
+
+// Objects says what is live.
+type Objects interface {
 	// Prefetch reads in bulk what it can (paged LISTs per large group of
 	// one kind); the states it returns need no Get, and each is decoded
 	// (live.State.Decode) without managedFields where lean says.
@@ -30,8 +42,12 @@ type Cluster interface {
 	// Get returns one object's live state; prev is its form in the last
 	// release (nil if new).
 	Get(ctx context.Context, obj, prev *manifest.Object) live.State
+}
+
+// DryRunner says what the server would store.
+type DryRunner interface {
 	// DryRunCreate and DryRunPatch return the object the server would
-	// store, or its refusal; ErrNoServer when none can be asked, and a
+	// store, or its refusal; live.ErrNoServer when none can be asked, and a
 	// *live.KindNotServedError when the cluster does not serve the kind.
 	DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error)
 	DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error)
@@ -40,33 +56,65 @@ type Cluster interface {
 	// field-manager conflict (predict.Conflicts) when another manager owns a
 	// field obj sets.
 	DryRunApply(ctx context.Context, obj *manifest.Object, forceConflicts bool) (*unstructured.Unstructured, error)
+}
+
+// ClaimLister lists the claims of a StatefulSet.
+type ClaimLister interface {
 	// Claims returns the PersistentVolumeClaims of namespace whose names
 	// match, with the reclaim policy of the volume each is bound to;
-	// ErrNoServer offline.
+	// live.ErrNoServer offline.
 	Claims(ctx context.Context, namespace string, match func(name string) bool) ([]Claim, error)
-	// Budgets returns the PodDisruptionBudgets of namespace; ErrNoServer
+}
+
+// BudgetLister lists disruption budgets.
+type BudgetLister interface {
+	// Budgets returns the PodDisruptionBudgets of namespace; live.ErrNoServer
 	// offline.
 	Budgets(ctx context.Context, namespace string) ([]live.Budget, error)
+}
+
+// Observers says who sees a patch.
+type Observers interface {
 	// Observed returns "" when nothing but the API server's built-in code
 	// sees a patch of obj: no admission webhook or policy may see it, and
 	// the authorizer certainly allows it. Otherwise it names who may, or why
 	// that is unknown; offline it always does (there is no server whose
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
+}
+
+// Schemas types objects as the server does.
+type Schemas interface {
 	// TypeConverter returns the structured-merge-diff types of gv's kinds
 	// as the server merges server-side applies by (its OpenAPI schemas);
-	// an error when they cannot be read, ErrNoServer offline.
+	// an error when they cannot be read, live.ErrNoServer offline.
 	TypeConverter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error)
 }
 
-// Budgets implements Cluster.
+// ResourceCounter counts the custom resources of a CRD.
+type ResourceCounter interface {
+	CountResources(ctx context.Context, gvr schema.GroupVersionResource) (int64, error)
+}
+
+// Parts returns l as the planner's small interfaces.
+func (l Live) Parts() Cluster {
+	return Cluster{Scoper: l, Objects: l, DryRuns: l, Claims: l, Budgets: l, Observers: l, Schemas: l, Counter: l}
+}
+
+// Parts returns o as the planner's small interfaces; it counts no
+// custom resources.
+func (o Offline) Parts() Cluster {
+	return Cluster{Scoper: o, Offline: true, Objects: o, DryRuns: o, Claims: o, Budgets: o, Observers: o, Schemas: o}
+}
+
+// Budgets implements BudgetLister.
 func (l Live) Budgets(ctx context.Context, namespace string) ([]live.Budget, error) {
 	return l.Cluster.Budgets(ctx, namespace)
 }
 
-// Budgets implements Cluster.
+// Budgets implements BudgetLister.
 func (Offline) Budgets(context.Context, string) ([]live.Budget, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }
 
 // Claim is a PersistentVolumeClaim and the volume bound to it.
@@ -77,7 +125,7 @@ type Claim struct {
 	Volume, ReclaimPolicy string
 }
 
-// Claims implements Cluster.
+// Claims implements ClaimLister.
 func (l Live) Claims(ctx context.Context, namespace string, match func(string) bool) ([]Claim, error) {
 	items, err := l.Cluster.Claims(ctx, namespace, match)
 	if err != nil {
@@ -97,13 +145,10 @@ func (l Live) Claims(ctx context.Context, namespace string, match func(string) b
 	return out, nil
 }
 
-// Claims implements Cluster.
+// Claims implements ClaimLister.
 func (Offline) Claims(context.Context, string, func(string) bool) ([]Claim, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }
-
-// ErrNoServer is what an offline Cluster answers to a dry-run.
-var ErrNoServer = errors.New("no API server to ask (offline)")
 
 // Live is a Cluster backed by the API server. Observers, read once per plan,
 // say who besides the server's built-in code sees a patch; nil: unknown,
@@ -119,27 +164,22 @@ type Live struct {
 	Schemas *live.Schemas
 }
 
-// TypeConverter implements Cluster.
+// TypeConverter implements Schemas.
 func (l Live) TypeConverter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error) {
 	return l.Schemas.TypeConverter(ctx, gv)
 }
 
-var _ Cluster = Live{}
-
-// Offline implements Cluster.
-func (Live) Offline() bool { return false }
-
-// Prefetch implements Cluster.
+// Prefetch implements Objects.
 func (l Live) Prefetch(ctx context.Context, objs []*manifest.Object, lean live.Lean) map[manifest.ObjectID]live.State {
 	return l.Cluster.Prefetch(ctx, objs, live.MinListGroup, lean, l.Early)
 }
 
-// Get implements Cluster.
+// Get implements Objects.
 func (l Live) Get(ctx context.Context, obj, _ *manifest.Object) live.State {
 	return l.Cluster.Get(ctx, obj)
 }
 
-// Observed implements Cluster.
+// Observed implements Observers.
 func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 	if l.Observers == nil {
 		return "observers not read"
@@ -157,7 +197,7 @@ func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 	return ""
 }
 
-// DryRunCreate implements Cluster.
+// DryRunCreate implements DryRunner.
 func (l Live) DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
 	if err != nil {
@@ -166,7 +206,7 @@ func (l Live) DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstruct
 	return predict.DryRunCreate(ctx, ri, obj.Obj)
 }
 
-// DryRunPatch implements Cluster.
+// DryRunPatch implements DryRunner.
 func (l Live) DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
 	if err != nil {
@@ -175,7 +215,7 @@ func (l Live) DryRunPatch(ctx context.Context, obj *manifest.Object, pt types.Pa
 	return predict.DryRunPatch(ctx, ri, obj.ID.Name, pt, patch)
 }
 
-// DryRunApply implements Cluster.
+// DryRunApply implements DryRunner.
 func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConflicts bool) (*unstructured.Unstructured, error) {
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
 	if err != nil {
@@ -186,23 +226,18 @@ func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConfli
 
 // Offline is a Cluster without a server, for the pre-merge gate: the base
 // render stands in for the live objects, as if Helm had applied it for
-// Release in Namespace, and every dry-run answers ErrNoServer.
+// Release in Namespace, and every dry-run answers live.ErrNoServer.
 type Offline struct {
 	manifest.StaticScoper
 	Release, Namespace string
 }
 
-var _ Cluster = Offline{}
-
-// Offline implements Cluster.
-func (Offline) Offline() bool { return true }
-
-// Prefetch implements Cluster.
+// Prefetch implements Objects.
 func (Offline) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
 	return nil
 }
 
-// Get implements Cluster: the base form itself, given the metadata Helm adds
+// Get implements Objects: the base form itself, given the metadata Helm adds
 // when it applies — in place, so that it is also the three-way patch's
 // original, as the last release's manifest is when Helm really applied it.
 func (o Offline) Get(_ context.Context, _, prev *manifest.Object) live.State {
@@ -213,25 +248,25 @@ func (o Offline) Get(_ context.Context, _, prev *manifest.Object) live.State {
 	return live.State{Obj: prev.Obj}
 }
 
-// TypeConverter implements Cluster.
+// TypeConverter implements Schemas.
 func (Offline) TypeConverter(context.Context, schema.GroupVersion) (managedfields.TypeConverter, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }
 
-// Observed implements Cluster.
+// Observed implements Observers.
 func (Offline) Observed(context.Context, *manifest.Object) string { return "offline" }
 
-// DryRunCreate implements Cluster.
+// DryRunCreate implements DryRunner.
 func (Offline) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Unstructured, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }
 
-// DryRunPatch implements Cluster.
+// DryRunPatch implements DryRunner.
 func (Offline) DryRunPatch(context.Context, *manifest.Object, types.PatchType, []byte) (*unstructured.Unstructured, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }
 
-// DryRunApply implements Cluster.
+// DryRunApply implements DryRunner.
 func (Offline) DryRunApply(context.Context, *manifest.Object, bool) (*unstructured.Unstructured, error) {
-	return nil, ErrNoServer
+	return nil, live.ErrNoServer
 }

@@ -3,10 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,7 +63,7 @@ func (p *Planner) crdChanges(ctx context.Context, in Input, crds *manifest.Set, 
 	if crds.Len() == 0 {
 		return nil, nil, nil
 	}
-	offline := p.Cluster.Offline()
+	offline := p.Cluster.Offline
 	if offline && in.BaseCRDsUnknown {
 		return nil, []string{"offline: the chart's crds/ CRDs were not compared (no cluster, and the base is a manifest without crds/)"}, nil
 	}
@@ -89,7 +87,7 @@ func (p *Planner) crdChanges(ctx context.Context, in Input, crds *manifest.Set, 
 				state.Obj = b.Obj // as written: Helm adds no metadata to crds/
 			}
 		} else {
-			state = p.Cluster.Get(ctx, o, nil)
+			state = p.Cluster.Objects.Get(ctx, o, nil)
 		}
 		if state.Err != nil {
 			notes = append(notes, fmt.Sprintf("%s (%s) not compared with the cluster's: %v", o.ID, o.Source, state.Err))
@@ -118,7 +116,7 @@ func (p *Planner) crdAbsent(c *plan.Change, in Input, o *manifest.Object) {
 		return
 	case in.Release.Install:
 		why = "--skip-crds: the install does not create it"
-	case p.Cluster.Offline():
+	case p.Cluster.Offline:
 		why = "not in the base chart's crds/: " + why
 	default:
 		why = "not in the cluster: " + why
@@ -205,20 +203,14 @@ func crdNote(in Input, file string) string {
 	return s
 }
 
-// resourceCounter counts the custom resources of a CRD.
-type resourceCounter interface {
-	CountResources(ctx context.Context, gvr schema.GroupVersionResource) (int64, error)
-}
-
 // countResources says how many custom resources the destructive findings
 // of live's change affect: all of them, as every served version reads
 // every object.
 func (p *Planner) countResources(ctx context.Context, live *apiextv1.CustomResourceDefinition) plan.Reason {
 	r := plan.Reason{Path: "spec.names.plural", Source: plan.SourceServer}
-	counter, ok := p.Cluster.(resourceCounter)
 	version := classify.CRDAffectedVersion(live)
 	switch {
-	case p.Cluster.Offline() || !ok:
+	case p.Cluster.Offline || p.Cluster.Counter == nil:
 		r.Source, r.Message = plan.SourceCatalogue, "offline: the existing "+live.Spec.Names.Kind+" resources were not counted"
 		return r
 	case version == "":
@@ -226,7 +218,7 @@ func (p *Planner) countResources(ctx context.Context, live *apiextv1.CustomResou
 		return r
 	}
 	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: version, Resource: live.Spec.Names.Plural}
-	n, err := counter.CountResources(ctx, gvr)
+	n, err := p.Cluster.Counter.CountResources(ctx, gvr)
 	if err != nil {
 		r.Message = fmt.Sprintf("the existing %s resources could not be counted: %v", live.Spec.Names.Kind, err)
 		return r
@@ -237,26 +229,4 @@ func (p *Planner) countResources(ctx context.Context, live *apiextv1.CustomResou
 	}
 	r.Message = fmt.Sprintf("%d existing %s resource(s)%s are affected", n, live.Spec.Names.Kind, where)
 	return r
-}
-
-// CountResources counts the objects of gvr in all namespaces with one LIST
-// of one item (the server's remainingItemCount says the rest), paging
-// through the list only when the server does not count.
-func (l Live) CountResources(ctx context.Context, gvr schema.GroupVersionResource) (int64, error) {
-	opts := metav1.ListOptions{Limit: 1}
-	var n int64
-	for {
-		list, err := l.Dynamic.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return 0, fmt.Errorf("listing %s: %w", strings.TrimPrefix(gvr.GroupResource().String()+"/"+gvr.Version, "."), err)
-		}
-		n += int64(len(list.Items))
-		if rest := list.GetRemainingItemCount(); rest != nil {
-			return n + *rest, nil
-		}
-		if list.GetContinue() == "" {
-			return n, nil
-		}
-		opts = metav1.ListOptions{Limit: 500, Continue: list.GetContinue()}
-	}
 }

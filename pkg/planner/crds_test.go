@@ -9,40 +9,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// crdCluster is a cluster whose only live object is its CRD (nil: none),
-// with count custom resources of it.
-type crdCluster struct {
-	offlineCluster
-	crd     string
-	count   int64
-	counted *[]schema.GroupVersionResource
-}
-
-func (crdCluster) Offline() bool { return false }
-
-func (c crdCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
-	if c.crd == "" || obj.GVK.Kind != "CustomResourceDefinition" {
-		return live.State{}
+// crdObjects is a cluster whose only live object is crd (none if ""),
+// stored with its v1 version.
+func crdObjects(crd string) clusterfake.Objects {
+	return func(_ context.Context, obj, _ *manifest.Object) live.State {
+		if crd == "" || obj.GVK.Kind != "CustomResourceDefinition" {
+			return live.State{}
+		}
+		var m map[string]interface{}
+		if err := yaml.Unmarshal([]byte(crd), &m); err != nil {
+			return live.State{Err: err}
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetResourceVersion("7")
+		_ = unstructured.SetNestedStringSlice(u.Object, []string{"v1"}, "status", "storedVersions")
+		return live.State{Obj: u}
 	}
-	var m map[string]interface{}
-	if err := yaml.Unmarshal([]byte(c.crd), &m); err != nil {
-		return live.State{Err: err}
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetResourceVersion("7")
-	_ = unstructured.SetNestedStringSlice(u.Object, []string{"v1"}, "status", "storedVersions")
-	return live.State{Obj: u}
-}
-
-func (c crdCluster) CountResources(_ context.Context, gvr schema.GroupVersionResource) (int64, error) {
-	*c.counted = append(*c.counted, gvr)
-	return c.count, nil
 }
 
 func TestCRDChanges(t *testing.T) {
@@ -77,8 +66,9 @@ func TestCRDChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var counted []schema.GroupVersionResource
-			cluster := crdCluster{offlineCluster{Release: "app", Namespace: "prod"}, tt.live, 3, &counted}
+			counter := &clusterfake.Counter{N: 3}
+			cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
+			cluster.Offline, cluster.Objects, cluster.Counter = false, crdObjects(tt.live), counter
 			in := Input{Release: plan.Release{Name: "app", Namespace: "prod", Install: tt.install}, CRDs: file, SkipCRDs: tt.skipCRDs}
 			if tt.template {
 				in.NextManifest = "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", true)
@@ -113,8 +103,8 @@ func TestCRDChanges(t *testing.T) {
 					t.Errorf("reasons and notes lack %q:\n%s", w, all)
 				}
 			}
-			if len(counted) != tt.counted || tt.counted > 0 && counted[0] != (schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}) {
-				t.Errorf("counted %v, want %d LIST(s) of example.com/v1 gadgets", counted, tt.counted)
+			if counted := counter.Counted; len(counted) != tt.counted || tt.counted > 0 && counted[0] != (schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}) {
+				t.Errorf("counted %v, want %d LIST(s) of example.com/v1 gadgets", counter.Counted, tt.counted)
 			}
 			if c.Class == plan.ClassManual && (p.HasChanges() || p.Summary().Manual != 1) {
 				t.Errorf("a manual change counts as pending (HasChanges %v) or not as manual (%+v)", p.HasChanges(), p.Summary())
@@ -126,7 +116,7 @@ func TestCRDChanges(t *testing.T) {
 // TestCRDChangesOffline: offline, the base chart's crds/ stand in for the
 // live CRDs, and nothing is counted; a manifest base compares nothing.
 func TestCRDChangesOffline(t *testing.T) {
-	cluster := Offline{Release: "app", Namespace: "prod"}
+	cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
 	in := Input{Release: plan.Release{Name: "app", Namespace: "prod"},
 		CRDs:         []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", true)}},
 		PreviousCRDs: []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", false)}}}
@@ -157,7 +147,7 @@ func TestCRDChangesOffline(t *testing.T) {
 func TestTemplateCRDs(t *testing.T) {
 	tmpl := "# Source: app/templates/crd.yaml\n"
 	for _, drop := range []bool{false, true} {
-		p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+		p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 			Release:          plan.Release{Name: "app", Namespace: "prod"},
 			PreviousManifest: tmpl + helmtest.GadgetCRD("example.com", false), NextManifest: tmpl + helmtest.GadgetCRD("example.com", drop),
 		})
@@ -176,7 +166,7 @@ func TestTemplateCRDs(t *testing.T) {
 // deleted by the upgrade (it left the release manifest), and planned once,
 // as that deletion.
 func TestCRDMovedToCRDsDir(t *testing.T) {
-	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+	p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod"},
 		PreviousManifest: "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", false),
 		CRDs:             []CRDFile{{Name: "app/crds/gadgets.yaml", Data: helmtest.GadgetCRD("example.com", false)}},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -27,18 +28,21 @@ webhooks:
 `
 }
 
-// injectedCluster serves each object as the last release applied it, its CA
-// bundle since written by a controller.
-type injectedCluster struct{ offlineCluster }
-
-func (c injectedCluster) Get(ctx context.Context, obj, prev *manifest.Object) live.State {
-	s := c.offlineCluster.Get(ctx, obj, prev)
-	if s.Obj != nil {
-		s.Obj = s.Obj.DeepCopy()
-		hooks := s.Obj.Object["webhooks"].([]interface{})
-		hooks[0].(map[string]interface{})["clientConfig"].(map[string]interface{})["caBundle"] = "SU5KRUNURUQ="
-	}
-	return s
+// injected serves each object as the last release applied it, its CA bundle
+// since written by a controller.
+func injected() Cluster {
+	c := Offline{Release: "app", Namespace: "prod"}.Parts()
+	applied := c.Objects
+	c.Objects = clusterfake.Objects(func(ctx context.Context, obj, prev *manifest.Object) live.State {
+		s := applied.Get(ctx, obj, prev)
+		if s.Obj != nil {
+			s.Obj = s.Obj.DeepCopy()
+			hooks := s.Obj.Object["webhooks"].([]interface{})
+			hooks[0].(map[string]interface{})["clientConfig"].(map[string]interface{})["caBundle"] = "SU5KRUNURUQ="
+		}
+		return s
+	})
+	return c
 }
 
 // TestInjectedCABundleIgnored: a chart that sets a webhook's caBundle which
@@ -47,7 +51,7 @@ func (c injectedCluster) Get(ctx context.Context, obj, prev *manifest.Object) li
 func TestInjectedCABundleIgnored(t *testing.T) {
 	for _, annotations := range []string{"cert-manager.io/inject-ca-from: prod/app", ""} {
 		m := webhook(annotations, "Cg==")
-		p, err := New(injectedCluster{Offline{Release: "app", Namespace: "prod"}}, "").Plan(context.Background(), Input{
+		p, err := New(injected(), "").Plan(context.Background(), Input{
 			Release: plan.Release{Name: "app", Namespace: "prod"}, PreviousManifest: m, NextManifest: m})
 		if err != nil {
 			t.Fatal(err)

@@ -6,29 +6,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
-
-// patchCluster is an API server holding one object, answering a dry-run
-// patch by applying it as the server's strategic merge does; observed is
-// what Observed answers.
-type patchCluster struct {
-	ssaCluster
-	observed string
-}
-
-func (c *patchCluster) DryRunPatch(_ context.Context, _ *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
-	c.patches++
-	return predict.NewPatcher().ApplyLocal(c.live, patch, pt)
-}
-
-func (c *patchCluster) Observed(context.Context, *manifest.Object) string { return c.observed }
 
 const derivedLive = `
 apiVersion: v1
@@ -68,8 +50,8 @@ func TestDeriveOrAsk(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, cl := planDerived(t, tc.next, tc.mode, tc.observed)
-			if asked := cl.patches > 0; asked != tc.asked {
-				t.Fatalf("%d dry-run patches, want asked=%v", cl.patches, tc.asked)
+			if asked := cl.Patches > 0; asked != tc.asked {
+				t.Fatalf("%d dry-run patches, want asked=%v", cl.Patches, tc.asked)
 			}
 			want := plan.PredictionDerived
 			if tc.asked {
@@ -99,14 +81,24 @@ func TestDeriveOrAsk(t *testing.T) {
 	}
 }
 
-func planDerived(t *testing.T, next string, mode ServerDryRun, observed string) (plan.Change, *patchCluster) {
+// patchCluster is an API server holding obj, answering a dry-run patch by
+// applying it as the server's strategic merge does; observed is what
+// Observed answers.
+func patchCluster(obj *unstructured.Unstructured, observed string) (Cluster, *clusterfake.Server) {
+	srv := &clusterfake.Server{Live: obj, MergePatches: true}
+	c := ssaCluster(srv)
+	c.Observers = clusterfake.Observed(observed)
+	return c, srv
+}
+
+func planDerived(t *testing.T, next string, mode ServerDryRun, observed string) (plan.Change, *clusterfake.Server) {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(derivedLive), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
-	cl := &patchCluster{ssaCluster: ssaCluster{live: obj}, observed: observed}
-	p := New(cl, "v1.37.2")
+	c, cl := patchCluster(obj, observed)
+	p := New(c, "v1.37.2")
 	p.ServerDryRun = mode
 	p.Stats = &Stats{}
 	out, err := p.Plan(context.Background(), Input{
@@ -120,11 +112,4 @@ func planDerived(t *testing.T, next string, mode ServerDryRun, observed string) 
 		t.Fatalf("changes %+v", out.Changes)
 	}
 	return out.Changes[0], cl
-}
-
-var _ Cluster = &patchCluster{}
-
-// Prefetch: nothing in bulk.
-func (*patchCluster) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
-	return nil
 }

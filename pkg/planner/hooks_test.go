@@ -34,7 +34,7 @@ func TestHooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 				Release: plan.Release{Name: "app", Namespace: "prod", Install: tt.install},
 				Hooks:   tt.next, PreviousHooks: tt.prev, HooksDisabled: tt.disabled,
 			})

@@ -65,7 +65,7 @@ func TestIgnore(t *testing.T) {
 			if strings.Contains(tt.head, "PersistentVolumeClaim") {
 				base = pvc("data", "")
 			}
-			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 				Release: plan.Release{Name: "app", Namespace: "prod"}, PreviousManifest: base, NextManifest: tt.head, Ignore: rules,
 			})
 			if err != nil {

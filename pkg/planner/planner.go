@@ -102,7 +102,7 @@ type ServerDryRun string
 const (
 	// ServerDryRunNeeded asks the server wherever its answer can differ
 	// from what the planner derives; see predict.Derive and
-	// Cluster.Observed.
+	// Observers.Observed.
 	ServerDryRunNeeded ServerDryRun = "needed"
 	// ServerDryRunAll asks the server about every update, as before
 	// derivation existed.
@@ -233,7 +233,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	out := &plan.Plan{
 		Release:       in.Release,
 		ServerVersion: p.ServerVersion,
-		Offline:       p.Cluster.Offline(),
+		Offline:       p.Cluster.Offline,
 		Changes:       changes,
 		Hooks:         hooks,
 		Notes:         append(slices.Concat(in.Notes, crdNotes), hookCopies...),
@@ -277,7 +277,7 @@ func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev
 			objs = append(objs, work[i].prev)
 		}
 	}
-	prefetched := p.Cluster.Prefetch(redact.WithReadsSanitized(ctx), objs, leanLive(prev, ssa))
+	prefetched := p.Cluster.Objects.Prefetch(redact.WithReadsSanitized(ctx), objs, leanLive(prev, ssa))
 	for i, id := range ids {
 		if st, ok := prefetched[id]; ok {
 			work[i].prefetched = &st
@@ -322,7 +322,7 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	if e.prefetched != nil {
 		state = e.prefetched.Decode() // its values are in san already (evaluations)
 	} else {
-		state = p.Cluster.Get(redact.WithReadsSanitized(ctx), obj, prev)
+		state = p.Cluster.Objects.Get(redact.WithReadsSanitized(ctx), obj, prev)
 		san.Add(state.Obj) // values only the cluster holds
 	}
 	if state.Err != nil {
@@ -414,7 +414,7 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 	}
 	var notServed *live.KindNotServedError
 	switch {
-	case errors.Is(err, ErrNoServer):
+	case errors.Is(err, live.ErrNoServer):
 		c.After = p.shown(next.Obj)
 		// What the catalogue knows the server's validation rejects.
 		if reasons := classify.Rejected(next.GVK.GroupKind(), next.Obj); len(reasons) > 0 {
@@ -612,7 +612,7 @@ func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.O
 // derive returns the object the server would store for next, derived
 // without asking it (by derivation: predict.Derive for Helm's patch,
 // predict.DeriveApply for its server-side apply), or nil when the server's
-// answer could differ (derivation's why, Cluster.Observed) or
+// answer could differ (derivation's why, Observers.Observed) or
 // --server-dry-run=all.
 func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation func() (*unstructured.Unstructured, string)) *unstructured.Unstructured {
 	if p.ServerDryRun == ServerDryRunAll {
@@ -624,7 +624,7 @@ func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation 
 		p.Stats.asked(why)
 		return nil
 	}
-	if who := p.Cluster.Observed(ctx, next); who != "" {
+	if who := p.Cluster.Observers.Observed(ctx, next); who != "" {
 		p.Stats.asked("seen by " + who)
 		return nil
 	}
@@ -674,24 +674,24 @@ func (p *Planner) dryRunApply(ctx context.Context, c *plan.Change, u *classify.U
 // count it.
 func (p *Planner) sendApply(ctx context.Context, obj *manifest.Object, force bool) (*unstructured.Unstructured, error) {
 	p.Stats.dryRun()
-	return p.Cluster.DryRunApply(ctx, obj, force)
+	return p.Cluster.DryRuns.DryRunApply(ctx, obj, force)
 }
 
 func (p *Planner) sendCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
 	p.Stats.dryRun()
-	return p.Cluster.DryRunCreate(ctx, obj)
+	return p.Cluster.DryRuns.DryRunCreate(ctx, obj)
 }
 
 func (p *Planner) sendPatch(ctx context.Context, obj *manifest.Object, pt types.PatchType, patch []byte) (*unstructured.Unstructured, error) {
 	p.Stats.dryRun()
-	return p.Cluster.DryRunPatch(ctx, obj, pt, patch)
+	return p.Cluster.DryRuns.DryRunPatch(ctx, obj, pt, patch)
 }
 
 // answer records the server's answer to a dry-run update in u.
 func (p *Planner) answer(ctx context.Context, c *plan.Change, u *classify.Update, next *manifest.Object, predicted *unstructured.Unstructured, dryErr error) (*unstructured.Unstructured, error) {
 	var notServed *live.KindNotServedError
 	switch {
-	case errors.Is(dryErr, ErrNoServer):
+	case errors.Is(dryErr, live.ErrNoServer):
 		return nil, nil
 	case errors.As(dryErr, &notServed):
 		return nil, fmt.Errorf("%s: %w", c.ID, dryErr)

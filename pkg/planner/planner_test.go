@@ -3,11 +3,12 @@ package planner
 import (
 	"context"
 	"fmt"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -61,7 +62,7 @@ func TestOfflinePlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 				Release:          plan.Release{Name: "app", Namespace: "prod"},
 				PreviousManifest: tt.base, NextManifest: tt.head,
 			})
@@ -93,7 +94,7 @@ func TestOfflinePlan(t *testing.T) {
 }
 
 func TestOfflinePlanMasksSecrets(t *testing.T) {
-	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+	p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod"},
 		PreviousManifest: strings.Replace(secret, "%s", "old-hunter2", 1),
 		NextManifest:     strings.Replace(secret, "%s", "new-hunter2", 1),
@@ -119,7 +120,7 @@ func TestOfflinePlanMasksSecrets(t *testing.T) {
 func TestOfflineCreateRejected(t *testing.T) {
 	deploy := "---\n# Source: app/templates/d.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: %s}}\n    spec: {containers: [{name: web, image: nginx}]}\n"
 	for label, invalid := range map[string]bool{"web": false, "web-green": true} {
-		p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+		p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 			Release:      plan.Release{Name: "app", Namespace: "prod"},
 			NextManifest: fmt.Sprintf(deploy, label),
 		})
@@ -136,22 +137,22 @@ func TestOfflineCreateRejected(t *testing.T) {
 	}
 }
 
-// foreignCluster is an offline cluster where every object of the new render
+// foreign is an offline cluster where every object of the new render
 // already exists, owned by another release.
-type offlineCluster = Offline
-
-type foreignCluster struct{ offlineCluster }
-
-func (f foreignCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
-	o := obj.Obj.DeepCopy()
-	o.SetAnnotations(map[string]string{manifest.ReleaseNameAnnotation: "other", manifest.ReleaseNamespaceAnnotation: "prod"})
-	return live.State{Obj: o}
+func foreign() Cluster {
+	c := Offline{Release: "app", Namespace: "prod"}.Parts()
+	c.Objects = clusterfake.Objects(func(_ context.Context, obj, _ *manifest.Object) live.State {
+		o := obj.Obj.DeepCopy()
+		o.SetAnnotations(map[string]string{manifest.ReleaseNameAnnotation: "other", manifest.ReleaseNamespaceAnnotation: "prod"})
+		return live.State{Obj: o}
+	})
+	return c
 }
 
 func TestTakeOwnership(t *testing.T) {
 	for _, adopt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("take-ownership=%v", adopt), func(t *testing.T) {
-			p, err := New(foreignCluster{Offline{Release: "app", Namespace: "prod"}}, "").Plan(context.Background(), Input{
+			p, err := New(foreign(), "").Plan(context.Background(), Input{
 				Release:       plan.Release{Name: "app", Namespace: "prod"},
 				NextManifest:  pvc("data", ""),
 				TakeOwnership: adopt,
@@ -217,7 +218,7 @@ func TestRetentionInDeletions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 				Release: plan.Release{Name: "app", Namespace: "prod"}, PreviousManifest: tt.base,
 			})
 			if err != nil {

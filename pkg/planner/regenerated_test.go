@@ -52,7 +52,7 @@ func TestRegenerated(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 				Release:          plan.Release{Name: "app", Namespace: "prod"},
 				PreviousManifest: tt.base, NextManifest: tt.head, SecondRender: tt.again,
 			})
@@ -92,7 +92,7 @@ func TestRegenerated(t *testing.T) {
 
 // TestRegeneratedCreate: a new object's regenerated fields are named.
 func TestRegeneratedCreate(t *testing.T) {
-	p, err := New(Offline{Release: "app", Namespace: "prod"}, "").Plan(context.Background(), Input{
+	p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
 		Release:      plan.Release{Name: "app", Namespace: "prod"},
 		NextManifest: cm("b", "info"), SecondRender: cm("c", "info"),
 	})
@@ -144,9 +144,10 @@ func TestRegeneratedWhereStored(t *testing.T) {
 			t.Run(tt.name+"/"+mode, func(t *testing.T) {
 				var p *Planner
 				if mode == "offline" {
-					p = New(Offline{Release: "app", Namespace: "prod"}, "")
+					p = New(Offline{Release: "app", Namespace: "prod"}.Parts(), "")
 				} else {
-					p = New(&patchCluster{ssaCluster: ssaCluster{live: stored(t, base)}}, "v1.37.2")
+					c, _ := patchCluster(stored(t, base), "")
+					p = New(c, "v1.37.2")
 					p.ServerDryRun = ServerDryRun(mode)
 				}
 				out, err := p.Plan(context.Background(), Input{

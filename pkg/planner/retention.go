@@ -22,7 +22,7 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 	case id.Group == "apps" && id.Kind == "StatefulSet":
 		return p.statefulSetClaims(ctx, id, liveObj)
 	case id.Group == "" && id.Kind == "PersistentVolumeClaim":
-		claims, err := p.Cluster.Claims(ctx, id.Namespace, func(n string) bool { return n == id.Name })
+		claims, err := p.Cluster.Claims.Claims(ctx, id.Namespace, func(n string) bool { return n == id.Name })
 		if err != nil {
 			return nil, ignoreNoServer(err) // the deletion's own reason still says the data goes
 		}
@@ -64,8 +64,8 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 	}
 	match := func(name string) bool { _, ok := live.ClaimTemplate(name, id.Name, templates); return ok }
 	reason := plan.Reason{Path: "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", Source: plan.SourceServer}
-	claims, err := p.Cluster.Claims(ctx, id.Namespace, match)
-	if errors.Is(err, ErrNoServer) {
+	claims, err := p.Cluster.Claims.Claims(ctx, id.Namespace, match)
+	if errors.Is(err, live.ErrNoServer) {
 		reason.Source = plan.SourceCatalogue
 		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims are deleted with it (" + strings.Join(expectedClaims(sts, id.Name, templates), ", ") + ")"
 		return []plan.Reason{reason}, nil
@@ -124,7 +124,7 @@ func intField(obj *unstructured.Unstructured, def int64, path ...string) int64 {
 }
 
 func ignoreNoServer(err error) error {
-	if errors.Is(err, ErrNoServer) {
+	if errors.Is(err, live.ErrNoServer) {
 		return nil
 	}
 	return err

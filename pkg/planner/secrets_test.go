@@ -33,7 +33,7 @@ data: {password: %s}
 
 func offlinePlan(t *testing.T, m *redact.Masker, base, head string) *plan.Plan {
 	t.Helper()
-	p := New(Offline{Release: "app", Namespace: "prod"}, "")
+	p := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "")
 	p.Masker = m
 	out, err := p.Plan(context.Background(), Input{
 		Release:          plan.Release{Name: "app", Namespace: "prod", Chart: "app-2"},
@@ -120,7 +120,7 @@ func TestLiveSecretsSanitisedBeforeEvaluation(t *testing.T) {
 		t.Fatal(err)
 	}
 	san := redact.NewSanitizer(redact.NewMasker())
-	work := New(cluster, "").evaluations(context.Background(), manifest.UnionIDs(set), set, set, false, san)
+	work := New(cluster.Parts(), "").evaluations(context.Background(), manifest.UnionIDs(set), set, set, false, san)
 	for _, e := range work {
 		if e.prefetched == nil {
 			t.Fatalf("%s: not listed", e.next.ID)

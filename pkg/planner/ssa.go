@@ -42,7 +42,7 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 	if changed && !derivable {
 		return asked("the chart changes it")
 	}
-	tc, err := p.Cluster.TypeConverter(ctx, next.GVK.GroupVersion())
+	tc, err := p.Cluster.Schemas.TypeConverter(ctx, next.GVK.GroupVersion())
 	if err != nil {
 		return asked("no schema")
 	}
@@ -64,7 +64,7 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 		return d
 	}
 	// A no-op still passes admission, which may refuse it.
-	if who := p.Cluster.Observed(ctx, next); who != "" {
+	if who := p.Cluster.Observers.Observed(ctx, next); who != "" {
 		return asked("seen by " + who)
 	}
 	p.Stats.derived()

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -30,9 +30,11 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // noAdmission is the real cluster with its admission configuration set
 // aside: other packages' tests add cluster-wide admission policies, and
 // that gate (Observed) is tested on its own (test/e2e derive tests).
-type noAdmission struct{ Live }
-
-func (noAdmission) Observed(context.Context, *manifest.Object) string { return "" }
+func noAdmission(l Live) Cluster {
+	c := l.Parts()
+	c.Observers = clusterfake.Observed("")
+	return c
+}
 
 // liveCluster connects to the control plane as the tool does
 // (upgrade.Config.Connect): a dynamic client over a raw REST client, which
@@ -187,7 +189,7 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 			if tc.change != nil {
 				tc.change(t, cluster.Dynamic, ns)
 			}
-			p := New(noAdmission{Live{Cluster: cluster, Schemas: live.NewSchemas(cluster)}}, c.ServerVersion)
+			p := New(noAdmission(Live{Cluster: cluster, Schemas: live.NewSchemas(cluster)}), c.ServerVersion)
 			p.Stats = &Stats{}
 			ri, _, err := cluster.Resource(next.GVK, ns)
 			if err != nil {
@@ -212,7 +214,7 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 				serverNoop = answerErr == nil && sameAsLive(liveObj, answer)
 				return true, ""
 			})
-			conv, err := p.Cluster.TypeConverter(t.Context(), next.GVK.GroupVersion())
+			conv, err := p.Cluster.Schemas.TypeConverter(t.Context(), next.GVK.GroupVersion())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,88 +3,22 @@ package planner
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// ssaCluster answers like an API server holding one ConfigMap whose
-// data.key another field manager took (kubectl apply --server-side
-// --field-manager=someone-else --force-conflicts): a server-side apply of
-// data.key conflicts unless forced.
-type ssaCluster struct {
-	manifest.StaticScoper
-	live    *unstructured.Unstructured
-	owner   string     // the manager owning data.key; someone-else when ""
-	mu      sync.Mutex // the planner evaluates objects concurrently
-	applies []bool     // force of each DryRunApply
-	patches int
-	creates int
-}
-
-var _ Cluster = &ssaCluster{}
-
-func (*ssaCluster) Offline() bool { return false }
-
-func (*ssaCluster) Prefetch(context.Context, []*manifest.Object, live.Lean) map[manifest.ObjectID]live.State {
-	return nil
-}
-
-func (c *ssaCluster) DryRunCreate(_ context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.creates++
-	return obj.Obj, nil
-}
-
-func (c *ssaCluster) Get(_ context.Context, obj, _ *manifest.Object) live.State {
-	if obj.ID.Name != c.live.GetName() {
-		return live.State{}
-	}
-	return live.State{Obj: c.live.DeepCopy()}
-}
-
-func (c *ssaCluster) DryRunPatch(context.Context, *manifest.Object, types.PatchType, []byte) (*unstructured.Unstructured, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.patches++
-	return nil, ErrNoServer
-}
-
-func (c *ssaCluster) DryRunApply(_ context.Context, obj *manifest.Object, force bool) (*unstructured.Unstructured, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.applies = append(c.applies, force)
-	if obj.ID.Name != c.live.GetName() {
-		return obj.Obj, nil // created
-	}
-	want, sets, _ := unstructured.NestedString(obj.Obj.Object, "data", "key")
-	have, _, _ := unstructured.NestedString(c.live.Object, "data", "key")
-	if sets && want != have && !force {
-		msg := `conflict with "someone-else"`
-		if c.owner != "" {
-			msg = `conflict with "` + c.owner + `" using v1`
-		}
-		return nil, apierrors.NewApplyConflict([]metav1.StatusCause{{
-			Type: metav1.CauseTypeFieldManagerConflict, Message: msg, Field: ".data.key"}},
-			"Apply failed with 1 conflict: "+msg+": .data.key")
-	}
-	out := c.live.DeepCopy()
-	for k, v := range obj.Obj.Object["data"].(map[string]interface{}) {
-		_ = unstructured.SetNestedField(out.Object, v, "data", k)
-	}
-	return out, nil
+// ssaCluster is a cluster answering like clusterfake.Server over the
+// ConfigMap ssaLive, whose answers are always asked for; it has no schemas,
+// so every apply is sent.
+func ssaCluster(srv *clusterfake.Server) Cluster {
+	c := Offline{}.Parts()
+	c.Offline, c.Objects, c.DryRuns, c.Observers = false, srv, srv, clusterfake.Observed("a fake server")
+	return c
 }
 
 const ssaLive = `
@@ -113,22 +47,22 @@ func cmManifest(data string) string {
 	return "---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: r-cm}\ndata: {" + data + "}\n"
 }
 
-func planSSA(t *testing.T, next string, method string, force bool) (plan.Change, *ssaCluster) {
+func planSSA(t *testing.T, next string, method string, force bool) (plan.Change, *clusterfake.Server) {
 	t.Helper()
 	return planRelease(t, next, plan.Release{ApplyMethod: method, ForceConflicts: force}, "")
 }
 
 // planRelease plans next against the live ConfigMap whose data.key owner
 // owns ("" for someone-else) for rel (name and namespace set here).
-func planRelease(t *testing.T, next string, rel plan.Release, owner string) (plan.Change, *ssaCluster) {
+func planRelease(t *testing.T, next string, rel plan.Release, owner string) (plan.Change, *clusterfake.Server) {
 	t.Helper()
 	rel.Name, rel.Namespace = "r", "h4"
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(ssaLive), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
-	cl := &ssaCluster{live: obj, owner: owner}
-	p, err := New(cl, "v1.37.2").Plan(context.Background(), Input{
+	cl := &clusterfake.Server{Live: obj, Owner: owner}
+	p, err := New(ssaCluster(cl), "v1.37.2").Plan(context.Background(), Input{
 		Release:          rel,
 		PreviousManifest: cmManifest("key: a, other: x"), NextManifest: next,
 	})
@@ -150,8 +84,8 @@ func planRelease(t *testing.T, next string, rel plan.Release, owner string) (pla
 func TestSSAConflict(t *testing.T) {
 	// The upgrade does not even change data.key: Helm 4 still fails.
 	c, cl := planSSA(t, cmManifest("key: a, other: y"), plan.ApplyMethodSSA, false)
-	if cl.patches != 0 || len(cl.applies) != 2 || cl.applies[0] || !cl.applies[1] {
-		t.Errorf("requests: %d patches, applies with force %v; want an apply, then a forced one", cl.patches, cl.applies)
+	if cl.Patches != 0 || len(cl.Applies) != 2 || cl.Applies[0] || !cl.Applies[1] {
+		t.Errorf("requests: %d patches, applies with force %v; want an apply, then a forced one", cl.Patches, cl.Applies)
 	}
 	if c.Action != plan.ActionUpdate || c.Class != plan.ClassInvalid || !c.Destructive || !c.Blocking {
 		t.Fatalf("without --force-conflicts: %s %s destructive %v blocking %v", c.Action, c.Class, c.Destructive, c.Blocking)
@@ -191,8 +125,8 @@ func TestSSAConflict(t *testing.T) {
 // the drift says who owns it.
 func TestSSAKeepsOthersFields(t *testing.T) {
 	c, cl := planSSA(t, cmManifest("other: x"), plan.ApplyMethodSSA, false)
-	if len(cl.applies) != 1 {
-		t.Errorf("applies %v, want one", cl.applies)
+	if len(cl.Applies) != 1 {
+		t.Errorf("applies %v, want one", cl.Applies)
 	}
 	if c.Action != plan.ActionNoop || c.Destructive {
 		t.Fatalf("%s %s destructive %v; want a noop (the field is kept)", c.Action, c.Class, c.Destructive)
@@ -206,8 +140,8 @@ func TestSSAKeepsOthersFields(t *testing.T) {
 // three-way patch, never an apply.
 func TestCSAUnchanged(t *testing.T) {
 	_, cl := planSSA(t, cmManifest("key: a, other: y"), plan.ApplyMethodCSA, false)
-	if len(cl.applies) != 0 || cl.patches != 1 {
-		t.Errorf("csa: %d applies, %d patches; want the patch only", len(cl.applies), cl.patches)
+	if len(cl.Applies) != 0 || cl.Patches != 1 {
+		t.Errorf("csa: %d applies, %d patches; want the patch only", len(cl.Applies), cl.Patches)
 	}
 }
 
@@ -217,9 +151,9 @@ func TestCSAUnchanged(t *testing.T) {
 func TestSSAFromClientSide(t *testing.T) {
 	next := cmManifest("key: b, other: x")
 	c, cl := planRelease(t, next, plan.Release{ApplyMethod: plan.ApplyMethodSSA, ToServerSide: true}, "helm")
-	if len(cl.applies) != 2 || c.Class != plan.ClassInPlace || c.Destructive || c.Blocking {
+	if len(cl.Applies) != 2 || c.Class != plan.ClassInPlace || c.Destructive || c.Blocking {
 		t.Errorf("moving to ssa, data.key owned by helm/Update: applies %v, %s destructive %v blocking %v; want an in-place update, no conflict",
-			cl.applies, c.Class, c.Destructive, c.Blocking)
+			cl.Applies, c.Class, c.Destructive, c.Blocking)
 	}
 	c, _ = planRelease(t, next, plan.Release{ApplyMethod: plan.ApplyMethodSSA, ToServerSide: true}, "")
 	if c.Class != plan.ClassInvalid || !c.Blocking || c.Reasons[0].Manager != "someone-else" {
@@ -232,25 +166,11 @@ func TestSSAFromClientSide(t *testing.T) {
 func TestSSACreate(t *testing.T) {
 	next := cmManifest("other: x") + strings.Replace(cmManifest("k: v"), "r-cm", "r-new", 1)
 	_, cl := planSSA(t, next, plan.ApplyMethodSSA, false)
-	if cl.creates != 0 || len(cl.applies) != 2 {
-		t.Errorf("ssa: %d creates, applies %v; want two applies (update and create)", cl.creates, cl.applies)
+	if cl.Creates != 0 || len(cl.Applies) != 2 {
+		t.Errorf("ssa: %d creates, applies %v; want two applies (update and create)", cl.Creates, cl.Applies)
 	}
 	_, cl = planSSA(t, next, plan.ApplyMethodCSA, false)
-	if cl.creates != 1 || len(cl.applies) != 0 {
-		t.Errorf("csa: %d creates, applies %v; want one create", cl.creates, cl.applies)
+	if cl.Creates != 1 || len(cl.Applies) != 0 {
+		t.Errorf("csa: %d creates, applies %v; want one create", cl.Creates, cl.Applies)
 	}
-}
-
-func (*ssaCluster) Claims(context.Context, string, func(string) bool) ([]Claim, error) {
-	return nil, ErrNoServer
-}
-
-func (*ssaCluster) Budgets(context.Context, string) ([]live.Budget, error) { return nil, ErrNoServer }
-
-// Observed: a fake server whose answers are always asked for.
-func (*ssaCluster) Observed(context.Context, *manifest.Object) string { return "a fake server" }
-
-// TypeConverter: the fake has no schemas, so every apply is sent.
-func (*ssaCluster) TypeConverter(context.Context, schema.GroupVersion) (managedfields.TypeConverter, error) {
-	return nil, ErrNoServer
 }

@@ -41,14 +41,14 @@ func (p *Planner) unknownFields(ctx context.Context, c *plan.Change, rel plan.Re
 	texts := warned.Texts()
 	unconfirmed := ""
 	switch {
-	case p.Cluster.Offline():
+	case p.Cluster.Offline:
 		texts, unconfirmed = local, "offline: found by decoding the render as the API server does, no server asked"
 	case !builtin || !slices.ContainsFunc(local, func(l string) bool { return !slices.Contains(texts, l) }):
 		// Every field the decoding finds, the server named already.
 	case !exists && c.Prediction != plan.PredictionServer:
 		texts, unconfirmed = union(texts, local), "found by decoding the render as the API server does; the server did not answer for the new object"
 	case exists:
-		_, err := p.Cluster.DryRunCreate(ctx, next)
+		_, err := p.Cluster.DryRuns.DryRunCreate(ctx, next)
 		texts = warned.Texts()
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			texts, unconfirmed = union(texts, local), "found by decoding the render as the API server does; the server could not be asked: "+sanitize(err, next.Obj)

@@ -4,38 +4,11 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
-
-// warningServer is a cluster whose objects are the last release's (so an
-// unchanged render is a noop, as Offline gives it) and whose dry-run create
-// answers AlreadyExists with a warning for each unknown field it is told
-// of, as the API server does (fieldValidation=Warn): through the request's
-// context, as the run's warning handler does.
-type warningServer struct {
-	offlineCluster
-	unknown []string
-	creates *atomic.Int32
-}
-
-func (warningServer) Offline() bool { return false }
-
-func (w warningServer) DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
-	w.creates.Add(1)
-	for _, f := range w.unknown {
-		predict.Collect(ctx, `unknown field "`+f+`"`)
-	}
-	return nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: "apps", Resource: "deployments"}, obj.ID.Name)
-}
 
 // TestUnknownFields (issue 26): a field of a built-in object the server does
 // not know is named on the object with the server's warning, also when the
@@ -75,10 +48,12 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var cluster Cluster = Offline{Release: "app", Namespace: "prod"}
-			creates := new(atomic.Int32)
+			// Online, the objects are the last release's (so an unchanged
+			// render is a noop, as Offline gives it), and the server warns.
+			cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
+			server := &clusterfake.Warner{Unknown: tt.unknown}
 			if !tt.offline {
-				cluster = warningServer{offlineCluster: Offline{Release: "app", Namespace: "prod"}, unknown: tt.unknown, creates: creates}
+				cluster.Offline, cluster.DryRuns = false, server
 			}
 			p, err := New(cluster, "").Plan(context.Background(), Input{
 				Release:          plan.Release{Name: "app", Namespace: "prod", CurrentRevision: 1},
@@ -93,7 +68,7 @@ spec:
 			if c.Action != plan.ActionNoop || !slices.Equal(c.Pruned, tt.want) || !strings.Contains(notes, tt.note) {
 				t.Errorf("action %s, pruned %v, want noop with %v and a note with %q; notes:\n%s", c.Action, c.Pruned, tt.want, tt.note, notes)
 			}
-			if got := creates.Load(); got != tt.creates {
+			if got := server.Creates.Load(); got != tt.creates {
 				t.Errorf("%d dry-run creates, want %d", got, tt.creates)
 			}
 			if p.HasChanges() != (len(tt.want) > 0) {

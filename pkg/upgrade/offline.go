@@ -64,7 +64,7 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 	}
 	in.APIs = apis.ForMinor(target.Minor) // APIs the target no longer serves
 	offline := planner.Offline{Release: req.ReleaseName, Namespace: in.Release.Namespace}
-	p, err := c.planner(offline, "").Plan(ctx, in)
+	p, err := c.planner(offline.Parts(), "").Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -156,7 +156,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	addHookSecrets(c.Sanitizer, res)
-	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: live.NewSchemas(c.Cluster)}, c.ServerVersion)
+	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: live.NewSchemas(c.Cluster)}.Parts(), c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
 	stats := &planner.Stats{Requests: c.Requests}
 	pl.Stats = stats
