@@ -2,7 +2,8 @@
 // planner asks the cluster (planner.Cluster's Objects, DryRuns, Budgets,
 // Observers, Counter), for unit tests: each test swaps the one it needs into
 // an offline planner.Cluster. It does not import the planner, so the
-// planner's own tests can use it.
+// planner's own tests can use it. Reader fakes live.Reader, what the rollout
+// watch reads through.
 package clusterfake
 
 import (

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/fakereader"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -19,8 +19,8 @@ var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", R
 
 // fakeCluster is a cluster serving Deployments, pods, claims and events,
 // holding objs (Deployments or pods).
-func fakeCluster(objs ...*unstructured.Unstructured) *fakereader.Reader {
-	r := fakereader.New()
+func fakeCluster(objs ...*unstructured.Unstructured) *clusterfake.Reader {
+	r := clusterfake.NewReader()
 	r.AddKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, deploymentsGVR, true)
 	for _, o := range objs {
 		gvr := podsGVR
@@ -183,14 +183,14 @@ func TestAlongsideWaitsForTheApply(t *testing.T) {
 	oldDone := rolled
 	tests := []struct {
 		name  string
-		apply func(cluster *fakereader.Reader)
+		apply func(cluster *clusterfake.Reader)
 	}{
-		{"generation moves", func(cluster *fakereader.Reader) {
+		{"generation moves", func(cluster *clusterfake.Reader) {
 			cluster.Put(deploymentsGVR, deployment(2, webSpec, rolled))
 		}},
 		// Helm deletes and creates the object (a recreate): another UID
 		// at generation 1 again is applied too.
-		{"recreated", func(cluster *fakereader.Reader) {
+		{"recreated", func(cluster *clusterfake.Reader) {
 			d := deployment(1, webSpec, rolled)
 			d.SetUID("uid-web-2")
 			cluster.Put(deploymentsGVR, d)

@@ -1,8 +1,4 @@
-// Package fakereader is an in-memory live.Reader for unit tests. Unlike
-// client-go's fake dynamic client, its WATCH starts at the resource version
-// it is given: it replays every change made since, as the API server does,
-// so a watch started from a LIST taken before a write sees that write.
-package fakereader
+package clusterfake
 
 import (
 	"context"
@@ -19,8 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Reader holds objects by resource, namespace and name, and the log of
-// their changes.
+// Reader is an in-memory live.Reader, what the rollout watch reads through.
+// Unlike client-go's fake dynamic client, its WATCH starts at the resource
+// version it is given: it replays every change made since, as the API
+// server does, so a watch started from a LIST taken before a write sees
+// that write. It holds objects by resource, namespace and name,
+// and the log of their changes.
 type Reader struct {
 	mu       sync.Mutex
 	rv       int64
@@ -53,7 +53,7 @@ type change struct {
 }
 
 // New returns an empty Reader.
-func New() *Reader {
+func NewReader() *Reader {
 	return &Reader{kinds: map[schema.GroupVersionKind]kind{}, objs: map[key]*unstructured.Unstructured{},
 		logs: map[string]string{}, calls: map[string]int{}}
 }
