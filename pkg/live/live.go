@@ -1,4 +1,9 @@
-// Package live reads the cluster state of a release's objects.
+// Package live is every read of the cluster: the state of a release's
+// objects, and what the planner, apply and the watch ask besides (claims,
+// volumes, budgets, namespaces, Helm's release records, the journal and
+// the Lease, LIST and WATCH), so the other stages ask small interfaces and
+// tests swap one thing. Reads inside a write's retry loop stay with the
+// writer.
 package live
 
 import (
