@@ -22,6 +22,7 @@ var (
 	BudgetsGVR        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	NamespacesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	SecretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	EventsGVR         = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	LeasesGVR         = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 )
 

@@ -38,8 +38,8 @@ func HookFailures(ctx context.Context, r live.Reader, p *plan.Plan) (why []strin
 	}
 	var count requestCount
 	for _, ns := range namespaces {
-		count.add(podsGVR, false)
-		list, err := r.List(ctx, podsGVR, ns, metav1.ListOptions{LabelSelector: "job-name in (" + strings.Join(jobs[ns], ",") + ")"})
+		count.add(live.PodsGVR, false)
+		list, err := r.List(ctx, live.PodsGVR, ns, metav1.ListOptions{LabelSelector: "job-name in (" + strings.Join(jobs[ns], ",") + ")"})
 		if err != nil {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -123,7 +124,7 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 	out := &plan.Outcome{Elapsed: elapsed}
 	claimsAfter := map[string]map[string]types.UID{}
 	for ns := range w.claimsBefore {
-		if v := w.views[groupKey{claimsGVR, ns}]; v != nil {
+		if v := w.views[groupKey{live.ClaimsGVR, ns}]; v != nil {
 			claimsAfter[ns] = uids(v.objs)
 		}
 	}
@@ -189,8 +190,8 @@ func podNames(m map[string]*corev1.Pod) map[string]bool {
 }
 
 func listEvents(ctx context.Context, w *Watcher, ns string) []corev1.Event {
-	w.requests.add(eventsGVR, false)
-	list, err := w.reader.List(ctx, eventsGVR, ns, metav1.ListOptions{})
+	w.requests.add(live.EventsGVR, false)
+	list, err := w.reader.List(ctx, live.EventsGVR, ns, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -23,7 +24,7 @@ func fakeCluster(objs ...*unstructured.Unstructured) *clusterfake.Reader {
 	r := clusterfake.NewReader()
 	r.AddKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, deploymentsGVR, true)
 	for _, o := range objs {
-		gvr := podsGVR
+		gvr := live.PodsGVR
 		if o.GetKind() == "Deployment" {
 			gvr = deploymentsGVR
 		}
@@ -121,9 +122,9 @@ func TestRun(t *testing.T) {
 			}
 			// The apply.
 			cluster.Put(deploymentsGVR, deployment(2, webSpec, tt.status))
-			cluster.Put(podsGVR, tt.newPod)
+			cluster.Put(live.PodsGVR, tt.newPod)
 			if tt.oldGoes {
-				cluster.Delete(podsGVR, "ns", "web-old")
+				cluster.Delete(live.PodsGVR, "ns", "web-old")
 			}
 			if tt.expire {
 				cluster.ExpireWatches()
@@ -293,8 +294,8 @@ func TestWaitPathOneListAndWatch(t *testing.T) {
 				status = rolled
 			}
 			cluster.Put(deploymentsGVR, deployment(2, webSpec, status))
-			cluster.Put(podsGVR, podObj("web-new", "nginx:1.26", ""))
-			cluster.Delete(podsGVR, "ns", "web-old")
+			cluster.Put(live.PodsGVR, podObj("web-new", "nginx:1.26", ""))
+			cluster.Delete(live.PodsGVR, "ns", "web-old")
 			// Alongside saw the apply.
 			for want := "in-progress"; ; {
 				if tt.duringWait {

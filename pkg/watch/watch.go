@@ -40,12 +40,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-var (
-	podsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	claimsGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
-	eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
-)
-
 // Watcher follows the objects of one applied plan.
 type Watcher struct {
 	reader  live.Reader
@@ -236,10 +230,10 @@ func (w *Watcher) podGroups() []groupKey {
 	}
 	for _, t := range w.targets {
 		if t.workload() {
-			add(groupKey{podsGVR, t.change.ID.Namespace})
+			add(groupKey{live.PodsGVR, t.change.ID.Namespace})
 		}
 		if t.gvk.Kind == "StatefulSet" {
-			add(groupKey{claimsGVR, t.change.ID.Namespace})
+			add(groupKey{live.ClaimsGVR, t.change.ID.Namespace})
 		}
 	}
 	return out
@@ -259,7 +253,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 			return fmt.Errorf("reading the %s of namespace %s before the apply: %w", k.gvr.Resource, k.ns, err)
 		}
 		w.views[k] = v
-		if k.gvr == podsGVR {
+		if k.gvr == live.PodsGVR {
 			w.pods[k.ns] = toPods(v.objs)
 		}
 		w.followInto(k, nil, v.rv)
@@ -267,7 +261,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 	for _, t := range w.targets {
 		ns := t.change.ID.Namespace
 		t.before = baselineOf(t.change.Before)
-		if pods := w.views[groupKey{podsGVR, ns}]; pods != nil && t.workload() && t.change.Action == plan.ActionUpdate {
+		if pods := w.views[groupKey{live.PodsGVR, ns}]; pods != nil && t.workload() && t.change.Action == plan.ActionUpdate {
 			// The live selector; a lean plan keeps no live object, and
 			// the new one's is the same (a workload's selector cannot
 			// change in place).
@@ -282,7 +276,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 				}
 			}
 		}
-		if claims := w.views[groupKey{claimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
+		if claims := w.views[groupKey{live.ClaimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
 			w.claimsBefore[ns] = uids(claims.objs)
 		}
 	}
@@ -350,7 +344,7 @@ func (w *Watcher) applyFeed(beforeApply bool) {
 		switch {
 		case u.err != nil:
 			w.failed[k] = u.err
-		case k.gvr == podsGVR || k.gvr == claimsGVR:
+		case k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR:
 			w.applyPodUpdate(u)
 		case u.listed:
 			w.objs[k] = u.list
@@ -376,7 +370,7 @@ func (w *Watcher) pending() int {
 	n := 0
 	for k := range w.following {
 		listed := w.objs[k] != nil
-		if k.gvr == podsGVR || k.gvr == claimsGVR {
+		if k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR {
 			listed = w.views[k] != nil
 		}
 		if !listed && w.failed[k] == nil {
@@ -400,7 +394,7 @@ func (w *Watcher) applyPodUpdate(u update) {
 	switch {
 	case u.listed:
 		v.objs = u.list
-		if u.group.gvr == podsGVR {
+		if u.group.gvr == live.PodsGVR {
 			w.pods[u.group.ns] = toPods(u.list)
 		}
 	case u.obj != nil:
@@ -410,7 +404,7 @@ func (w *Watcher) applyPodUpdate(u update) {
 		} else {
 			v.objs[name] = u.obj
 		}
-		if u.group.gvr == podsGVR {
+		if u.group.gvr == live.PodsGVR {
 			if w.pods[u.group.ns] == nil {
 				w.pods[u.group.ns] = map[string]*corev1.Pod{}
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -253,10 +254,10 @@ func TestTailLines(t *testing.T) {
 func TestRequests(t *testing.T) {
 	w := &Watcher{}
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	w.requests.add(podsGVR, false)
+	w.requests.add(live.PodsGVR, false)
 	w.requests.add(deployments, false)
-	w.requests.add(podsGVR, false)
-	w.requests.add(podsGVR, true)
+	w.requests.add(live.PodsGVR, false)
+	w.requests.add(live.PodsGVR, true)
 	w.requests.add(deployments, true)
 	if got, want := w.Requests(), "deployments.apps 1 LIST + 1 WATCH, pods 2 LIST + 1 WATCH"; got != want {
 		t.Errorf("Requests() = %q, want %q", got, want)
