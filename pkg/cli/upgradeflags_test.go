@@ -11,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/cli/values"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
 )
@@ -114,6 +115,23 @@ func TestHistoryMaxDefault(t *testing.T) {
 		if o.MaxHistory != want {
 			t.Errorf("HELM_MAX_HISTORY=%q: --history-max defaults to %d, want %d", env, o.MaxHistory, want)
 		}
+	}
+}
+
+// TestHelmClientFlags: Helm's client-rate flags are the command's, and
+// reach the settings the run's Config is built from (pkg/upgrade's
+// TestClientRate checks the Config then honours them).
+func TestHelmClientFlags(t *testing.T) {
+	t.Setenv("HELM_QPS", "")
+	t.Setenv("HELM_BURST_LIMIT", "")
+	o := NewUpgradeOptions(iostreams.Streams{})
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	o.addFlagsTo(fs)
+	if err := fs.Parse([]string{"--qps", "2", "--burst-limit", "1", "--kubeconfig", "/k"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Settings.QPS != 2 || o.Settings.BurstLimit != 1 || o.Settings.KubeConfig != "/k" {
+		t.Errorf("--qps 2 --burst-limit 1 --kubeconfig /k: settings QPS %v, burst %d, kubeconfig %q", o.Settings.QPS, o.Settings.BurstLimit, o.Settings.KubeConfig)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/client-go/kubernetes"
 )
@@ -23,7 +22,7 @@ func TestClientRate(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		args []string
+		set  func(*helmcli.EnvSettings)
 		qps  float32
 		min  time.Duration
 	}{
@@ -31,7 +30,7 @@ func TestClientRate(t *testing.T) {
 		// an upper bound on elapsed time flakes on a loaded machine.
 		{name: "default: unlimited", qps: -1},
 		// 5 requests at 2/s with a burst of 1: 4 waits of 0.5 s.
-		{name: "--qps 2", args: []string{"--qps", "2", "--burst-limit", "1"}, qps: 2, min: 1900 * time.Millisecond},
+		{name: "--qps 2", set: func(s *helmcli.EnvSettings) { s.QPS, s.BurstLimit = 2, 1 }, qps: 2, min: 1900 * time.Millisecond},
 		{name: "HELM_QPS=2", env: map[string]string{"HELM_QPS": "2", "HELM_BURST_LIMIT": "1"}, qps: 2, min: 1900 * time.Millisecond},
 	}
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -45,7 +44,7 @@ func TestClientRate(t *testing.T) {
 			for _, k := range []string{"HELM_QPS", "HELM_BURST_LIMIT"} {
 				t.Setenv(k, tt.env[k])
 			}
-			c := testConfig(t, kubeconfig, tt.args...)
+			c := testConfig(t, kubeconfig, tt.set)
 			rc, err := c.restConfig(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -90,14 +89,14 @@ current-context: c
 }
 
 // testConfig is the configuration of a run with --kubeconfig kubeconfig
-// and args.
-func testConfig(t *testing.T, kubeconfig string, args ...string) *Config {
+// and the settings flags parse into (pkg/cli's TestHelmClientFlags) set by
+// set, if not nil.
+func testConfig(t *testing.T, kubeconfig string, set func(*helmcli.EnvSettings)) *Config {
 	t.Helper()
 	settings := helmcli.New()
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	settings.AddFlags(fs)
-	if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, args...)); err != nil {
-		t.Fatal(err)
+	settings.KubeConfig = kubeconfig
+	if set != nil {
+		set(settings)
 	}
 	return NewConfig(settings, io.Discard, "helm-safe-upgrade/test", nil)
 }

@@ -43,7 +43,7 @@ func hungServer(t *testing.T) string {
 // getter included, ends a request the server does not answer after
 // RequestTimeout (--timeout).
 func TestRequestTimeout(t *testing.T) {
-	c := testConfig(t, hungServer(t))
+	c := testConfig(t, hungServer(t), nil)
 	c.RequestTimeout = 200 * time.Millisecond
 	helms, err := c.Settings.RESTClientGetter().ToRESTConfig() // what Helm's SDK builds its clients from
 	if err != nil {
@@ -72,7 +72,7 @@ func TestRequestTimeout(t *testing.T) {
 // client has no timeout; once the step is over, requests are not bounded
 // by it any more.
 func TestStepDeadline(t *testing.T) {
-	c := testConfig(t, hungServer(t))
+	c := testConfig(t, hungServer(t), nil)
 	rc, err := c.Settings.RESTClientGetter().ToRESTConfig()
 	if err != nil {
 		t.Fatal(err)
