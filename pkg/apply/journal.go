@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -361,23 +362,27 @@ func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, time
 // restoreManagers puts the field managers an object had before its
 // recreate back on the re-created object (an update whose managedFields are
 // set replaces them, and it changes nothing else, so no new entry is
-// added), retrying when a controller updated the object meanwhile.
+// added), reading it again and retrying (client-go's default backoff) when
+// a controller updated the object meanwhile.
 func restoreManagers(ctx context.Context, res dynamic.ResourceInterface, obj *unstructured.Unstructured, managers []metav1.ManagedFieldsEntry) error {
 	if len(managers) == 0 {
 		return nil
 	}
-	var err error
-	for range 5 {
+	stale := false
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if stale {
+			// A read inside the retry of a write: it stays on the writing client.
+			cur, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj = cur
+		}
+		stale = true
 		obj.SetManagedFields(managers)
-		if _, err = res.Update(ctx, obj, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
-			return err
-		}
-		// A read inside the retry of a write: it stays on the writing client.
-		if obj, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
-			return err
-		}
-	}
-	return err
+		_, err := res.Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // restoredByUs reports whether cur, an object with another UID than o's,
