@@ -432,8 +432,7 @@ func TestProgressOnTerminal(t *testing.T) {
 // TestCommandLine: the command recorded in the release's Lease names the
 // flags given, never their values (a --set value can be a password).
 func TestCommandLine(t *testing.T) {
-	o := NewUpgradeOptions(iostreams.Streams{})
-	cmd := newRootCommand("helm-safe-upgrade", o, BuildInfo{})
+	cmd := newRootCommand("helm-safe-upgrade", NewFactory(iostreams.Streams{}), nil)
 	if err := cmd.ParseFlags([]string{"--set", "db.password=hunter2", "-n", "prod", "--ack-all-destructive"}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,18 +37,18 @@ func withExitCode(code int, err error) error { return &exitError{Code: code, Err
 
 // exit is the run's exit code for err, which it prints to stderr without the
 // release's Secret values (once the run has a configuration: before, it
-// knows none). A panic, recovered in the command's goroutine or in one of
+// knows none), whichever verb ran. A panic, recovered in the command's goroutine or in one of
 // the tool's, is exit 1 with a one-line error, its stack only with --debug
 // or HELM_DEBUG: Go's own exit code for a panic, 2, is the gate's "blocked".
-func (o *UpgradeOptions) exit(err error) int {
-	if err != nil && o.Config != nil {
-		err = o.Config.Sanitize(err)
+func (f *Factory) exit(err error) int {
+	if err != nil && f.config != nil {
+		err = f.config.Sanitize(err)
 	}
-	if _, ok := panics.StackOf(err); ok && !o.Settings.Debug {
-		fmt.Fprintf(o.Streams.ErrOut, "Error: %v (a bug: run with --debug for the stack)\n", err)
+	if _, ok := panics.StackOf(err); ok && !f.Settings.Debug {
+		fmt.Fprintf(f.Streams.ErrOut, "Error: %v (a bug: run with --debug for the stack)\n", err)
 		return ExitError
 	}
-	return exitCode(err, o.Streams.ErrOut, o.Settings.Debug)
+	return exitCode(err, f.Streams.ErrOut, f.Settings.Debug)
 }
 
 // exitCode maps an error from the command to the process exit code and

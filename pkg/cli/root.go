@@ -1,24 +1,23 @@
-// Package cli is the command layer: it owns every flag (registration,
-// parsing, checks: upgradeflags.go for the upgrade command), parses them
-// into Options and runs Complete → Validate → Run, Complete building the
-// plain requests the actions of pkg/upgrade only read. It holds no logic
-// of its own beyond the flags and wiring the stages together.
+// Package cli is the command layer: a command tree in the kubectl and GitHub
+// CLI manner, one file per verb (upgrade.go, recover.go, showplan.go,
+// shim_install.go; the drop-in helm in shim.go), each with Options whose
+// Complete → Validate → Run turn the flags into the plain requests the
+// actions of pkg/upgrade only read. What the verbs share (Helm's settings,
+// the run's configuration, the exit code) is the Factory. It owns every
+// flag (the upgrade's in upgradeflags.go) and holds no logic of its own
+// beyond the flags and wiring the stages together.
 package cli
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
@@ -30,6 +29,46 @@ type BuildInfo struct {
 	Commit  string
 }
 
+// runFunc is the flag-parsing tests' seam (the GitHub CLI's runF): when
+// set, a verb hands its options to it once complete, instead of checking
+// and running them.
+type runFunc func(opts any) error
+
+// verbOptions are a verb's Options: Complete takes the arguments and
+// builds what Run needs, Validate checks the flags, Run runs.
+type verbOptions interface {
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runVerb is every verb's RunE: Complete → Validate → Run over o; with
+// runF (tests) the completed options go to it instead of Validate and Run.
+func runVerb(ctx context.Context, o verbOptions, args []string, runF runFunc) error {
+	if err := o.Complete(args); err != nil {
+		return err
+	}
+	if runF != nil {
+		return runF(o)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Run(ctx)
+}
+
+// verbs are the commands of the tree besides the root's RELEASE CHART. A
+// new verb is a file with its Options and newXCommand, and a line here;
+// the reading rule (route.go) then applies to it unchanged.
+func verbs() []func(*Factory, runFunc) *cobra.Command {
+	return []func(*Factory, runFunc) *cobra.Command{
+		newUpgradeCommand,
+		newRecoverCommand,
+		newShowPlanCommand,
+		newShimCommand,
+	}
+}
+
 // commandName returns how users invoke this binary: as a krew-installed
 // kubectl plugin (kubectl-safe_upgrade) or as a Helm plugin.
 func commandName(argv0 string) string {
@@ -38,6 +77,11 @@ func commandName(argv0 string) string {
 		return "kubectl safe-upgrade"
 	}
 	return "helm safe-upgrade"
+}
+
+// displayName is how usage and help name the root command.
+func displayName(root *cobra.Command) string {
+	return root.Annotations[cobra.CommandDisplayNameAnnotation]
 }
 
 const longHelp = `Plan, review and apply a Helm upgrade without surprises.
@@ -52,6 +96,17 @@ rollout is watched until every changed object is ready or has failed, and
 the plan's prediction is checked against the pods and claims seen
 (--no-watch skips it).
 
+How a command line is read (no release name is ever out of reach):
+  upgrade RELEASE CHART   always an upgrade, whatever RELEASE is called
+  RELEASE CHART           an upgrade, when RELEASE is not a command's name
+  COMMAND ...             a command below (the first argument, flags aside)
+  COMMAND CHART           an upgrade of the release named COMMAND, when CHART
+                          is not what COMMAND takes: a command that takes
+                          RELEASE takes a Helm release name (lower-case
+                          letters, digits, '-' and '.'), so "recover ./chart"
+                          upgrades the release "recover"; shim takes install;
+                          show-plan takes any FILE
+
 Exit codes:
   0  success (applied and rolled out; or with --dry-run: the gate lets the upgrade through)
   1  error (bad input, unreachable cluster, failed upgrade, failed rollout)
@@ -61,53 +116,61 @@ Exit codes:
      render count only with --fail-on-regenerated)
 `
 
-// newRootCommand builds the command for the given invocation name over o.
-func newRootCommand(argv0 string, o *UpgradeOptions, build BuildInfo) *cobra.Command {
+// newRootCommand builds the tree for the given invocation name: the root is
+// the upgrade of RELEASE CHART (as before there were verbs), with the verbs
+// below it. runF is nil but in tests.
+func newRootCommand(argv0 string, f *Factory, runF runFunc) *cobra.Command {
 	name := commandName(argv0)
-	o.UserAgent = "helm-safe-upgrade/" + build.Version
-	cmd := &cobra.Command{
-		Use: "safe-upgrade RELEASE CHART [flags]",
-		// Usage and help read "helm safe-upgrade" or "kubectl safe-upgrade".
-		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: name},
-		Short:       "Plan, review and apply a Helm upgrade without surprises",
-		Long:        fmt.Sprintf(longHelp, name),
-		Example: fmt.Sprintf(`  # Show what the upgrade would do, without writing anything
+	cmd := upgradeCommand(newUpgradeOptions(f), "safe-upgrade RELEASE CHART [flags]", runF)
+	// Usage and help read "helm safe-upgrade" or "kubectl safe-upgrade".
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	cmd.Short = "Plan, review and apply a Helm upgrade without surprises"
+	cmd.Long = fmt.Sprintf(longHelp, name)
+	cmd.Example = fmt.Sprintf(`  # Show what the upgrade would do, without writing anything
   %[1]s my-db bitnami/postgresql --version 16.0.0 -f values.yaml --dry-run
 
   # Apply, acknowledging one destructive change reviewed in the plan
-  %[1]s my-db bitnami/postgresql -f values.yaml --ack StatefulSet/my-db/my-db-postgresql@3f2a9c1e0b7d`, name),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case len(args) == 2:
-				return nil
-			case o.Recover && len(args) == 1:
-				return nil // a recovery applies no chart: the journal holds what it restores
-			case o.Recover:
-				return fmt.Errorf("--recover expects RELEASE (CHART may be left out), got %d argument(s); see --help", len(args))
-			}
-			return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(name, args, cmd.Flags())
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+  %[1]s my-db bitnami/postgresql -f values.yaml --ack StatefulSet/my-db/my-db-postgresql@3f2a9c1e0b7d
+
+  # A release named like a command
+  %[1]s upgrade recover ./chart --dry-run`, name)
+	for _, newVerb := range verbs() {
+		cmd.AddCommand(newVerb(f, runF))
 	}
-	cmd.SetIn(o.Streams.In)
-	cmd.SetOut(o.Streams.Out)
-	cmd.SetErr(o.Streams.ErrOut)
-	o.AddFlags(cmd)
-	cmd.AddCommand(newShowPlanCommand(o.Streams))
-	// A release may be named "completion": only show-plan is a subcommand.
+	// A release may be named "completion": no completion command.
 	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.InitDefaultHelpCmd()
+	for _, c := range cmd.Commands() {
+		if c.Name() == "help" {
+			c.Args = helpArgs
+		}
+	}
 	return cmd
+}
+
+// helpArgs accepts what help can show: nothing (the root) or a command's
+// path (recover, shim install); anything else is no help topic, so that
+// "help ./chart" is read as the upgrade of the release "help".
+func helpArgs(cmd *cobra.Command, args []string) error {
+	cur := cmd.Root()
+	for _, a := range args {
+		next := subcommand(cur, a)
+		if next == nil {
+			return fmt.Errorf("help: no command %q", a)
+		}
+		cur = next
+	}
+	return nil
+}
+
+// subcommand is c's subcommand named (or aliased) name, or nil.
+func subcommand(c *cobra.Command, name string) *cobra.Command {
+	for _, sub := range c.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return sub
+		}
+	}
+	return nil
 }
 
 // commandLine is the command as run, with the flags given but none of
@@ -133,44 +196,31 @@ func Execute(argv0 string, args []string, streams iostreams.Streams, build Build
 
 // ExecuteWithMasker is Execute masking Secret values with masker: tests use
 // it to tell which value a marker stands for. Invoked as helm (argv0), the
-// binary is the drop-in helm (ShimOptions); `shim install DIR` installs it.
+// binary is the drop-in helm (ShimOptions).
 func ExecuteWithMasker(argv0 string, args []string, streams iostreams.Streams, build BuildInfo, masker *redact.Masker) int {
 	if shim.IsShim(argv0) {
 		o := NewShimOptions(streams, build, argv0, args)
 		o.Masker = masker
 		return ExecuteShim(o)
 	}
-	if len(args) >= 2 && args[0] == "shim" && args[1] == "install" {
-		return executeShimInstall(args[2:], streams)
-	}
-	o := NewUpgradeOptions(streams)
-	o.Masker = masker
-	return o.execute(argv0, args, build)
+	f := NewFactory(streams)
+	f.Masker = masker
+	return f.executeTree(argv0, args, build, nil)
 }
 
-// execute runs the command with args over o and returns the exit code.
-// Any panic ends in exit 1 with a one-line error (the stack only with
-// --debug or HELM_DEBUG): exit 2 means "blocked by the gate" and nothing
-// else.
-func (o *UpgradeOptions) execute(argv0 string, args []string, build BuildInfo) (code int) {
-	streams := o.Streams
-	defer func() {
-		if r := recover(); r != nil {
-			code = o.exit(panics.New(r))
-		}
-	}()
-	// --version is also helm upgrade's chart-version flag (--version 1.2.3);
-	// alone, it asks for the tool's version.
-	if len(args) == 1 && args[0] == "--version" {
-		fmt.Fprint(streams.Out, versionLine(argv0, build))
-		return ExitOK
-	}
-	cmd := newRootCommand(argv0, o, build)
-	cmd.SetArgs(args)
-	// Flag errors are bad input: exit 1 with the message, as for any error.
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	// Ctrl-C cancels the run; before the apply starts nothing is written.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return o.exit(cmd.ExecuteContext(ctx))
+// executeTree runs the command tree with args, read by the rule (route),
+// and returns the exit code.
+func (f *Factory) executeTree(argv0 string, args []string, build BuildInfo, runF runFunc) int {
+	f.UserAgent = "helm-safe-upgrade/" + build.Version
+	root := newRootCommand(argv0, f, runF)
+	return f.execute(argv0, root, route(root, args), build)
+}
+
+// execute runs one upgrade with args over o, without the tree: the drop-in
+// helm's gate, whose arguments are always helm upgrade's RELEASE CHART.
+func (o *UpgradeOptions) execute(argv0 string, args []string, build BuildInfo) int {
+	o.UserAgent = "helm-safe-upgrade/" + build.Version
+	cmd := upgradeCommand(o, "safe-upgrade RELEASE CHART [flags]", nil)
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: commandName(argv0)}
+	return o.Factory.execute(argv0, cmd, args, build)
 }

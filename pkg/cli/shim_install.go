@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,11 +31,27 @@ type ShimInstallOptions struct {
 	Getenv func(string) string
 }
 
-// executeShimInstall runs `shim install` with args (after the two words).
-func executeShimInstall(args []string, streams iostreams.Streams) int {
-	o := &ShimInstallOptions{Streams: streams, Getenv: os.Getenv}
+// newShimCommand is `shim`, the drop-in helm's commands: `shim install DIR`.
+func newShimCommand(f *Factory, runF runFunc) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "shim install DIR",
+		Use:           "shim",
+		Short:         "The drop-in helm: shim install DIR",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("shim expects a command: shim install DIR; see --help")
+		},
+	}
+	cmd.AddCommand(newShimInstallCommand(f, runF))
+	return cmd
+}
+
+// newShimInstallCommand is `shim install DIR`.
+func newShimInstallCommand(f *Factory, runF runFunc) *cobra.Command {
+	o := &ShimInstallOptions{Streams: f.Streams, Getenv: os.Getenv}
+	return &cobra.Command{
+		Use:   "install DIR",
 		Short: "Put the drop-in helm (a helm that gates upgrades) into DIR",
 		Long: `Put the drop-in helm into DIR: a link named helm to the small dispatcher
 beside this binary (its bin/helm), which hands helm upgrade and helm diff
@@ -46,21 +63,9 @@ helm: the next helm on PATH, or ` + shim.HelmEnv + `. See docs/orchestrators.md.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
+			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}
-	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "helm safe-upgrade shim install"}
-	cmd.SetArgs(args)
-	cmd.SetOut(streams.Out)
-	cmd.SetErr(streams.ErrOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	return exitCode(cmd.Execute(), streams.ErrOut, false)
 }
 
 // Complete resolves DIR, this binary and the dispatcher beside it.
@@ -108,7 +113,7 @@ func (o *ShimInstallOptions) Validate() error {
 // the tool beside it (shim.ToolBeside). An existing DIR/helm that is the
 // dispatcher is kept; a link to this binary (the shim before the
 // dispatcher) is replaced; any other helm is left alone and refused.
-func (o *ShimInstallOptions) Run() error {
+func (o *ShimInstallOptions) Run(context.Context) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("shim install: %w", err)
 	}

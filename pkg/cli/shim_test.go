@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -379,7 +380,7 @@ func installShim(self, real, dir string) (string, string, error) {
 		err = o.Validate()
 	}
 	if err == nil {
-		err = o.Run()
+		err = o.Run(context.Background())
 	}
 	return out.String(), errOut.String(), err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -27,8 +28,8 @@ type ShowPlanOptions struct {
 }
 
 // newShowPlanCommand is `show-plan FILE [-o text|json|markdown]`.
-func newShowPlanCommand(streams iostreams.Streams) *cobra.Command {
-	o := &ShowPlanOptions{Streams: streams}
+func newShowPlanCommand(f *Factory, runF runFunc) *cobra.Command {
+	o := &ShowPlanOptions{Streams: f.Streams}
 	cmd := &cobra.Command{
 		Use:   "show-plan FILE",
 		Short: "Print the report a saved plan (--plan-out) was reviewed with, without contacting the cluster",
@@ -45,12 +46,8 @@ Who made it (tool, time, cluster, CI commit and pipeline) goes to stderr.`,
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			o.Complete(args)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatText, "report format: "+strings.Join(report.SavedFormats(), ", "))
@@ -59,9 +56,10 @@ Who made it (tool, time, cluster, CI commit and pipeline) goes to stderr.`,
 }
 
 // Complete takes the file and the keys from the environment.
-func (o *ShowPlanOptions) Complete(args []string) {
+func (o *ShowPlanOptions) Complete(args []string) error {
 	o.Path = args[0]
 	o.Keys = savedplan.KeysFromEnv(os.Getenv, nil, o.Unencrypted)
+	return nil
 }
 
 // Validate checks the format.
@@ -72,8 +70,9 @@ func (o *ShowPlanOptions) Validate() error {
 	return nil
 }
 
-// Run opens the plan (decrypted and checked) and prints its report.
-func (o *ShowPlanOptions) Run() error {
+// Run opens the plan (decrypted and checked) and prints its report; it
+// never reaches the cluster.
+func (o *ShowPlanOptions) Run(context.Context) error {
 	s, err := savedplan.Open(o.Path, o.Keys)
 	if err != nil {
 		return fmt.Errorf("show-plan %w", err)

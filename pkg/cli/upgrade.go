@@ -8,13 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	helmcli "helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
@@ -22,23 +19,14 @@ import (
 )
 
 // UpgradeOptions holds the flags and, after Complete, the dependencies of one
-// run. Run never reads flags.
+// upgrade: `upgrade RELEASE CHART` (and the root's `RELEASE CHART`). Run
+// never reads flags.
 type UpgradeOptions struct {
-	Streams  iostreams.Streams
-	Settings *helmcli.EnvSettings
-	Render   render.Options
+	*Factory
+	Render render.Options
 	runFlags
 	Report report.Request
 	Gate   ackFlags
-	// Masker masks Secret values (nil: a fresh random key); UserAgent marks
-	// every request of this tool (audit logs show it).
-	Masker    *redact.Masker
-	UserAgent string
-	// Command is the command line without flag values (see commandLine).
-	Command string
-	// Caller and Announce are the helm shim's (see upgrade.Config).
-	Caller   string
-	Announce func(rel *release.Release, installed bool) error
 
 	// Set by Complete. Request is built once from the flags; the actions
 	// only read it.
@@ -48,12 +36,51 @@ type UpgradeOptions struct {
 	Prompter gate.Prompter
 }
 
-// NewUpgradeOptions returns options with Helm's environment (HELM_NAMESPACE,
-// HELM_KUBECONTEXT, HELM_DRIVER, ...) as defaults, as a Helm plugin receives it.
+// NewUpgradeOptions returns the options of an upgrade over a factory of
+// its own (the drop-in helm's gate runs one upgrade, no tree).
 func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
-	o := &UpgradeOptions{Streams: streams, Settings: helmcli.New()}
+	return newUpgradeOptions(NewFactory(streams))
+}
+
+func newUpgradeOptions(f *Factory) *UpgradeOptions {
+	o := &UpgradeOptions{Factory: f}
 	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
 	return o
+}
+
+// newUpgradeCommand is `upgrade RELEASE CHART`: always an upgrade, whatever
+// the release is called (see readingRule).
+func newUpgradeCommand(f *Factory, runF runFunc) *cobra.Command {
+	cmd := upgradeCommand(newUpgradeOptions(f), "upgrade RELEASE CHART [flags]", runF)
+	cmd.Short = "Plan, gate and apply an upgrade of RELEASE to CHART (what RELEASE CHART does; always an upgrade, whatever RELEASE is called)"
+	return cmd
+}
+
+// upgradeCommand is the upgrade over o, used as use: the root's
+// `RELEASE CHART`, the `upgrade` verb, and the drop-in helm's gate.
+func upgradeCommand(o *UpgradeOptions, use string, runF runFunc) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           use,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 2:
+				return nil
+			case o.Recover && len(args) == 1:
+				return nil // a recovery applies no chart: the journal holds what it restores
+			case o.Recover:
+				return fmt.Errorf("--recover expects RELEASE (CHART may be left out), got %d argument(s); see --help", len(args))
+			}
+			return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = commandLine(displayName(cmd.Root()), args, cmd.Flags())
+			return runVerb(cmd.Context(), o, args, runF)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
 }
 
 // AddFlags registers the command's flags: Helm's global ones (namespace,
@@ -70,16 +97,7 @@ func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 
 // Complete fills the fields Run needs from flags and arguments.
 func (o *UpgradeOptions) Complete(args []string) error {
-	o.Config = upgrade.NewConfig(o.Settings, o.Streams.ErrOut, o.UserAgent, o.Masker)
-	o.Config.Command = o.Command
-	o.Config.RequestTimeout = o.Render.TimeLimit()
-	o.Config.Terminal = o.Streams.ErrTTY
-	o.Config.Caller, o.Config.Announce = o.Caller, o.Announce
-	if o.Streams.ErrTTY {
-		o.Config.Progress = func(format string, args ...interface{}) {
-			fmt.Fprintf(o.Streams.ErrOut, format+"…\n", args...)
-		}
-	}
+	o.Config = o.RunConfig(o.Render.TimeLimit())
 	o.Render.Namespace = o.Config.Namespace
 	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
 	acks, err := o.Gate.collect()
@@ -144,11 +162,10 @@ func (o *UpgradeOptions) planRequest(release, chart string) (upgrade.PlanRequest
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
 func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if o.Recover {
-		var confirm func(string) (bool, error)
-		if !o.Yes {
-			confirm = o.confirmRecover
-		}
-		return o.Config.Recover(ctx, o.Request.ReleaseName, o.Render, confirm)
+		// --recover is the recover verb, spelled as it was before verbs.
+		r := &RecoverOptions{Factory: o.Factory, Yes: o.Yes, Release: o.Request.ReleaseName, Timeout: o.Render.TimeLimit(),
+			Config: o.Config, Prompter: o.Prompter}
+		return r.Run(ctx)
 	}
 	planned, err := o.Config.Plan(ctx, o.Request)
 	if err != nil {
@@ -212,16 +229,6 @@ func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *upgrade.Plan
 		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
 	}
 	return o.Config.Apply(ctx, planned)
-}
-
-// confirmRecover asks, on a terminal, to type the release name before
-// --recover restores what it printed; without one it refuses (--yes is
-// how CI confirms).
-func (o *UpgradeOptions) confirmRecover(string) (bool, error) {
-	if !o.Streams.CanPrompt() {
-		return false, fmt.Errorf("release %q: --recover re-creates the objects listed above: confirm on a terminal, or pass --yes; nothing was restored or changed", o.Request.ReleaseName)
-	}
-	return gate.ConfirmRelease(o.Prompter, o.Request.ReleaseName, "restore them")
 }
 
 // savePlan saves planned with --plan-out, with who made it and its report

@@ -231,13 +231,14 @@ func TestRecoverEditedJournal(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets(ns).Update(t.Context(), back, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, c, "app", "--recover", "-n", ns)
+	// The recover command is --recover's verb: the same run.
+	r = run(t, c, "recover", "app", "-n", ns)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "StatefulSet.apps/"+ns+"/db: re-create it with its previous spec") || !strings.Contains(r.Stderr, "confirm on a terminal, or pass --yes") {
 		t.Errorf("--recover without --yes and without a terminal: exit %d, want 1 saying what it would do and asking for --yes\n%s", r.Code, r.Stderr)
 	}
 	noStatefulSet(t, c, ns, "after --recover without --yes")
 
-	r = run(t, c, "app", "--recover", "--yes", "-n", ns)
+	r = run(t, c, "-n", ns, "recover", "app", "--yes")
 	for _, w := range []string{`by "admin"`, "--recover will:", "StatefulSet.apps/" + ns + "/db re-created with its previous spec", "Revision 2 was left pending-upgrade: marked failed"} {
 		if !strings.Contains(r.Stderr, w) {
 			t.Errorf("--recover does not say %q", w)

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+)
+
+// parse runs the command tree over args through the runF seam: the verb
+// the line was read as and its options, described; nothing runs.
+func parse(t *testing.T, argv0 string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := NewFactory(iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	got := "nothing ran"
+	code := f.executeTree(argv0, args, BuildInfo{Version: "test"}, func(opts any) error {
+		got = describe(opts)
+		return nil
+	})
+	return got, errOut.String(), code
+}
+
+// describe names the verb of opts and the arguments it read.
+func describe(opts any) string {
+	var parts []string
+	switch o := opts.(type) {
+	case *UpgradeOptions:
+		parts = []string{"upgrade", o.Request.ReleaseName, o.Request.ChartRef}
+		if o.Recover {
+			parts = append(parts, "--recover")
+		}
+		if o.DryRun {
+			parts = append(parts, "--dry-run")
+		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
+	case *RecoverOptions:
+		parts = []string{"recover", o.Release}
+		if o.Yes {
+			parts = append(parts, "--yes")
+		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
+	case *ShowPlanOptions:
+		parts = []string{"show-plan", o.Path, "-o " + o.Output}
+	case *ShimInstallOptions:
+		parts = []string{"shim install", filepath.Base(o.Dir)}
+	default:
+		parts = []string{"unknown options"}
+	}
+	return strings.Join(slicesCompact(parts), " ")
+}
+
+func slicesCompact(parts []string) []string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestReadingRule: every command line of before the command tree is read
+// as it was, a release named like each command stays reachable (the old
+// way where the second argument cannot be the command's, and always with
+// the upgrade verb), and each verb is reached in its own shape.
+func TestReadingRule(t *testing.T) {
+	t.Setenv("HELM_NAMESPACE", "")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		// Historical forms.
+		{"release chart", []string{"demo", "./chart"}, "upgrade demo ./chart"},
+		{"flags after", []string{"demo", "bitnami/postgresql", "-n", "ns", "--dry-run", "--version", "1.0.0"}, "upgrade demo bitnami/postgresql --dry-run -n ns"},
+		{"flags before", []string{"-n", "ns", "--dry-run", "demo", "./chart"}, "upgrade demo ./chart --dry-run -n ns"},
+		{"shorthand with its value attached", []string{"-nns", "demo", "./chart"}, "upgrade demo ./chart -n ns"},
+		{"a flag value named like a command", []string{"--namespace", "recover", "demo", "./chart"}, "upgrade demo ./chart -n recover"},
+		{"a value flag named like a command, with =", []string{"--namespace=show-plan", "demo", "oci://r/c"}, "upgrade demo oci://r/c -n show-plan"},
+		{"--dry-run takes no separate value", []string{"--dry-run", "recover", "./chart"}, "upgrade recover ./chart --dry-run"},
+		{"--recover RELEASE", []string{"demo", "--recover"}, "upgrade demo --recover"},
+		{"--recover before", []string{"--recover", "--yes", "demo"}, "upgrade demo --recover"},
+		{"--recover RELEASE CHART", []string{"demo", "./chart", "--recover", "--yes", "-n", "ns"}, "upgrade demo ./chart --recover -n ns"},
+		{"show-plan FILE", []string{"show-plan", "plan.age"}, "show-plan plan.age -o text"},
+		{"show-plan flags first", []string{"show-plan", "-o", "markdown", "plan.age"}, "show-plan plan.age -o markdown"},
+		{"show-plan FILE named like a command", []string{"show-plan", "recover"}, "show-plan recover -o text"},
+		{"shim install DIR", []string{"shim", "install", "bin"}, "shim install bin"},
+
+		// A release named like each command.
+		{"release recover, chart path", []string{"recover", "./chart"}, "upgrade recover ./chart"},
+		{"release recover, repo chart", []string{"recover", "bitnami/postgresql", "--dry-run"}, "upgrade recover bitnami/postgresql --dry-run"},
+		{"release recover, archive", []string{"recover", "Chart-1.0.0.tgz"}, "upgrade recover Chart-1.0.0.tgz"},
+		{"release recover, --recover", []string{"recover", "./chart", "--recover"}, "upgrade recover ./chart --recover"},
+		{"release upgrade", []string{"upgrade", "./chart"}, "upgrade upgrade ./chart"},
+		{"release upgrade, chart a name", []string{"upgrade", "mychart"}, "upgrade upgrade mychart"},
+		{"release shim", []string{"shim", "./chart"}, "upgrade shim ./chart"},
+		{"release help", []string{"help", "./chart"}, "upgrade help ./chart"},
+		{"release show-plan, upgrade verb", []string{"upgrade", "show-plan", "./chart"}, "upgrade show-plan ./chart"},
+		{"release recover, upgrade verb", []string{"upgrade", "recover", "mychart"}, "upgrade recover mychart"},
+		{"release upgrade, upgrade verb", []string{"upgrade", "upgrade", "./chart"}, "upgrade upgrade ./chart"},
+		{"release shim, chart install", []string{"upgrade", "shim", "install"}, "upgrade shim install"},
+		{"release help, upgrade verb", []string{"upgrade", "help", "recover"}, "upgrade help recover"},
+		{"after --, nothing is a command", []string{"--", "recover", "mychart"}, "upgrade recover mychart"},
+		{"release status (a future verb)", []string{"status", "./chart"}, "upgrade status ./chart"},
+
+		// The verbs.
+		{"upgrade RELEASE CHART", []string{"upgrade", "demo", "./chart", "--dry-run"}, "upgrade demo ./chart --dry-run"},
+		{"flags before upgrade", []string{"-n", "ns", "upgrade", "demo", "./chart"}, "upgrade demo ./chart -n ns"},
+		{"recover RELEASE", []string{"recover", "demo"}, "recover demo"},
+		{"recover RELEASE with flags", []string{"recover", "demo", "--yes", "-n", "ns"}, "recover demo --yes -n ns"},
+		{"flags before recover", []string{"-n", "ns", "recover", "my.db-1"}, "recover my.db-1 -n ns"},
+		{"recover a release named recover", []string{"recover", "recover"}, "recover recover"},
+	}
+	for _, tt := range tests {
+		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
+			t.Run(argv0+" "+tt.name, func(t *testing.T) {
+				got, errOut, code := parse(t, argv0, tt.args...)
+				if code != ExitOK || got != tt.want {
+					t.Errorf("%q: read as %q (exit %d), want %q\n%s", tt.args, got, code, tt.want, errOut)
+				}
+			})
+		}
+	}
+}
+
+// TestReadingRuleErrors: a line in a command's shape that the command
+// refuses is an error naming it, never an upgrade.
+func TestReadingRuleErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recover"}, "recover expects RELEASE, got 0 argument(s)"},
+		{[]string{"recover", "a", "b"}, "recover expects RELEASE, got 2 argument(s)"},
+		{[]string{"recover", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
+		{[]string{"upgrade", "a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
+		{[]string{"upgrade"}, "expected RELEASE and CHART, got 0 argument(s)"},
+		{[]string{"shim"}, "shim expects a command: shim install DIR"},
+		{[]string{"shim", "install"}, "accepts 1 arg(s), received 0"},
+		{[]string{"shim", "remove", "dir"}, `unknown command "remove"`},
+		{[]string{"show-plan"}, "show-plan expects FILE"},
+		{[]string{"show-plan", "a", "b"}, "show-plan expects FILE, got 2"},
+		{[]string{"a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
+		{[]string{"-n", "ns"}, "expected RELEASE and CHART, got 0 argument(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, errOut, code := parse(t, "helm-safe-upgrade", tt.args...)
+			if code != ExitError || got != "nothing ran" || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%q: exit %d, ran %q, want exit 1 saying %q:\n%s", tt.args, code, got, tt.want, errOut)
+			}
+		})
+	}
+}
+
+// TestHelpOfEachCommand: --help (and help COMMAND) of every command shows
+// its own usage, the root's also the reading rule and the commands.
+func TestHelpOfEachCommand(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"helm safe-upgrade RELEASE CHART [flags]", "How a command line is read", "upgrade RELEASE CHART   always an upgrade", `"recover ./chart"`, "Available Commands:", "recover", "show-plan", "shim", "--dry-run", "Exit codes:"}},
+		{[]string{"-h"}, []string{"helm safe-upgrade RELEASE CHART [flags]", "How a command line is read"}},
+		{[]string{"help"}, []string{"helm safe-upgrade RELEASE CHART [flags]", "How a command line is read"}},
+		{[]string{"upgrade", "--help"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]", "--dry-run", "--ack"}},
+		{[]string{"help", "upgrade"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]"}},
+		{[]string{"recover", "--help"}, []string{"helm safe-upgrade recover RELEASE [flags]", "--yes", "--timeout", "--namespace"}},
+		{[]string{"help", "recover"}, []string{"helm safe-upgrade recover RELEASE [flags]"}},
+		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
+		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
+		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},
+		{[]string{"help", "shim", "install"}, []string{"helm safe-upgrade shim install DIR"}},
+		{[]string{"demo", "./chart", "--help"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := execute(t, "helm-safe-upgrade", tt.args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s", code, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q in:\n%s", w, out)
+				}
+			}
+		})
+	}
+	out, _, _ := execute(t, "kubectl-safe_upgrade", "recover", "--help")
+	if !strings.Contains(out, "kubectl safe-upgrade recover RELEASE") {
+		t.Errorf("kubectl's recover --help:\n%s", out)
+	}
+}
