@@ -32,15 +32,8 @@ const maxJournalObjects = 500
 // neverRecreated says why the tool never deletes an object of kind gk for
 // recreation, "" when it may.
 func neverRecreated(gk schema.GroupKind) string {
-	switch {
-	case gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition":
-		return "deleting a CustomResourceDefinition deletes every custom resource of its kind in the cluster; change the CRD in a way the API server accepts, or migrate its resources by hand"
-	case gk.Group == "" && (gk.Kind == "PersistentVolumeClaim" || gk.Kind == "PersistentVolume"):
-		return "safe-upgrade never deletes a volume (its data would be lost or the claim left Terminating while a pod uses it); keep the old spec, or migrate the data to a new claim by hand"
-	case gk.Group == "" && gk.Kind == "Namespace":
-		return "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"
-	}
-	return ""
+	d, _ := classify.DestructiveKind(gk)
+	return d.NeverRecreated
 }
 
 // lastDeployed is the newest deployed revision of hist (newest first), nil

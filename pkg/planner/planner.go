@@ -355,25 +355,6 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	return c, nil
 }
 
-// destructiveDeletes are kinds whose deletion loses data or everything in
-// them (GUIDE §4); a StatefulSet's default cascade stops all its pods at once.
-var destructiveDeletes = map[schema.GroupKind]string{
-	{Kind: "PersistentVolumeClaim"}:                                   "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)",
-	{Kind: "PersistentVolume"}:                                        "deleting a PersistentVolume can delete the underlying storage",
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: "deleting a CRD deletes every custom resource of that kind",
-	{Kind: "Namespace"}:                                               "deleting a Namespace deletes everything in it",
-	{Group: "apps", Kind: "StatefulSet"}:                              "deleting a StatefulSet stops all its pods at once",
-}
-
-// volumeRecreate explains, per kind, why a recreate-required volume blocks
-// and how to migrate instead.
-var volumeRecreate = map[string]string{
-	"PersistentVolumeClaim": "safe-upgrade never deletes a volume, so this claim cannot be recreated (a new claim binds a new, empty volume and the old one is released: with reclaimPolicy Delete its data is gone); " +
-		"to migrate, keep the old spec in the chart, or create a claim under a new name with the new spec, copy the data, move the workload to it, then remove the old claim",
-	"PersistentVolume": "safe-upgrade never deletes a volume, so this PersistentVolume cannot be recreated (the deletion releases its claim and, with reclaimPolicy Delete, the storage); " +
-		"to migrate, set reclaimPolicy Retain, create a PersistentVolume under a new name with the new spec pointing at the same storage, rebind the claim to it, then remove the old one",
-}
-
 func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
@@ -389,11 +370,10 @@ func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstruc
 	}
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
-	msg, destructive := destructiveDeletes[gk]
+	msg := "removed from the chart: Helm deletes it"
+	d, destructive := classify.DestructiveKind(gk)
 	if destructive {
-		msg = "removed from the chart: Helm deletes it (no helm.sh/resource-policy: keep); " + msg
-	} else {
-		msg = "removed from the chart: Helm deletes it"
+		msg += " (no helm.sh/resource-policy: keep); " + d.Deleted
 	}
 	c.Destructive = destructive
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
@@ -537,14 +517,14 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	c.Class, c.Reasons, c.Rollout = v.Class, v.Reasons, v.Rollout
 	c.Destructive = v.Class == plan.ClassRecreateRequired || v.Class == plan.ClassInvalid
 	c.Blocking = v.Class == plan.ClassInvalid
-	if why, ok := volumeRecreate[c.ID.Kind]; ok && c.ID.Group == "" && v.Class == plan.ClassRecreateRequired {
+	if d, _ := classify.DestructiveKind(schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}); d.Migrate != "" && v.Class == plan.ClassRecreateRequired {
 		// Never acknowledgeable: the tool does not delete volumes.
 		c.Blocking = true
 		path := "spec"
 		if len(c.Reasons) > 0 {
 			path = c.Reasons[0].Path
 		}
-		c.Reasons = append([]plan.Reason{{Path: path, Message: why, Source: plan.SourceCatalogue}}, c.Reasons...)
+		c.Reasons = append([]plan.Reason{{Path: path, Message: d.Migrate, Source: plan.SourceCatalogue}}, c.Reasons...)
 	}
 	after := predicted
 	if after == nil {
