@@ -55,7 +55,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	defer w.Stop() // its WATCHes of pods, when the run ends before the watch
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
-		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
+		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces every object of the new manifest that exists with PUT, changed or not, instead of patching it (the plan checked each PUT)")
 	}
 	seen := c.watchAlongside(ctx, w, planned)
 	rel, err := apply.Apply(ctx, apply.Request{
