@@ -156,3 +156,38 @@ func TestForceReplaceHelm4(t *testing.T) {
 		}
 	})
 }
+
+// TestForceWithSafeRecreate: --force with an acknowledged recreate-required
+// StatefulSet, on the demo chart without the Job (every other PUT
+// accepted): the tool deletes the StatefulSet (orphan) before Helm runs,
+// so Helm creates it instead of replacing it, and PUTs every other object
+// (unchanged ones too). The release is deployed, the pods and claims keep
+// their UIDs.
+func TestForceWithSafeRecreate(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	boundVolumes(t, c, ns, "data-demo-db-0")
+	c.Helm(t, "install", "demo", shimtest.Chart(c, "demo"), "-n", ns)
+	pods, claims := shimtest.WaitForDB(t, c, ns)
+	events := len(c.AuditEvents(t, nil))
+	r := run(t, c, "demo", shimtest.Chart(c, "demo-v2"), "-n", ns, "--force", "--ack", "StatefulSet/"+ns+"/demo-db")
+	if r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "status deployed") {
+		t.Fatalf("--force --ack: exit %d, want 0 and revision 2 deployed\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	shimtest.CheckSameUIDs(t, c, ns, pods, claims)
+	// In order: the StatefulSet deleted, then created (no PUT of it); the
+	// unchanged ConfigMap replaced all the same.
+	var order []string
+	for _, e := range toolWrites(t, c, ns, events) {
+		w := e.Verb + " " + e.ObjectRef.Resource
+		// A dry-run delete carries dryRun in its body: the same line twice.
+		if (e.ObjectRef.Name == "demo-db" && e.ObjectRef.Resource == "statefulsets" || e.ObjectRef.Name == "demo-config") &&
+			(len(order) == 0 || order[len(order)-1] != w) {
+			order = append(order, w)
+		}
+	}
+	if got := strings.Join(order, ", "); got != "delete statefulsets, create statefulsets, update configmaps" &&
+		got != "delete statefulsets, update configmaps, create statefulsets" {
+		t.Errorf("writes of the StatefulSet and the ConfigMap: %s; want the StatefulSet deleted then created, never replaced, and the ConfigMap replaced", got)
+	}
+}
