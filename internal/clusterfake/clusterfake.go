@@ -69,18 +69,24 @@ func (c *Counter) CountResources(_ context.Context, gvr schema.GroupVersionResou
 // data.key another field manager took (kubectl apply --server-side
 // --field-manager=someone-else --force-conflicts): a server-side apply of
 // data.key conflicts unless forced. A dry-run patch answers
-// live.ErrNoServer unless MergePatches; it implements planner.Objects and
-// planner.DryRunner.
+// live.ErrNoServer unless MergePatches; a dry-run replace (PUT) answers
+// ReplaceErr when set, else stores the object as sent, keeping of Live only
+// what the API server keeps on update (uid, creationTimestamp, status). It
+// implements planner.Objects and planner.DryRunner.
 type Server struct {
 	Live  *unstructured.Unstructured
 	Owner string // the manager owning data.key; someone-else when ""
 	// MergePatches: a dry-run patch is applied to Live as the server's
 	// strategic merge does.
 	MergePatches bool
-	mu           sync.Mutex // the planner evaluates objects concurrently
-	Applies      []bool     // force of each DryRunApply
-	Patches      int
-	Creates      int
+	// ReplaceErr is the server's refusal of every dry-run replace.
+	ReplaceErr error
+	mu         sync.Mutex // the planner evaluates objects concurrently
+	Applies    []bool     // force of each DryRunApply
+	Patches    int
+	Creates    int
+	// Replaced are the resourceVersions each DryRunReplace was sent with.
+	Replaced []string
 }
 
 // Prefetch implements planner.Objects: nothing in bulk.
@@ -141,6 +147,24 @@ func (s *Server) DryRunApply(_ context.Context, obj *manifest.Object, force bool
 	return out, nil
 }
 
+// DryRunReplace implements planner.DryRunner.
+func (s *Server) DryRunReplace(_ context.Context, obj *manifest.Object, resourceVersion string) (*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Replaced = append(s.Replaced, resourceVersion)
+	if s.ReplaceErr != nil {
+		return nil, s.ReplaceErr
+	}
+	out := obj.Obj.DeepCopy()
+	out.SetResourceVersion(resourceVersion)
+	out.SetUID(s.Live.GetUID())
+	out.SetCreationTimestamp(s.Live.GetCreationTimestamp())
+	if status, ok := s.Live.Object["status"]; ok {
+		out.Object["status"] = status
+	}
+	return out, nil
+}
+
 // Warner answers every dry-run create AlreadyExists, with a warning for
 // each of Unknown through the request's context, as the API server does
 // with fieldValidation=Warn (the run's warning handler collects them); it
@@ -166,5 +190,10 @@ func (*Warner) DryRunPatch(context.Context, *manifest.Object, types.PatchType, [
 
 // DryRunApply implements planner.DryRunner.
 func (*Warner) DryRunApply(context.Context, *manifest.Object, bool) (*unstructured.Unstructured, error) {
+	return nil, live.ErrNoServer
+}
+
+// DryRunReplace implements planner.DryRunner.
+func (*Warner) DryRunReplace(context.Context, *manifest.Object, string) (*unstructured.Unstructured, error) {
 	return nil, live.ErrNoServer
 }

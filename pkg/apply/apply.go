@@ -48,9 +48,12 @@ type Request struct {
 	// Recreate are the acknowledged recreate-required changes to delete
 	// before the upgrade so that it creates them again.
 	Recreate []plan.Change
-	// Force passes --force-replace (Helm 3's --force) to Helm: objects
-	// replaced with PUT. Only when the user asked for it; Helm 4 refuses it
-	// with server-side apply.
+	// Force passes --force-replace (Helm 3's --force) to Helm: every object
+	// of the manifest that exists is replaced with PUT, changed or not. Only
+	// when the user asked for it; Helm 4 refuses it with server-side apply.
+	// The objects of Recreate are deleted first, so Helm creates them
+	// rather than PUT them; the plan checked every other PUT with a
+	// dry-run, so one the server refuses blocked before any delete.
 	Force bool
 	// ApplyMethod is the planned apply method (plan.Release.ApplyMethod):
 	// plan.ApplyMethodSSA runs Helm 4's action (server-side apply, the

@@ -381,3 +381,20 @@ func Sanitize(msg string, secret bool) string {
 	}
 	return invalidValue.ReplaceAllString(msg, "Invalid value: (redacted): ")
 }
+
+// ReplaceRefused returns the reasons of Helm's --force PUT (helm
+// updateResource's replace) that the server refused, one per cause with its
+// field path: the upgrade fails on this object whatever its patch would do,
+// so there is nothing to recreate. Values echoed for a Secret are removed.
+func ReplaceRefused(err error, secret bool) []plan.Reason {
+	const prefix = "Helm's --force replaces the object with PUT, which the server refuses: "
+	status, _ := apiStatus(err)
+	var out []plan.Reason
+	for _, c := range causes(status) {
+		out = append(out, plan.Reason{Path: c.Field, Message: prefix + causeMessage(c, secret), Source: plan.SourceServer})
+	}
+	if len(out) == 0 {
+		out = []plan.Reason{{Message: prefix + Sanitize(err.Error(), secret), Source: plan.SourceServer}}
+	}
+	return capReasons(out)
+}

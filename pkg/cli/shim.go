@@ -28,6 +28,10 @@ const (
 	// DefaultAckFile in the working directory, when there is one.
 	AckFileEnv     = "SAFE_UPGRADE_ACK_FILE"
 	DefaultAckFile = ".safe-upgrade-acks.yaml"
+	// ForceEnv=ForceKeep passes helm upgrade's --force (--force-replace)
+	// on to Helm; unset, the shim leaves it out (see ShimOptions.force).
+	ForceEnv  = "SAFE_UPGRADE_FORCE"
+	ForceKeep = "keep"
 )
 
 // ackRule is the one rule for where the shim's acknowledgements come from,
@@ -229,6 +233,9 @@ func (o *ShimOptions) upgrade() int {
 	if err != nil {
 		return exitCode(err, o.Streams.ErrOut, false)
 	}
+	if inv.Args, err = o.force(inv); err != nil {
+		return exitCode(err, o.Streams.ErrOut, false)
+	}
 	streams := o.Streams
 	streams.Out, streams.OutTTY = o.Streams.ErrOut, o.Streams.ErrTTY
 	streams.NoColor = streams.NoColor || inv.NoColor
@@ -248,6 +255,29 @@ func (o *ShimOptions) upgrade() int {
 		}
 	}
 	return code
+}
+
+// force returns inv's arguments with or without its --force
+// (--force-replace). An orchestrator forces an upgrade to push an immutable
+// change through (Helmsman's --force-upgrades); Helm's --force does not
+// recreate anything, it PUTs every object, and fails on one whose PUT lacks
+// what the server filled in (a Job's generated selector). Through the
+// shim, the gate's acknowledged safe recreate is the way to change an
+// immutable field: the flag is left out, with a line on stderr saying so,
+// unless ForceEnv is ForceKeep (then it is passed on, and planned as Helm's
+// PUT of every object). Any other value of ForceEnv is an error.
+func (o *ShimOptions) force(inv shim.Invocation) ([]string, error) {
+	keep := o.Getenv(ForceEnv)
+	switch {
+	case keep != "" && keep != ForceKeep:
+		return nil, fmt.Errorf("%s=%s: want %s (pass helm upgrade's --force on to Helm) or nothing", ForceEnv, keep, ForceKeep)
+	case keep == ForceKeep:
+		return append(inv.Args, inv.Force...), nil
+	case inv.Forced:
+		fmt.Fprintf(o.Streams.ErrOut, "helm (safe-upgrade shim): %s not passed to Helm, which would replace every object with PUT; an immutable change goes through the gate's acknowledged safe recreate instead (%s=%s passes it on)\n",
+			strings.Join(inv.Force, " "), ForceEnv, ForceKeep)
+	}
+	return inv.Args, nil
 }
 
 // gateOptions returns the options of the gate's run for the shim, the

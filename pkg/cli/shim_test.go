@@ -183,7 +183,15 @@ func TestShimUpgradeGate(t *testing.T) {
 		args    []string
 		code    int
 		stderr  []string
+		// notStderr must not be on stderr.
+		notStderr string
 	}{
+		{name: "--force left out, said so", args: upgrade, code: ExitBlocked, stderr: []string{"helm (safe-upgrade shim): --force not passed to Helm, which would replace every object with PUT; an immutable change goes through the gate's acknowledged safe recreate instead (SAFE_UPGRADE_FORCE=keep passes it on)"},
+			notStderr: "--force: Helm replaces every object that exists with PUT"},
+		{name: "--force kept with SAFE_UPGRADE_FORCE=keep", env: map[string]string{ForceEnv: ForceKeep, AckFileEnv: acks}, args: upgrade, code: ExitOK,
+			stderr: []string{"--force: Helm replaces every object that exists with PUT"}, notStderr: "not passed to Helm"},
+		{name: "--force=false: nothing to say", args: append(upgrade, "--force=false"), code: ExitBlocked, stderr: []string{"recreate-required"}, notStderr: "not passed to Helm"},
+		{name: "bad SAFE_UPGRADE_FORCE", env: map[string]string{ForceEnv: "yes"}, args: upgrade, code: ExitError, stderr: []string{"Error: SAFE_UPGRADE_FORCE=yes: want keep"}},
 		{name: "blocked", args: upgrade, code: ExitBlocked, stderr: []string{"recreate-required", "helm (safe-upgrade shim): acknowledgements come from the file SAFE_UPGRADE_ACK_FILE names, else .safe-upgrade-acks.yaml in the working directory (none found)"}},
 		{name: "blocked --dry-run exits 0 as helm's does", args: append(upgrade, "--dry-run"), code: ExitOK, stderr: []string{"recreate-required", "(none found)", "helm (safe-upgrade shim): --dry-run: nothing was written; exit 0 as helm upgrade --dry-run, though the upgrade itself would be blocked as above"}},
 		{name: "blocked --dry-run=server", args: append(upgrade, "--dry-run=server"), code: ExitOK, stderr: []string{"recreate-required", "would be blocked as above"}},
@@ -196,6 +204,7 @@ func TestShimUpgradeGate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			delete(e.env, AckFileEnv)
+			delete(e.env, ForceEnv)
 			for k, v := range tt.env {
 				e.env[k] = v
 			}
@@ -213,6 +222,9 @@ func TestShimUpgradeGate(t *testing.T) {
 				if !strings.Contains(r.Stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
 				}
+			}
+			if tt.notStderr != "" && strings.Contains(r.Stderr, tt.notStderr) {
+				t.Errorf("stderr says %q:\n%s", tt.notStderr, r.Stderr)
 			}
 		})
 	}

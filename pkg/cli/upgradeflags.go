@@ -91,7 +91,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 // render flags — Helm 4's --force-replace and Helm 3's name of it, --force
 // (both set Force; off unless given) — and the rollout watch's.
 func addApplyFlags(fs *pflag.FlagSet, m *upgrade.ApplyMode) {
-	fs.BoolVar(&m.Force, "force-replace", false, "pass --force-replace to Helm (replace changed objects with PUT; client-side apply only); the plan is still gated")
+	fs.BoolVar(&m.Force, "force-replace", false, "pass --force-replace to Helm: it replaces every object that exists with PUT, changed or not (client-side apply only); the plan checks each PUT with a dry-run and is still gated")
 	fs.BoolVar(&m.Force, "force", false, "Helm 3's name of --force-replace")
 	fs.BoolVar(&m.Watch.Off, "no-watch", false, "end when Helm returns, without watching the rollout (pods replaced, ready, failures) nor checking the prediction")
 	fs.DurationVar(&m.Watch.Timeout, "watch-timeout", 0, "how long to watch the rollout after Helm returns before calling what is not ready a failure (default: --timeout)")

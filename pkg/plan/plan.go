@@ -191,6 +191,11 @@ type Release struct {
 	// client-side patches own (manager helm, operation Update) to its apply,
 	// so the apply does not conflict with them.
 	ToServerSide bool
+	// ForceReplace is Helm 3's --force (Helm 4's --force-replace): with a
+	// client-side apply Helm replaces every object of the new manifest that
+	// exists with a PUT of the rendered object, changed or not, instead of
+	// patching it; Helm 4 refuses it with a server-side apply.
+	ForceReplace bool
 }
 
 // Apply methods, as Helm 4 records them in a release.

@@ -56,6 +56,10 @@ type DryRunner interface {
 	// field-manager conflict (predict.Conflicts) when another manager owns a
 	// field obj sets.
 	DryRunApply(ctx context.Context, obj *manifest.Object, forceConflicts bool) (*unstructured.Unstructured, error)
+	// DryRunReplace sends obj as Helm's --force (--force-replace) PUT of
+	// an object that exists, at the live object's resourceVersion; errors
+	// as DryRunPatch.
+	DryRunReplace(ctx context.Context, obj *manifest.Object, resourceVersion string) (*unstructured.Unstructured, error)
 }
 
 // ClaimLister lists the claims of a StatefulSet.
@@ -224,6 +228,15 @@ func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConfli
 	return predict.DryRunApply(ctx, ri, obj.Obj, forceConflicts)
 }
 
+// DryRunReplace implements DryRunner.
+func (l Live) DryRunReplace(ctx context.Context, obj *manifest.Object, resourceVersion string) (*unstructured.Unstructured, error) {
+	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return predict.DryRunReplace(ctx, ri, obj.Obj, resourceVersion)
+}
+
 // Offline is a Cluster without a server, for the pre-merge gate: the base
 // render stands in for the live objects, as if Helm had applied it for
 // Release in Namespace, and every dry-run answers live.ErrNoServer.
@@ -268,5 +281,10 @@ func (Offline) DryRunPatch(context.Context, *manifest.Object, types.PatchType, [
 
 // DryRunApply implements DryRunner.
 func (Offline) DryRunApply(context.Context, *manifest.Object, bool) (*unstructured.Unstructured, error) {
+	return nil, live.ErrNoServer
+}
+
+// DryRunReplace implements DryRunner.
+func (Offline) DryRunReplace(context.Context, *manifest.Object, string) (*unstructured.Unstructured, error) {
 	return nil, live.ErrNoServer
 }

@@ -432,7 +432,6 @@ func (p *Planner) creation(ctx context.Context, c *plan.Change, rel plan.Release
 
 func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	c.Action = plan.ActionUpdate
-	secret := redact.Sensitive(liveObj) // fail closed
 	rel := in.Release
 	if prev == nil {
 		owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]
@@ -448,6 +447,17 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 			return nil
 		}
 	}
+	if rel.ForceReplace && !rel.ServerSide() {
+		return p.replace(ctx, c, in, prev, next, liveObj)
+	}
+	return p.patched(ctx, c, in, prev, next, liveObj)
+}
+
+// patched predicts and classifies the update as Helm makes it without
+// --force: a three-way patch (Helm 3), or a server-side apply (Helm 4).
+func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+	secret := redact.Sensitive(liveObj) // fail closed
+	rel := in.Release
 	var original *unstructured.Unstructured
 	if prev != nil {
 		original = prev.Obj

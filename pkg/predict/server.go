@@ -39,6 +39,19 @@ func DryRunCreate(ctx context.Context, ri dynamic.ResourceInterface, obj *unstru
 	return ri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRunAll, FieldManager: FieldManager})
 }
 
+// DryRunReplace sends obj as the PUT Helm's --force sends (Helm 4's
+// --force-replace; helm pkg/kube updateResource → cli-runtime's
+// resource.Helper.Replace with overwrite): the object of the new render
+// whole, with the live object's resourceVersion (Helper.Replace reads it
+// just before), field manager "helm", with dryRun=All. Whatever the render
+// leaves out that the server does not fill in again on update is dropped:
+// the server's answer says which, or refuses the object.
+func DryRunReplace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, resourceVersion string) (*unstructured.Unstructured, error) {
+	obj = obj.DeepCopy()
+	obj.SetResourceVersion(resourceVersion)
+	return ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRunAll, FieldManager: FieldManager})
+}
+
 // DryRunApply sends obj as a server-side apply with dryRun=All, as Helm 4
 // applies a release recorded "ssa" (pkg/kube patchResourceServerSide): the
 // whole object, content type application/apply-patch+yaml, field manager

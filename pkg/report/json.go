@@ -68,6 +68,7 @@ type jsonRelease struct {
 	Install         bool   `json:"install,omitempty"`
 	ApplyMethod     string `json:"applyMethod,omitempty"`
 	ForceConflicts  bool   `json:"forceConflicts,omitempty"`
+	ForceReplace    bool   `json:"forceReplace,omitempty"`
 }
 
 type jsonSummary struct {
@@ -280,6 +281,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Install:         p.Release.Install,
 			ApplyMethod:     p.Release.ApplyMethod,
 			ForceConflicts:  p.Release.ForceConflicts,
+			ForceReplace:    p.Release.ForceReplace,
 		},
 		Summary: jsonSummary{
 			Create:      s.Create,

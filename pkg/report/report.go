@@ -361,6 +361,8 @@ func releaseLine(p *plan.Plan) string {
 		if r.ForceConflicts {
 			s += " with --force-conflicts"
 		}
+	} else if r.ForceReplace {
+		s += ", --force: Helm replaces every existing object with PUT"
 	}
 	return s
 }

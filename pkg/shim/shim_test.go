@@ -62,10 +62,15 @@ func TestUpgradeArgs(t *testing.T) {
 		noColor bool
 		ackFile bool
 		dryRun  bool
+		force   []string
+		forced  bool
 		err     string
 	}{
 		{name: "flags anywhere", args: []string{"-n", "ns", "upgrade", "--install", "r", "c", "-f", "v.yaml", "--force", "--wait"},
-			want: []string{"-n", "ns", "--install", "r", "c", "-f", "v.yaml", "--force", "--wait"}},
+			want: []string{"-n", "ns", "--install", "r", "c", "-f", "v.yaml", "--wait"}, force: []string{"--force"}, forced: true},
+		{name: "helm 4 force-replace", args: []string{"upgrade", "r", "c", "--force-replace"}, want: []string{"r", "c"}, force: []string{"--force-replace"}, forced: true},
+		{name: "force turned off, the last counts", args: []string{"upgrade", "--force", "r", "c", "--force=false"}, want: []string{"r", "c"}, force: []string{"--force", "--force=false"}},
+		{name: "bad force value", args: []string{"upgrade", "r", "c", "--force=maybe"}, err: "--force=maybe: want true or false"},
 		{name: "output table dropped", args: []string{"upgrade", "r", "c", "-o", "table", "--output=table"}, want: []string{"r", "c"}},
 		{name: "output json refused", args: []string{"upgrade", "r", "c", "-o", "json"}, err: "-o json: not supported through the safe-upgrade shim"},
 		{name: "output yaml refused", args: []string{"upgrade", "r", "c", "--output=yaml"}, err: "Secret values"},
@@ -94,6 +99,9 @@ func TestUpgradeArgs(t *testing.T) {
 			}
 			if !reflect.DeepEqual(inv.Args, tt.want) || inv.NoColor != tt.noColor || inv.AckFileGiven != tt.ackFile || inv.DryRun != tt.dryRun {
 				t.Errorf("got %q noColor=%v ackFile=%v dryRun=%v, want %q noColor=%v ackFile=%v dryRun=%v", inv.Args, inv.NoColor, inv.AckFileGiven, inv.DryRun, tt.want, tt.noColor, tt.ackFile, tt.dryRun)
+			}
+			if !reflect.DeepEqual(inv.Force, tt.force) || inv.Forced != tt.forced {
+				t.Errorf("force %q forced=%v, want %q forced=%v", inv.Force, inv.Forced, tt.force, tt.forced)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +23,11 @@ type Invocation struct {
 	// DryRun: helm upgrade's --dry-run, in any spelling but false or none
 	// (the last one given counts, as for Helm).
 	DryRun bool
+	// Force are the command line's --force and --force-replace arguments
+	// as given, taken out of Args: the shim decides whether Helm gets them.
+	// Forced says whether they ask for force (the last one given counts).
+	Force  []string
+	Forced bool
 }
 
 // FlagInfo tells whether helm safe-upgrade knows a flag (long name, or a
@@ -129,7 +135,8 @@ func helm4Global(a arg, next nextArg, inv *Invocation) (bool, error) {
 // -o/--output table is Helm's default and is dropped; json and yaml would
 // print the release with its manifest and values, Secret values included,
 // so they are refused. Helm 4's --wait=STRATEGY becomes --wait (watcher,
-// legacy) or nothing (hookOnly).
+// legacy) or nothing (hookOnly). --force and --force-replace are taken out
+// into Force: whether Helm gets them is the shim's decision.
 func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 	var inv Invocation
 	err := walk(args, map[int]bool{cmd: true}, func(a arg, next nextArg) error {
@@ -155,6 +162,13 @@ func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 				return fmt.Errorf("--wait=%s: want true, false, watcher, legacy or hookOnly", a.value)
 			}
 			return nil
+		case "force", "force-replace":
+			forced, err := boolValue(a)
+			if err != nil {
+				return err
+			}
+			inv.Force, inv.Forced = append(inv.Force, a.raw), forced
+			return nil
 		case "ack-file":
 			inv.AckFileGiven = true
 		case "dry-run":
@@ -164,6 +178,19 @@ func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 		return nil
 	}, func(s string) { inv.Args = append(inv.Args, s) })
 	return inv, err
+}
+
+// boolValue is the value of a boolean flag: true unless given as
+// --flag=VALUE.
+func boolValue(a arg) (bool, error) {
+	if !a.hasValue {
+		return true, nil
+	}
+	v, err := strconv.ParseBool(a.value)
+	if err != nil {
+		return false, fmt.Errorf("%s: want true or false", a.raw)
+	}
+	return v, nil
 }
 
 // diffFlag is what the shim does with one of helm-diff's own flags.

@@ -18,9 +18,10 @@ import (
 // ApplyMode is how to apply a reviewed plan (the full request to Helm is
 // apply.Request, which Apply builds).
 type ApplyMode struct {
-	// Force passes --force-replace (Helm 3's --force) to Helm: objects
-	// replaced with PUT; only when the user asked for it. Helm 4 refuses it
-	// with server-side apply, and so does the apply.
+	// Force passes --force-replace (Helm 3's --force) to Helm: every object
+	// that exists replaced with PUT, changed or not (planned so: see
+	// plan.Release.ForceReplace); only when the user asked for it. Helm 4
+	// refuses it with server-side apply, and so do the plan and the apply.
 	Force bool
 	// Watch is whether and how long the rollout is watched after Helm
 	// returns (not pinned by saved plans: it writes nothing).
@@ -55,7 +56,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	defer w.Stop() // its WATCHes of pods, when the run ends before the watch
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
-		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces changed objects with PUT instead of patching them")
+		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces every object of the new manifest that exists with PUT, changed or not, instead of patching it (the plan checked each PUT)")
 	}
 	seen := c.watchAlongside(ctx, w, planned)
 	rel, err := apply.Apply(ctx, apply.Request{

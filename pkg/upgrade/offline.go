@@ -69,6 +69,10 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 		return nil, err
 	}
 	c.warnSecretCopies(p)
+	if req.Apply.Force {
+		// Which PUTs the server refuses only a cluster can say.
+		p.Notes = append(p.Notes, "--force: Helm replaces every object that exists with PUT; offline, the plan shows its patch, not what the PUT drops or whether the server accepts it")
+	}
 	return &Planned{Plan: p, Rendered: head, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply}, nil
 }
 

@@ -152,6 +152,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
 	}
 	in.Release.ForceConflicts = req.Render.ForceConflicts
+	in.Release.ForceReplace = req.Apply.Force
 	// APIs the cluster no longer serves, in the last release or the new render.
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
@@ -175,6 +176,9 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	}
 	if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
+	}
+	if req.Apply.Force && p.Release.ServerSide() {
+		p.Blockers = append(p.Blockers, "--force-replace (--force): Helm 4 refuses to replace objects with PUT in a server-side apply; leave it out, or pass --server-side=false to apply client-side")
 	}
 	if note := lease.Note(); note != "" {
 		p.Notes = append(p.Notes, note)
