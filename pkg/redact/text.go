@@ -12,9 +12,10 @@ import (
 const (
 	// NameLimit bounds a name or an identity: an image, a Lease holder.
 	NameLimit = 256
-	// MessageLimit bounds one message: the API server's, an event's, a
-	// container's log line, a progress line.
-	MessageLimit = 1024
+	// MessageLimit bounds one message: the API server's, a progress line,
+	// why an object failed (its pod's status, an event, the last lines of
+	// a container's log).
+	MessageLimit = 2048
 	// RecordLimit bounds a line that joins many: the Error: line, what a
 	// release description records.
 	RecordLimit = 16384

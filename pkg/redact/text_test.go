@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -58,7 +60,7 @@ func TestTextCorpus(t *testing.T) {
 func TestTextBounds(t *testing.T) {
 	long := strings.Repeat("x", 20000)
 	got := (*Sanitizer)(nil).Text(long, MessageLimit)
-	if want := strings.Repeat("x", MessageLimit) + "…[+18976 bytes]"; got != want {
+	if want := strings.Repeat("x", MessageLimit) + fmt.Sprintf("…[+%d bytes]", 20000-MessageLimit); got != want {
 		t.Errorf("20000-byte line: %d bytes ending %q", len(got), got[len(got)-20:])
 	}
 	if got := (*Sanitizer)(nil).Text(strings.Repeat("x", MessageLimit), MessageLimit); got != strings.Repeat("x", MessageLimit) {
@@ -80,5 +82,20 @@ func TestTextBounds(t *testing.T) {
 	san.AddValue([]byte(secret))
 	if got := san.Text(strings.Repeat("y", 20)+secret, 30); strings.Contains(got, "0123456789") {
 		t.Errorf("half a secret left at the cut: %q", got)
+	}
+}
+
+// TestWarningsEscaped: the API server's warnings are printed through Text,
+// one line each.
+func TestWarningsEscaped(t *testing.T) {
+	const secret = "warning-secret-value-8a"
+	san := NewSanitizer(NewMasker())
+	san.AddValue([]byte(secret))
+	var out strings.Builder
+	h := Warnings(&out, san, func(context.Context, string) bool { return false })
+	h.HandleWarningHeaderWithContext(context.Background(), 299, "", secret+" "+injection.All())
+	got := out.String()
+	if bad := injection.UnsafeLines(got); bad != "" || strings.Count(got, "\n") != 1 || strings.Contains(got, secret) || !strings.HasPrefix(got, "Warning: (sensitive") {
+		t.Errorf("warning printed as %.300q (%s)", got, bad)
 	}
 }

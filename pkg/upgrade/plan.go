@@ -177,7 +177,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		p.Blockers = append(p.Blockers, blocker)
 	}
 	if note := lease.Note(); note != "" {
-		p.Notes = append(p.Notes, note)
+		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
 	if blocker, err := c.namespaceBlocker(ctx, res.Next.Namespace, res.Install && req.Render.CreateNamespace); err != nil {
 		return nil, err
