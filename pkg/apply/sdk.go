@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -35,7 +36,10 @@ type sdk interface {
 // Helm 4's for a server-side apply (the release recorded apply_method ssa,
 // or --server-side=true), Helm 3's otherwise.
 func (req *Request) sdk(ctx context.Context, log func(string, ...interface{})) (sdk, error) {
-	guard := &plannedGuard{ctx: ctx, next: req.Rendered.Next, sanitize: req.Sanitizer.String}
+	// What Helm stores as a failed revision's description holds the API
+	// server's error: through the printer, as every text from elsewhere.
+	describe := func(s string) string { return req.Sanitizer.Text(s, redact.RecordLimit) }
+	guard := &plannedGuard{ctx: ctx, next: req.Rendered.Next, sanitize: describe}
 	if req.ApplyMethod == plan.ApplyMethodSSA {
 		return newHelm4(req, guard, log)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // Exit codes, the contract CI relies on (see the command's long help).
@@ -45,7 +46,7 @@ func (f *Factory) exit(err error) int {
 		err = f.config.Sanitize(err)
 	}
 	if _, ok := panics.StackOf(err); ok && !f.Settings.Debug {
-		fmt.Fprintf(f.Streams.ErrOut, "Error: %v (a bug: run with --debug for the stack)\n", err)
+		fmt.Fprintf(f.Streams.ErrOut, "Error: %s (a bug: run with --debug for the stack)\n", errorText(err))
 		return ExitError
 	}
 	return exitCode(err, f.Streams.ErrOut, f.Settings.Debug)
@@ -66,10 +67,19 @@ func exitCode(err error, errOut io.Writer, debug bool) int {
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
 			// err, not ee.Err: what wraps ee may be its sanitised text.
-			fmt.Fprintf(errOut, "Error: %v\n", err)
+			fmt.Fprintf(errOut, "Error: %s\n", errorText(err))
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(errOut, "Error: %v\n", err)
+	fmt.Fprintf(errOut, "Error: %s\n", errorText(err))
 	return ExitError
+}
+
+// errorText is err's message as the Error: line prints it: it holds what
+// the API server, Helm or a Lease said, so it goes through the printer of
+// text from elsewhere (escaped and bounded; the release's Secret values
+// were masked by UpgradeOptions.exit, which knows them), one line.
+func errorText(err error) string {
+	var escapeOnly *redact.Sanitizer
+	return escapeOnly.Text(err.Error(), redact.RecordLimit)
 }

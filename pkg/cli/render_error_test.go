@@ -4,8 +4,12 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // TestRenderErrorsKeepSecrets (issue 10): a template whose `fail` echoes a
@@ -46,5 +50,36 @@ func TestRenderErrorsKeepSecrets(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestErrorLineEscaped (issue 40): the Error: line carries what Helm and
+// the API server said; a template's `fail` echoing escape sequences, a
+// 20 000-byte line and a Secret value of the release prints one line,
+// escaped, bounded and masked.
+func TestErrorLineEscaped(t *testing.T) {
+	const pw = "error-line-canary-9"
+	base := filepath.Join(t.TempDir(), "base.yaml")
+	if err := os.WriteFile(base, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pw: "+pw+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// YAML's double-quoted escapes are Go's (\x1b, \u009b, …).
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("evil: "+strconv.QuoteToASCII(pw+" "+injection.All())+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chart := tempChart(t, "2.0.0", "", map[string]string{"cm.yaml": `{{ fail (printf "bad: %s" .Values.evil) }}`})
+	_, errOut, code := execute(t, "helm-safe-upgrade", "app", chart, "-n", "demo", "--offline", "--from-manifest", base, "-f", values)
+	if code != ExitError || !strings.Contains(errOut, "Error: ") || !strings.Contains(errOut, `bad: (sensitive`) {
+		t.Fatalf("exit %d, want 1 with an Error: line saying bad: and the masked value:\n%.500q", code, errOut)
+	}
+	if bad := injection.UnsafeLines(errOut); bad != "" {
+		t.Errorf("stderr: %s", bad)
+	}
+	if strings.Contains(errOut, pw) {
+		t.Errorf("stderr holds the Secret value")
+	}
+	if !strings.Contains(errOut, `\x1b]52;c;`) || !strings.Contains(errOut, "…[+") || len(errOut) > 2*redact.RecordLimit {
+		t.Errorf("the Error: line is not escaped and bounded (%d bytes): %.300q", len(errOut), errOut)
 	}
 }

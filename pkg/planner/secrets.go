@@ -24,7 +24,10 @@ func addSecrets(san *redact.Sanitizer, sets ...*manifest.Set) {
 
 // sanitizeChanges removes Secret values from every text of changes: the
 // reasons and notes carry the API server's messages (dry-run errors,
-// admission and webhook denials), which can echo request data. It runs once
+// admission and webhook denials), which can echo request data, and which
+// reach every output form and saved plans: they go through the printer of
+// text from elsewhere (redact.Sanitizer.Text: masked, escaped, bounded),
+// the values a reason compares only masked. It runs once
 // every live object has been read, so values only the cluster holds count
 // too, and before fingerprints are computed.
 //
@@ -42,11 +45,11 @@ func sanitizeChanges(changes []plan.Change, san *redact.Sanitizer) []string {
 		}
 		for j := range c.Reasons {
 			r := &c.Reasons[j]
-			r.Path, r.Message = san.String(r.Path), san.String(r.Message)
+			r.Path, r.Message = san.Text(r.Path, redact.MessageLimit), san.Text(r.Message, redact.MessageLimit)
 			r.Before, r.After = san.String(r.Before), san.String(r.After)
 		}
 		for j := range c.Notes {
-			c.Notes[j] = san.String(c.Notes[j])
+			c.Notes[j] = san.Text(c.Notes[j], redact.MessageLimit)
 		}
 	}
 	return copies

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -131,5 +132,32 @@ func TestLiveSecretsSanitisedBeforeEvaluation(t *testing.T) {
 	}
 	if got := san.String("live-only-value-s3"); strings.Contains(got, "live-only-value") {
 		t.Errorf("a listed Secret's value is not in the sanitiser before the evaluation: %q", got)
+	}
+}
+
+// TestServerTextEscaped (issue 40): a server message (a dry-run's denial,
+// a webhook's, a warning) holding escape sequences, a 20 000-byte line and
+// a Secret value is masked, escaped and bounded in the plan's reasons and
+// notes, which every output form and saved plan carries.
+func TestServerTextEscaped(t *testing.T) {
+	const secret = "server-message-secret-2e7"
+	san := redact.NewSanitizer(redact.NewMasker())
+	san.AddValue([]byte(secret))
+	hostile := secret + " " + injection.All()
+	changes := []plan.Change{{ID: manifest.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "cfg"}, Action: plan.ActionUpdate,
+		Reasons: []plan.Reason{{Path: "data.x" + "\x1b[2J", Message: "admission webhook denied the request: " + hostile, Source: plan.SourceServer}},
+		Notes:   []string{"warning from the server: " + hostile}}}
+	sanitizeChanges(changes, san)
+	c := changes[0]
+	for what, text := range map[string]string{"path": c.Reasons[0].Path, "message": c.Reasons[0].Message, "note": c.Notes[0]} {
+		if bad := injection.Unsafe(text); bad != "" {
+			t.Errorf("%s: %s in %.200q", what, bad, text)
+		}
+		if strings.Contains(text, secret) {
+			t.Errorf("%s holds the Secret value", what)
+		}
+		if len(text) > redact.MessageLimit+20 {
+			t.Errorf("%s: %d bytes, more than %d", what, len(text), redact.MessageLimit)
+		}
 	}
 }

@@ -345,14 +345,15 @@ type sanitizedError struct {
 func (e *sanitizedError) Error() string { return e.msg }
 func (e *sanitizedError) Unwrap() error { return e.err }
 
-// Logf returns a log function that sanitises each line before handing it
-// to logf (nil: a log function that discards).
+// Logf returns a log function that passes each line through Text before
+// handing it to logf (nil: a log function that discards): Helm's log
+// carries the API server's errors.
 func (s *Sanitizer) Logf(logf func(string, ...interface{})) func(string, ...interface{}) {
 	if logf == nil {
 		return func(string, ...interface{}) {}
 	}
 	return func(format string, args ...interface{}) {
-		logf("%s", s.String(fmt.Sprintf(format, args...)))
+		logf("%s", s.Text(fmt.Sprintf(format, args...), RecordLimit))
 	}
 }
 

@@ -3,6 +3,7 @@ package redact
 import (
 	"context"
 	"io"
+	"strings"
 
 	"k8s.io/client-go/rest"
 )
@@ -32,15 +33,21 @@ func (w objectWarnings) HandleWarningHeaderWithContext(ctx context.Context, code
 	}
 }
 
-// sanitizingWriter sanitises each write; rest's WarningWriter writes one
-// whole warning line at a time.
+// sanitizingWriter passes each write through the printer of text from
+// elsewhere (Text); rest's WarningWriter writes one whole warning line at
+// a time, its newline kept.
 type sanitizingWriter struct {
 	out io.Writer
 	san *Sanitizer
 }
 
 func (w sanitizingWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(w.out, w.san.String(string(p))); err != nil {
+	line, eol := strings.CutSuffix(string(p), "\n")
+	text := w.san.Text(line, MessageLimit)
+	if eol {
+		text += "\n"
+	}
+	if _, err := io.WriteString(w.out, text); err != nil {
 		return 0, err
 	}
 	return len(p), nil

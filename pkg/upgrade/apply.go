@@ -11,6 +11,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
@@ -128,7 +129,7 @@ func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) 
 	if len(why) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w; %s", err, c.Sanitizer.String(strings.Join(why, "; ")))
+	return fmt.Errorf("%w; %s", err, c.texts(why, redact.MessageLimit))
 }
 
 // takeLease takes the release's Lease as observed before the plan (see
@@ -184,7 +185,7 @@ func (c *Config) releaseLease(lease *apply.HeldLease, unanswered bool) {
 		return
 	}
 	if err := lease.Release(); err != nil {
-		fmt.Fprintf(c.Out, "warning: %v\n", err)
+		fmt.Fprintf(c.Out, "warning: %s\n", c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 }
 

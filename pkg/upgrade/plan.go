@@ -181,7 +181,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		p.Blockers = append(p.Blockers, "--force-replace (--force): Helm 4 refuses to replace objects with PUT in a server-side apply; leave it out, or pass --server-side=false to apply client-side")
 	}
 	if note := lease.Note(); note != "" {
-		p.Notes = append(p.Notes, note)
+		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
 	if blocker, err := c.namespaceBlocker(ctx, res.Next.Namespace, res.Install && req.Render.CreateNamespace); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
@@ -60,7 +61,7 @@ func (c *Config) watcher(ctx context.Context, planned *Planned) *watch.Watcher {
 		return nil
 	}
 	if err := c.Stage("snapshot", func() error { return w.Snapshot(ctx) }); err != nil {
-		fmt.Fprintf(c.Out, "WARNING: %v; the outcome cannot compare pods and claims with the plan\n", c.Sanitizer.Error(err))
+		fmt.Fprintf(c.Out, "WARNING: %s; the outcome cannot compare pods and claims with the plan\n", c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 	return w
 }
@@ -75,7 +76,7 @@ func (c *Config) watchAlongside(ctx context.Context, w *watch.Watcher, planned *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	seen := make(chan []string, 1)
-	go func() { seen <- w.Alongside(ctx, watch.NewProgress(c.Out, c.Terminal)) }()
+	go func() { seen <- w.Alongside(ctx, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer)) }()
 	return func() []string {
 		cancel()
 		return <-seen
@@ -86,11 +87,11 @@ func (c *Config) watchAlongside(ctx context.Context, w *watch.Watcher, planned *
 // rollback), what the watch saw going wrong while Helm waited, and puts it
 // first in the failed revision's description in `helm history`.
 func (c *Config) explainWait(planned *Planned, err error, troubles []string) error {
-	line := "the watch saw, while Helm waited: " + c.Sanitizer.String(strings.Join(troubles, "; "))
+	line := "the watch saw, while Helm waited: " + c.texts(troubles, redact.MessageLimit)
 	var ue *apply.UpgradeError
 	if errors.As(err, &ue) && ue.AttemptedStatus == release.StatusFailed {
-		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, "Rollout failed: "+line); derr != nil {
-			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %v\n", ue.Attempted, c.Sanitizer.Error(derr))
+		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Text("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
+			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", ue.Attempted, c.Sanitizer.Text(derr.Error(), redact.MessageLimit))
 		}
 	}
 	return fmt.Errorf("%w; %s", err, line)
@@ -108,28 +109,44 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	}
 	c.progress("Watching the rollout (up to %s)", timeout)
 	start, before := time.Now(), c.Requests()
-	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal))
+	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer))
 	// The watch's cost (make bench reads it): its time after Helm
 	// returned, its requests, and the LISTs and WATCHes per resource.
 	c.logStage("watch", time.Since(start), c.Requests()-before, w.Requests())
 	if err != nil {
 		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
 	}
-	for i := range out.Objects {
-		ob := &out.Objects[i]
-		ob.Reason, ob.Detail = c.Sanitizer.String(ob.Reason), c.Sanitizer.String(ob.Detail)
-	}
+	cleanOutcome(out, c.Sanitizer)
 	planned.Plan.Outcome = out
 	writeOutcome(c.Out, out)
 	if out.OK() {
 		return nil
 	}
 	name := planned.Plan.Release.Name
-	line := "Rollout failed after the upgrade: " + failureLine(out)
+	line := c.Sanitizer.Text("Rollout failed after the upgrade: "+failureLine(out), redact.RecordLimit)
 	if err := apply.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
-		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %v\n", revision, c.Sanitizer.Error(err))
+		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 	return &RolloutError{Release: name, Revision: revision, Outcome: out}
+}
+
+// cleanOutcome passes what the cluster said of each object (its pods'
+// status, events, logs) through san.Text, before the outcome is printed,
+// reported (JSON, Markdown) or recorded in the revision's description.
+func cleanOutcome(o *plan.Outcome, san *redact.Sanitizer) {
+	for i := range o.Objects {
+		ob := &o.Objects[i]
+		ob.Reason, ob.Detail = san.Text(ob.Reason, redact.MessageLimit), san.Text(ob.Detail, redact.MessageLimit)
+	}
+}
+
+// texts is each of lines through Text (bounded by limit), joined by "; ".
+func (c *Config) texts(lines []string, limit int) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = c.Sanitizer.Text(l, limit)
+	}
+	return strings.Join(out, "; ")
 }
 
 // writeOutcome prints the rollout's end and the prediction check.

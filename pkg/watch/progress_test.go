@@ -2,8 +2,19 @@ package watch
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 func TestProgress(t *testing.T) {
@@ -25,12 +36,67 @@ func TestProgress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			p := NewProgress(&buf, tt.tty)
+			p := NewProgress(&buf, tt.tty, nil)
 			p.Update(first, time.Second)
 			p.Update(second, 2*time.Second)
 			p.Done()
 			if buf.String() != tt.want {
 				t.Errorf("got %q\nwant %q", buf.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestProgressHostileText: what the cluster says of a failing pod (an
+// image name, the kubelet's message) carrying escape sequences, a
+// 20 000-byte line and a Secret value is shown masked, escaped and bounded,
+// on a terminal and off it.
+func TestProgressHostileText(t *testing.T) {
+	const secret = "image-secret-value-3b9d"
+	san := redact.NewSanitizer(redact.NewMasker())
+	san.AddValue([]byte(secret))
+	hostile := secret + injection.All()
+	before := deployment(1, webSpec, nil)
+	stuck := map[string]interface{}{"replicas": int64(1), "updatedReplicas": int64(1)}
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminal %v", tty), func(t *testing.T) {
+			cluster := fakeCluster(before, podObj("web-old", "nginx:1.25", ""))
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+			w.Refresh = time.Hour
+			ctx := context.Background()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			pod := podObj("web-new", "registry/"+hostile+":pull-error", "ImagePullBackOff")
+			statuses, _, _ := unstructured.NestedSlice(pod.Object, "status", "containerStatuses")
+			_ = unstructured.SetNestedField(statuses[0].(map[string]interface{}), "Back-off pulling image "+hostile, "state", "waiting", "message")
+			_ = unstructured.SetNestedSlice(pod.Object, statuses, "status", "containerStatuses")
+			cluster.Put(deploymentsGVR, deployment(2, webSpec, stuck))
+			cluster.Put(live.PodsGVR, pod)
+			var shown strings.Builder
+			out, err := w.Run(ctx, time.Minute, NewProgress(&shown, tty, san))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ob := out.Objects[0]; ob.State != plan.StateFailed || !strings.Contains(ob.Reason, "cannot be pulled") {
+				t.Fatalf("outcome %+v, want failed on the image", ob)
+			}
+			got := shown.String()
+			// The terminal's own redraw: cursor up, carriage return, clear line.
+			own := regexp.MustCompile(`\x1b\[\d+A|\r\x1b\[2K`)
+			if bad := injection.UnsafeLines(own.ReplaceAllString(got, "")); bad != "" {
+				t.Errorf("progress: %s", bad)
+			}
+			if strings.Contains(got, secret) {
+				t.Errorf("progress shows the Secret value:\n%.300q", got)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+				if len(line) > 2*redact.MessageLimit || !strings.Contains(line, "…[+") && strings.Contains(line, "LLLL") {
+					t.Errorf("progress line of %d bytes, not cut to %d with a marker: %.200q", len(line), redact.MessageLimit, line)
+				}
+			}
+			if !strings.Contains(got, `\x1b]52;c;`) || !strings.Contains(got, "Deployment.apps/ns/web: failed") {
+				t.Errorf("progress does not show the escaped text:\n%.400q", got)
 			}
 		})
 	}

@@ -130,7 +130,7 @@ func TestRun(t *testing.T) {
 				cluster.ExpireWatches()
 			}
 			var shown strings.Builder
-			out, err := w.Run(ctx, time.Minute, NewProgress(&shown, false))
+			out, err := w.Run(ctx, time.Minute, NewProgress(&shown, false, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +249,7 @@ func TestRunMismatchSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster.Put(deploymentsGVR, deployment(2, webSpec, rolled))
-	out, err := w.Run(ctx, time.Hour, NewProgress(&strings.Builder{}, false))
+	out, err := w.Run(ctx, time.Hour, NewProgress(&strings.Builder{}, false, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestWaitPathOneListAndWatch(t *testing.T) {
 			if !tt.duringWait {
 				cluster.Put(deploymentsGVR, deployment(2, webSpec, rolled))
 			}
-			out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false))
+			out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
