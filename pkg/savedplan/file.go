@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -99,10 +101,10 @@ func (k Keys) identities() ([]age.Identity, error) {
 	if id := k.Identity; id != "" {
 		text := id
 		if !strings.HasPrefix(strings.ToUpper(id), "AGE-SECRET-KEY-") {
-			data, err := os.ReadFile(id)
+			data, err := inputfile.Read(id, "an identity file", inputfile.IdentityMax)
 			if err != nil {
 				// The value may be a mistyped key: never echo it.
-				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…) nor a readable identity file: %w", EnvIdentity, errors.Unwrap(err))
+				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…) nor a readable identity file: %w", EnvIdentity, cause(err))
 			}
 			text = string(data)
 		}
@@ -184,13 +186,9 @@ func Verify(path string, keys Keys, name, namespace string) (*Plan, error) {
 // naming the field) and checks its seal. Nothing is parsed before age
 // authenticated the whole file.
 func Open(path string, keys Keys) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "a saved plan", inputfile.PlanMax)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is said once, first
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // it names path, first
 	}
 	inClear := !bytes.HasPrefix(data, []byte(ageMagic))
 	if data, err = decrypt(data, keys); err != nil {
@@ -234,11 +232,27 @@ func decrypt(data []byte, keys Keys) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("cannot decrypt: its header is damaged or was edited (%s)", oneLine(err))
 	}
-	plain, err := io.ReadAll(r)
+	// Age's payload is no larger than the file, which was bounded; bounded
+	// again all the same, as a stream.
+	plain, err := inputfile.ReadAtMost(r, inputfile.PlanMax)
+	if errors.Is(err, inputfile.ErrTooLarge) {
+		return nil, fmt.Errorf("cannot decrypt: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot decrypt: its content was edited or truncated; age refuses it (%s)", oneLine(err))
 	}
 	return plain, nil
+}
+
+// cause is what inputfile says of a file without the file's name (the
+// identity's value may be a mistyped key).
+func cause(err error) error {
+	for _, c := range []error{inputfile.ErrNotRegular, inputfile.ErrTooLarge, fs.ErrNotExist, fs.ErrPermission} {
+		if errors.Is(err, c) {
+			return c
+		}
+	}
+	return errors.New("cannot read it")
 }
 
 // oneLine keeps an error on one line: exit-1 messages are one line each.
