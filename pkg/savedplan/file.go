@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"filippo.io/age"
@@ -155,12 +156,76 @@ func Write(path string, p *Plan, keys Keys) error {
 		}
 		data = buf.Bytes()
 	}
-	// Remove first: WriteFile keeps the mode of an existing file.
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("--plan-out: %w", err)
+	if err := writeFile(path, data); err != nil {
+		return fmt.Errorf("--plan-out %w", err)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return fmt.Errorf("--plan-out: %w", err)
+	return nil
+}
+
+// CheckOut refuses a --plan-out path that a plan is never written to (a
+// symbolic link, a directory, anything but a regular file or nothing), so
+// that the run stops before it plans; Write checks again.
+func CheckOut(path string) error {
+	if err := checkOut(path); err != nil {
+		return fmt.Errorf("--plan-out %w", err)
+	}
+	return nil
+}
+
+func checkOut(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // the write says what is wrong with a path that cannot be written
+	}
+	what := "a symbolic link; the plan is not written through it: remove it or name the file it points to"
+	switch {
+	case fi.IsDir():
+		what = "a directory; the plan goes to a file: name one"
+	case fi.Mode()&fs.ModeSymlink == 0:
+		what = "not a regular file (" + fi.Mode().Type().String() + "); the plan goes to a file: name one"
+	}
+	return fmt.Errorf("%s: %s", path, what)
+}
+
+// writeFile puts data at path, mode 0600, without a moment at which anyone
+// else could choose where it goes: it is written to a file created
+// exclusively in path's folder (os.CreateTemp: O_EXCL, mode 0600, so never
+// through a link and never an existing file's mode), synced, then renamed
+// over path. A symbolic link at path is refused, so the user decides about
+// it; one planted after that check is replaced by the rename, never written
+// through. A directory at path is refused, never removed (rename cannot
+// replace one). Every error starts with path.
+func writeFile(path string, data []byte) (err error) {
+	if err := checkOut(path); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err == nil { // CreateTemp's mode, said again
+		if _, err = tmp.Write(data); err == nil {
+			err = tmp.Sync()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: writing %s: %w", path, tmp.Name(), err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("%s: writing %s: %w", path, tmp.Name(), err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
