@@ -80,6 +80,8 @@ func TestBadInput(t *testing.T) {
 		os.WriteFile(path, []byte(content), 0o600)
 		return path
 	}
+	link := filepath.Join(dir, "plan-link")
+	os.Symlink(filepath.Join(dir, "elsewhere"), link)
 	tests := []struct {
 		name string
 		args []string
@@ -116,6 +118,8 @@ func TestBadInput(t *testing.T) {
 		{"--plan-out without a key", []string{"demo", demo, "--dry-run", "--plan-out", "/tmp/x.json"}, []string{"--plan-out", "no key", "--plan-recipient", "--plan-unencrypted"}},
 		{"--plan-out with a bad recipient", []string{"demo", demo, "--dry-run", "--plan-out", "/tmp/x.json", "--plan-recipient", "age1bad"}, []string{`plan recipient "age1bad"`}},
 		{"--plan-unencrypted with a recipient", []string{"demo", demo, "--dry-run", "--plan-out", "/tmp/x.json", "--plan-unencrypted", "--plan-recipient", "age1bad"}, []string{"--plan-unencrypted", "choose one"}},
+		{"--plan-out a directory", []string{"demo", demo, "--dry-run", "--plan-out", dir, "--plan-unencrypted"}, []string{"--plan-out " + dir + ": a directory"}},
+		{"--plan-out a symbolic link", []string{"demo", demo, "--dry-run", "--plan-out", link, "--plan-unencrypted"}, []string{"--plan-out " + link + ": a symbolic link; the plan is not written through it"}},
 		{"--plan-recipient without --plan-out", []string{"demo", demo, "--dry-run", "--plan-recipient", "age1bad"}, []string{"--plan-recipient needs --plan-out"}},
 		{"show-plan of a missing file", []string{"show-plan", "/no/plan"}, []string{"show-plan /no/plan: no such file"}},
 		{"show-plan of a plan in clear", []string{"show-plan", planFile(`{}`)}, []string{"not an age-encrypted plan"}},

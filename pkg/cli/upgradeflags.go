@@ -143,6 +143,9 @@ func (f *runFlags) validate(r render.Options) error {
 		if err := f.PlanKeys.ValidateForWrite(); err != nil {
 			return err
 		}
+		if err := savedplan.CheckOut(f.SavedPlanToWrite); err != nil {
+			return err
+		}
 	}
 	if err := render.ValidateServerSide(r.ServerSide); err != nil {
 		return err

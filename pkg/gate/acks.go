@@ -6,11 +6,11 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -95,15 +95,19 @@ func parseAck(v string) (Ack, error) {
 }
 
 // ReadAckFile reads a YAML list of acks, the form meant to be committed and
-// reviewed in a pull request.
+// reviewed in a pull request: a regular file of at most
+// inputfile.AckFileMax bytes and inputfile.AckEntriesMax entries.
 func ReadAckFile(path string) (*Acks, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "an ack file", inputfile.AckFileMax)
 	if err != nil {
-		return nil, fmt.Errorf("--ack-file: %w", err)
+		return nil, fmt.Errorf("--ack-file %w", err)
 	}
 	var list []Ack
 	if err := yaml.UnmarshalStrict(data, &list); err != nil {
 		return nil, fmt.Errorf("--ack-file %s: %w", path, err)
+	}
+	if len(list) > inputfile.AckEntriesMax {
+		return nil, fmt.Errorf("--ack-file %s: %d entries, more than the %d an ack file may hold", path, len(list), inputfile.AckEntriesMax)
 	}
 	for i := range list {
 		a := &list[i]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -106,6 +107,19 @@ func TestReadAckFile(t *testing.T) {
 	os.WriteFile(bad, []byte("- kind: StatefulSet\n  nmae: db\n"), 0o644)
 	if _, err := ReadAckFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("unknown field: want an error naming %s, got %v", bad, err)
+	}
+	// More entries than an ack file may hold, within its size: refused by
+	// count before any entry is looked at.
+	many := filepath.Join(dir, "many.yaml")
+	os.WriteFile(many, []byte(strings.Repeat("- {kind: a, name: b}\n", inputfile.AckEntriesMax+1)), 0o644)
+	if _, err := ReadAckFile(many); err == nil || !strings.Contains(err.Error(), "10001 entries, more than the 10000") {
+		t.Fatalf("%d entries: want an error counting them, got %v", inputfile.AckEntriesMax+1, err)
+	}
+	// A link to /dev/zero: refused by type, not read until memory runs out.
+	zero := filepath.Join(dir, "zero.yaml")
+	os.Symlink("/dev/zero", zero)
+	if _, err := ReadAckFile(zero); err == nil || !strings.Contains(err.Error(), "--ack-file "+zero+` (a link to "/dev/zero"): a character device, not a regular file`) {
+		t.Fatalf("a link to /dev/zero: want an error naming it and its type, got %v", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -61,9 +62,9 @@ func (r UserRules) Load(chartRef string) ([]IgnoreRule, error) {
 			return rules, nil
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "a rules file", inputfile.SmallMax)
 	if err != nil {
-		return nil, fmt.Errorf("rules file: %w", err)
+		return nil, fmt.Errorf("rules file %w", err)
 	}
 	more, err := ParseRulesFile(path, data)
 	if err != nil {

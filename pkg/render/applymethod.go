@@ -7,12 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -112,7 +112,7 @@ func decodeApplyMethod(data string) (string, error) {
 			return "", fmt.Errorf("decompressing: %w", err)
 		}
 		defer r.Close()
-		if b, err = io.ReadAll(r); err != nil {
+		if b, err = inputfile.ReadAtMost(r, inputfile.ManifestMax); err != nil {
 			return "", fmt.Errorf("decompressing: %w", err)
 		}
 	}

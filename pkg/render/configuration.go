@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -13,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // NewConfiguration returns a Helm action configuration for namespace, with
@@ -158,9 +159,9 @@ func newTLSConfig(c action.ChartPathOptions) (*tls.Config, error) {
 		conf.Certificates = []tls.Certificate{cert}
 	}
 	if c.CaFile != "" {
-		b, err := os.ReadFile(c.CaFile)
+		b, err := inputfile.Read(c.CaFile, "a CA file", inputfile.SmallMax)
 		if err != nil {
-			return nil, fmt.Errorf("can't read CA file: %w", err)
+			return nil, fmt.Errorf("can't read CA file %w", err)
 		}
 		cp := x509.NewCertPool()
 		if !cp.AppendCertsFromPEM(b) {

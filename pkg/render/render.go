@@ -204,6 +204,9 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err != nil {
 		return nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
 	}
+	if err := checkValueFiles(opts.Values); err != nil {
+		return nil, err
+	}
 	vals, err := opts.Values.MergeValues(getter.All(settings))
 	if err != nil {
 		return nil, fmt.Errorf("reading values: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -133,13 +134,12 @@ func (pw *planWriter) sarifLocation(c *plan.Change, files map[string][]string) (
 
 // readLines returns a file's lines, nil when it cannot be read.
 func readLines(name string) []string {
-	f, err := os.Open(name)
+	data, err := inputfile.Read(name, "a chart file", inputfile.SmallMax)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var out []string
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(bytes.NewReader(data))
 	s.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for s.Scan() {
 		out = append(out, s.Text())

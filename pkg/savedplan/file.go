@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
@@ -99,10 +102,10 @@ func (k Keys) identities() ([]age.Identity, error) {
 	if id := k.Identity; id != "" {
 		text := id
 		if !strings.HasPrefix(strings.ToUpper(id), "AGE-SECRET-KEY-") {
-			data, err := os.ReadFile(id)
+			data, err := inputfile.Read(id, "an identity file", inputfile.IdentityMax)
 			if err != nil {
 				// The value may be a mistyped key: never echo it.
-				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…) nor a readable identity file: %w", EnvIdentity, errors.Unwrap(err))
+				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…) nor a readable identity file: %w", EnvIdentity, cause(err))
 			}
 			text = string(data)
 		}
@@ -153,12 +156,76 @@ func Write(path string, p *Plan, keys Keys) error {
 		}
 		data = buf.Bytes()
 	}
-	// Remove first: WriteFile keeps the mode of an existing file.
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("--plan-out: %w", err)
+	if err := writeFile(path, data); err != nil {
+		return fmt.Errorf("--plan-out %w", err)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return fmt.Errorf("--plan-out: %w", err)
+	return nil
+}
+
+// CheckOut refuses a --plan-out path that a plan is never written to (a
+// symbolic link, a directory, anything but a regular file or nothing), so
+// that the run stops before it plans; Write checks again.
+func CheckOut(path string) error {
+	if err := checkOut(path); err != nil {
+		return fmt.Errorf("--plan-out %w", err)
+	}
+	return nil
+}
+
+func checkOut(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // the write says what is wrong with a path that cannot be written
+	}
+	what := "a symbolic link; the plan is not written through it: remove it or name the file it points to"
+	switch {
+	case fi.IsDir():
+		what = "a directory; the plan goes to a file: name one"
+	case fi.Mode()&fs.ModeSymlink == 0:
+		what = "not a regular file (" + fi.Mode().Type().String() + "); the plan goes to a file: name one"
+	}
+	return fmt.Errorf("%s: %s", path, what)
+}
+
+// writeFile puts data at path, mode 0600, without a moment at which anyone
+// else could choose where it goes: it is written to a file created
+// exclusively in path's folder (os.CreateTemp: O_EXCL, mode 0600, so never
+// through a link and never an existing file's mode), synced, then renamed
+// over path. A symbolic link at path is refused, so the user decides about
+// it; one planted after that check is replaced by the rename, never written
+// through. A directory at path is refused, never removed (rename cannot
+// replace one). Every error starts with path.
+func writeFile(path string, data []byte) (err error) {
+	if err := checkOut(path); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err == nil { // CreateTemp's mode, said again
+		if _, err = tmp.Write(data); err == nil {
+			err = tmp.Sync()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: writing %s: %w", path, tmp.Name(), err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("%s: writing %s: %w", path, tmp.Name(), err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
@@ -184,13 +251,9 @@ func Verify(path string, keys Keys, name, namespace string) (*Plan, error) {
 // naming the field) and checks its seal. Nothing is parsed before age
 // authenticated the whole file.
 func Open(path string, keys Keys) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, "a saved plan", inputfile.PlanMax)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is said once, first
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // it names path, first
 	}
 	inClear := !bytes.HasPrefix(data, []byte(ageMagic))
 	if data, err = decrypt(data, keys); err != nil {
@@ -234,11 +297,27 @@ func decrypt(data []byte, keys Keys) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("cannot decrypt: its header is damaged or was edited (%s)", oneLine(err))
 	}
-	plain, err := io.ReadAll(r)
+	// Age's payload is no larger than the file, which was bounded; bounded
+	// again all the same, as a stream.
+	plain, err := inputfile.ReadAtMost(r, inputfile.PlanMax)
+	if errors.Is(err, inputfile.ErrTooLarge) {
+		return nil, fmt.Errorf("cannot decrypt: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot decrypt: its content was edited or truncated; age refuses it (%s)", oneLine(err))
 	}
 	return plain, nil
+}
+
+// cause is what inputfile says of a file without the file's name (the
+// identity's value may be a mistyped key).
+func cause(err error) error {
+	for _, c := range []error{inputfile.ErrNotRegular, inputfile.ErrTooLarge, fs.ErrNotExist, fs.ErrPermission} {
+		if errors.Is(err, c) {
+			return c
+		}
+	}
+	return errors.New("cannot read it")
 }
 
 // oneLine keeps an error on one line: exit-1 messages are one line each.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -38,9 +38,9 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 	base := render.Base{Chart: from.Chart, Values: from.Values}
 	prevName := "base chart " + from.Chart
 	if from.Manifest != "" {
-		data, err := os.ReadFile(from.Manifest)
+		data, err := inputfile.Read(from.Manifest, "a manifest", inputfile.ManifestMax)
 		if err != nil {
-			return nil, fmt.Errorf("--from-manifest: %w", err)
+			return nil, fmt.Errorf("--from-manifest %w", err)
 		}
 		base.Manifest, prevName = string(data), "--from-manifest "+from.Manifest
 	}

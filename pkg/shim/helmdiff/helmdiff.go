@@ -7,11 +7,12 @@ package helmdiff
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // Env chooses who answers `helm diff upgrade`: "1" the shim always,
@@ -44,7 +45,7 @@ func HasPlugin(pluginDirs, name string) bool {
 	for _, dir := range filepath.SplitList(pluginDirs) {
 		manifests, _ := filepath.Glob(filepath.Join(dir, "*", "plugin.yaml"))
 		for _, m := range manifests {
-			data, err := os.ReadFile(m)
+			data, err := inputfile.Read(m, "a plugin's plugin.yaml", inputfile.SmallMax)
 			if err != nil {
 				continue
 			}
