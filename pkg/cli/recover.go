@@ -54,7 +54,7 @@ meanwhile. The same as RELEASE --recover.`,
 }
 
 // releaseArg accepts exactly one argument, a valid Helm release name: what
-// a verb that takes RELEASE takes (see readingRule).
+// a verb that takes RELEASE takes (see route).
 func releaseArg(verb string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) != 1 {

@@ -91,13 +91,17 @@ func TestReadingRule(t *testing.T) {
 		{"show-plan FILE", []string{"show-plan", "plan.age"}, "show-plan plan.age -o text"},
 		{"show-plan flags first", []string{"show-plan", "-o", "markdown", "plan.age"}, "show-plan plan.age -o markdown"},
 		{"show-plan FILE named like a command", []string{"show-plan", "recover"}, "show-plan recover -o text"},
+		{"show-plan as the GitHub Action runs it", []string{"show-plan", "plan.age", "-o", "markdown"}, "show-plan plan.age -o markdown"},
 		{"shim install DIR", []string{"shim", "install", "bin"}, "shim install bin"},
+		{"bool shorthand and a value shorthand before", []string{"-i", "-f", "values.yaml", "demo", "./chart"}, "upgrade demo ./chart"},
+		{"shorthands grouped, the last taking the value", []string{"-if", "values.yaml", "demo", "./chart"}, "upgrade demo ./chart"},
 
 		// A release named like each command.
 		{"release recover, chart path", []string{"recover", "./chart"}, "upgrade recover ./chart"},
 		{"release recover, repo chart", []string{"recover", "bitnami/postgresql", "--dry-run"}, "upgrade recover bitnami/postgresql --dry-run"},
 		{"release recover, archive", []string{"recover", "Chart-1.0.0.tgz"}, "upgrade recover Chart-1.0.0.tgz"},
 		{"release recover, --recover", []string{"recover", "./chart", "--recover"}, "upgrade recover ./chart --recover"},
+		{"release recover, value flags first", []string{"-f", "values.yaml", "--set", "a=b", "recover", "./chart"}, "upgrade recover ./chart"},
 		{"release upgrade", []string{"upgrade", "./chart"}, "upgrade upgrade ./chart"},
 		{"release upgrade, chart a name", []string{"upgrade", "mychart"}, "upgrade upgrade mychart"},
 		{"release shim", []string{"shim", "./chart"}, "upgrade shim ./chart"},

@@ -49,7 +49,7 @@ func newUpgradeOptions(f *Factory) *UpgradeOptions {
 }
 
 // newUpgradeCommand is `upgrade RELEASE CHART`: always an upgrade, whatever
-// the release is called (see readingRule).
+// the release is called (see route).
 func newUpgradeCommand(f *Factory, runF runFunc) *cobra.Command {
 	cmd := upgradeCommand(newUpgradeOptions(f), "upgrade RELEASE CHART [flags]", runF)
 	cmd.Short = "Plan, gate and apply an upgrade of RELEASE to CHART (what RELEASE CHART does; always an upgrade, whatever RELEASE is called)"

@@ -180,7 +180,9 @@ type Release struct {
 	Revision        int
 	CurrentRevision int
 	Chart           string
-	Install         bool
+	// Operation is what the plan is of: the Helm action the apply runs.
+	// A Release made without one is an upgrade (see Op).
+	Operation Operation
 	// ApplyMethod is how the upgrade applies the objects: ApplyMethodCSA
 	// (Helm 3's three-way patch) or ApplyMethodSSA (Helm 4's server-side
 	// apply); ForceConflicts is --force-conflicts.
@@ -197,6 +199,39 @@ type Release struct {
 	// patching it; Helm 4 refuses it with a server-side apply.
 	ForceReplace bool
 }
+
+// Operation is a Helm action a plan can be of; its value is what the JSON
+// report's release.operation says.
+type Operation string
+
+// The operations: install and upgrade are planned today (helm upgrade
+// [--install]); rollback and uninstall are the operations still to come.
+const (
+	OperationInstall   Operation = "install"
+	OperationUpgrade   Operation = "upgrade"
+	OperationRollback  Operation = "rollback"
+	OperationUninstall Operation = "uninstall"
+)
+
+// InstallOrUpgrade is the operation of helm upgrade [--install]: an install
+// when the release does not exist yet.
+func InstallOrUpgrade(install bool) Operation {
+	if install {
+		return OperationInstall
+	}
+	return OperationUpgrade
+}
+
+// Op is the release's operation, an upgrade when none was set.
+func (r Release) Op() Operation {
+	if r.Operation == "" {
+		return OperationUpgrade
+	}
+	return r.Operation
+}
+
+// Installs reports whether the operation is an install.
+func (r Release) Installs() bool { return r.Op() == OperationInstall }
 
 // Apply methods, as Helm 4 records them in a release.
 const (

@@ -111,10 +111,10 @@ func (p *Planner) crdAbsent(c *plan.Change, in Input, o *manifest.Object) {
 	c.Action, c.After = plan.ActionCreate, p.shown(o.Obj)
 	why := "helm upgrade does not create it (Helm creates crds/ only on install)"
 	switch {
-	case in.Release.Install && !in.SkipCRDs:
+	case in.Release.Installs() && !in.SkipCRDs:
 		c.Notes = append(c.Notes, "from the chart's crds/ directory: the install creates it before the chart's other objects; Helm never upgrades or deletes it afterwards")
 		return
-	case in.Release.Install:
+	case in.Release.Installs():
 		why = "--skip-crds: the install does not create it"
 	case p.Cluster.Offline:
 		why = "not in the base chart's crds/: " + why
@@ -193,7 +193,7 @@ func (p *Planner) templateCRDs(ctx context.Context, changes []plan.Change) {
 
 // crdNote is Helm's rule for a crds/ CRD that exists, as a note.
 func crdNote(in Input, file string) string {
-	if in.Release.Install {
+	if in.Release.Installs() {
 		return fmt.Sprintf("from the chart's crds/ directory (%s): it exists already, and the install leaves it as it is (Helm creates crds/ only when absent, and never upgrades them); a change to it happens only when you apply it yourself (kubectl apply -f %s)", file, file)
 	}
 	s := fmt.Sprintf("from the chart's crds/ directory (%s): helm upgrade never applies crds/ (Helm creates them only on install, and never upgrades or deletes them), so a change to it does not happen through the upgrade; apply it yourself (kubectl apply -f %s)", file, file)

@@ -69,7 +69,7 @@ func TestCRDChanges(t *testing.T) {
 			counter := &clusterfake.Counter{N: 3}
 			cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
 			cluster.Offline, cluster.Objects, cluster.Counter = false, crdObjects(tt.live), counter
-			in := Input{Release: plan.Release{Name: "app", Namespace: "prod", Install: tt.install}, CRDs: file, SkipCRDs: tt.skipCRDs}
+			in := Input{Release: plan.Release{Name: "app", Namespace: "prod", Operation: plan.InstallOrUpgrade(tt.install)}, CRDs: file, SkipCRDs: tt.skipCRDs}
 			if tt.template {
 				in.NextManifest = "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", true)
 			}

@@ -17,10 +17,13 @@ type HookManifest struct {
 	Weight         int
 }
 
-// hookEvents are the events an upgrade runs, and an install.
-var hookEvents = map[bool][]string{
-	false: {"pre-upgrade", "post-upgrade"},
-	true:  {"pre-install", "post-install"},
+// hookEvents are the hook events each operation runs (Helm's
+// helm.sh/hook values).
+var hookEvents = map[plan.Operation][]string{
+	plan.OperationInstall:   {"pre-install", "post-install"},
+	plan.OperationUpgrade:   {"pre-upgrade", "post-upgrade"},
+	plan.OperationRollback:  {"pre-rollback", "post-rollback"},
+	plan.OperationUninstall: {"pre-delete", "post-delete"},
 }
 
 // hooks compares the new release's hooks with the last release's, by kind
@@ -58,7 +61,7 @@ func (p *Planner) hooks(in Input) ([]plan.Hook, error) {
 		}
 		if action != plan.ActionDelete && !in.HooksDisabled {
 			for _, e := range h.Events {
-				ph.RunsAtApply = ph.RunsAtApply || slices.Contains(hookEvents[in.Release.Install], e)
+				ph.RunsAtApply = ph.RunsAtApply || slices.Contains(hookEvents[in.Release.Op()], e)
 			}
 		}
 		out = append(out, ph)

@@ -171,7 +171,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.Release.Install && !in.SkipCRDs {
+	if in.Release.Installs() && !in.SkipCRDs {
 		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
 	}
 	// What the CRD and API checks need, kept small: the sets are dropped
@@ -334,7 +334,7 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	}
 	switch {
 	case next == nil:
-		if err := p.deletion(ctx, &c, liveObj); err != nil {
+		if err := p.deletion(ctx, in.Release.Op(), &c, liveObj); err != nil {
 			return c, err
 		}
 	case liveObj == nil:
@@ -355,22 +355,34 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	return c, nil
 }
 
-func (p *Planner) deletion(ctx context.Context, c *plan.Change, liveObj *unstructured.Unstructured) error {
+// removal says why an object of the last release goes, per operation.
+func removal(op plan.Operation) string {
+	switch op {
+	case plan.OperationRollback:
+		return "not in the revision rolled back to"
+	case plan.OperationUninstall:
+		return "uninstalled with the release"
+	}
+	return "removed from the chart"
+}
+
+func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Change, liveObj *unstructured.Unstructured) error {
+	gone := removal(op)
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
-		c.Notes = append(c.Notes, "removed from the chart; already absent from the cluster")
+		c.Notes = append(c.Notes, gone+"; already absent from the cluster")
 		return nil
 	}
 	c.Before = p.shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
 		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
-			Message: "removed from the chart but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
+			Message: gone + " but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
 		return nil
 	}
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
-	msg := "removed from the chart: Helm deletes it"
+	msg := gone + ": Helm deletes it"
 	d, destructive := classify.DestructiveKind(gk)
 	if destructive {
 		msg += " (no helm.sh/resource-policy: keep); " + d.Deleted

@@ -235,3 +235,37 @@ func TestRetentionInDeletions(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletionReasonPerOperation: why an object of the last release goes
+// depends on the operation; an upgrade's (and an install's) text is the one
+// it always was.
+func TestDeletionReasonPerOperation(t *testing.T) {
+	const deletes = ": Helm deletes it (no helm.sh/resource-policy: keep); deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)"
+	const kept = " but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"
+	tests := []struct {
+		op   plan.Operation
+		gone string
+	}{
+		{"", "removed from the chart"},
+		{plan.OperationUpgrade, "removed from the chart"},
+		{plan.OperationInstall, "removed from the chart"},
+		{plan.OperationRollback, "not in the revision rolled back to"},
+		{plan.OperationUninstall, "uninstalled with the release"},
+	}
+	for _, tt := range tests {
+		for _, c := range []struct{ annotations, want string }{{"", tt.gone + deletes}, {"helm.sh/resource-policy: keep", tt.gone + kept}} {
+			t.Run(string(tt.op)+" "+c.annotations, func(t *testing.T) {
+				p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
+					Release:          plan.Release{Name: "app", Namespace: "prod", Operation: tt.op},
+					PreviousManifest: pvc("data", c.annotations),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Changes) != 1 || len(p.Changes[0].Reasons) == 0 || p.Changes[0].Reasons[0].Message != c.want {
+					t.Fatalf("changes %+v, want a first reason %q", p.Changes, c.want)
+				}
+			})
+		}
+	}
+}

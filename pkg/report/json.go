@@ -62,6 +62,7 @@ type jsonObjectOutcome struct {
 type jsonRelease struct {
 	Name            string `json:"name"`
 	Namespace       string `json:"namespace"`
+	Operation       string `json:"operation"`
 	Revision        int    `json:"revision"`
 	Chart           string `json:"chart"`
 	CurrentRevision int    `json:"currentRevision"`
@@ -278,7 +279,8 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Revision:        p.Release.Revision,
 			Chart:           p.Release.Chart,
 			CurrentRevision: p.Release.CurrentRevision,
-			Install:         p.Release.Install,
+			Operation:       string(p.Release.Op()),
+			Install:         p.Release.Installs(),
 			ApplyMethod:     p.Release.ApplyMethod,
 			ForceConflicts:  p.Release.ForceConflicts,
 			ForceReplace:    p.Release.ForceReplace,

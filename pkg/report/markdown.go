@@ -48,7 +48,7 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	// Every piece starts with the blank line that separates it from the one
 	// before and ends with one newline, so sizes add up exactly.
 	var top strings.Builder
-	fmt.Fprintf(&top, "## Upgrade plan for release %s in %s\n", mdCode(p.Release.Name, false), mdCode(p.Release.Namespace, false))
+	fmt.Fprintf(&top, "## %s plan for release %s in %s\n", titles[p.Release.Op()], mdCode(p.Release.Name, false), mdCode(p.Release.Namespace, false))
 	fmt.Fprintf(&top, "\n**%s**\n", SummaryLine(p))
 	if line := destructiveLine(p); line != "" {
 		fmt.Fprintf(&top, "\n%s\n", line)

@@ -342,13 +342,22 @@ func destructiveLine(p *plan.Plan) string {
 		total, acked, pending, blocking)
 }
 
+// titles name each operation's plan: helm upgrade --install's install is
+// an upgrade's plan too.
+var titles = map[plan.Operation]string{
+	plan.OperationInstall:   "Upgrade",
+	plan.OperationUpgrade:   "Upgrade",
+	plan.OperationRollback:  "Rollback",
+	plan.OperationUninstall: "Uninstall",
+}
+
 // releaseLine describes the release and the revisions involved.
 func releaseLine(p *plan.Plan) string {
 	r := p.Release
 	s := fmt.Sprintf("Release %s in namespace %s", r.Name, r.Namespace)
 	if p.Offline {
 		s += ": base render -> head render"
-	} else if r.Install || r.CurrentRevision == 0 {
+	} else if r.Installs() || r.CurrentRevision == 0 {
 		s += fmt.Sprintf(": install as revision %d", r.Revision)
 	} else {
 		s += fmt.Sprintf(": revision %d -> %d", r.CurrentRevision, r.Revision)

@@ -33,7 +33,7 @@ func write(t testing.TB, p *plan.Plan, opts Options) string {
 // offlineInstallPlan is a first install planned without a cluster.
 func offlineInstallPlan() *plan.Plan {
 	return &plan.Plan{
-		Release: plan.Release{Name: "shop", Namespace: "shop", Revision: 1, Chart: "shop-2.0.0", Install: true},
+		Release: plan.Release{Name: "shop", Namespace: "shop", Revision: 1, Chart: "shop-2.0.0", Operation: plan.OperationInstall},
 		Offline: true,
 		Changes: []plan.Change{{
 			ID: id("", "Service", "web-public"), APIVersion: "v1", Action: plan.ActionCreate, After: service(),
@@ -364,5 +364,20 @@ func TestDerivedMarked(t *testing.T) {
 	}
 	if out := write(t, offlineInstallPlan(), Options{Format: FormatText}); strings.Contains(out, "derived") {
 		t.Errorf("a plan without derived verdicts mentions them:\n%s", out)
+	}
+}
+
+// TestTitlePerOperation: the Markdown report's title names the operation;
+// helm upgrade --install's install is an upgrade's plan, as it always was.
+func TestTitlePerOperation(t *testing.T) {
+	for op, want := range map[plan.Operation]string{
+		"": "## Upgrade plan", plan.OperationUpgrade: "## Upgrade plan", plan.OperationInstall: "## Upgrade plan",
+		plan.OperationRollback: "## Rollback plan", plan.OperationUninstall: "## Uninstall plan",
+	} {
+		p := offlineInstallPlan()
+		p.Release.Operation = op
+		if got := write(t, p, Options{Format: FormatMarkdown}); !strings.HasPrefix(got, want+" for release `shop` in `shop`\n") {
+			t.Errorf("%q: title %q, want %q", op, strings.SplitN(got, "\n", 2)[0], want)
+		}
 	}
 }

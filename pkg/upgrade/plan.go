@@ -297,7 +297,7 @@ func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 			Namespace: next.Namespace,
 			Revision:  next.Version,
 			Chart:     next.Chart.Metadata.Name + "-" + next.Chart.Metadata.Version,
-			Install:   res.Install,
+			Operation: plan.InstallOrUpgrade(res.Install),
 		},
 		NextManifest: next.Manifest,
 	}

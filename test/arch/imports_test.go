@@ -26,6 +26,13 @@ var rules = []struct {
 	{"pkg/render", []string{"pkg/classify", "pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli"}},
 	{"pkg/apply", []string{"pkg/upgrade", "pkg/cli"}},
 	{"pkg/upgrade", []string{"pkg/cli"}},
+	// classify judges what it is handed (and holds the one table of
+	// destructive kinds that planner and apply read): it reads neither the
+	// cluster nor Helm, and knows no stage that uses it.
+	{"pkg/classify", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
+	// report and gate read the plan model only.
+	{"pkg/report", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
+	{"pkg/gate", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/report", "pkg/watch", "pkg/savedplan"}},
 	{"pkg/live", above},
 	{"pkg/plan", above},
 	{"pkg/manifest", append([]string{"pkg/live", "pkg/plan"}, above...)},
@@ -74,5 +81,36 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// flagPackages are the command-line libraries: the command tree in pkg/cli
+// owns every flag, so no other package of the module imports them (Helm's
+// settings, which register their own flags, reach them only through cli).
+var flagPackages = []string{"github.com/spf13/cobra", "github.com/spf13/pflag"}
+
+func TestOnlyCLIImportsFlags(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"pkg/...", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		checked++
+		if pkg == "pkg/cli" {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			for _, f := range flagPackages {
+				if imp == f {
+					t.Errorf("%s imports %s; flags belong to pkg/cli", pkg, imp)
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("go list named %d packages: the check read nothing", checked)
 	}
 }

@@ -90,6 +90,8 @@ type jsonPlan struct {
 	Release    struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
+		// Operation is install or upgrade.
+		Operation string `json:"operation"`
 		Revision  int    `json:"revision"`
 		Chart     string `json:"chart"`
 		// ApplyMethod is csa or ssa (Helm 4's server-side apply).

@@ -352,6 +352,9 @@ func TestInstallWhenReleaseDoesNotExist(t *testing.T) {
 	if len(p.Changes) != 3 || p.Summary["create"] != 3 {
 		t.Fatalf("want 3 creates, got summary %v changes %+v", p.Summary, p.Changes)
 	}
+	if p.Release.Operation != "install" {
+		t.Errorf("release.operation %q, want install", p.Release.Operation)
+	}
 	for _, ch := range p.Changes {
 		if ch.Action != "create" {
 			t.Errorf("%s/%s: action %s, want create", ch.Kind, ch.Name, ch.Action)
