@@ -12,8 +12,9 @@
 // Helm's wait with --wait or --atomic, else after Helm returns) until it
 // ends; one LIST of events per namespace where
 // something failed; one GET of a log per workload whose container
-// crashed. A WATCH the API server ends is started again, a LIST again
-// when its version is gone (410). Watcher.Requests counts them.
+// crashed; one LIST of StorageClasses when a claim followed is unbound. A
+// WATCH the API server ends is started again, a LIST again when its
+// version is gone (410). Watcher.Requests counts them.
 package watch
 
 import (
@@ -70,6 +71,9 @@ type Watcher struct {
 	Refresh time.Duration
 	// requests counts the LISTs and WATCHes sent, per resource (Requests).
 	requests requestCount
+	// classes are the cluster's StorageClasses' binding modes, by name,
+	// LISTed once when an unbound claim is followed (see unboundClaim).
+	classes *storageClasses
 }
 
 // view is a group's objects by name as of resource version rv.
@@ -280,6 +284,9 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 			w.claimsBefore[ns] = uids(claims.objs)
 		}
 	}
+	for k, v := range w.views {
+		w.baselines(k, v.objs) // the chart's own claims and pods
+	}
 	return nil
 }
 
@@ -345,7 +352,7 @@ func (w *Watcher) applyFeed(beforeApply bool) {
 		case u.err != nil:
 			w.failed[k] = u.err
 		case k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR:
-			w.applyPodUpdate(u)
+			w.applyPodUpdate(u, beforeApply)
 		case u.listed:
 			w.objs[k] = u.list
 			if beforeApply {
@@ -362,6 +369,19 @@ func (w *Watcher) applyFeed(beforeApply bool) {
 			}
 		}
 	}
+}
+
+// objectsOf are the objects of group k as last seen, by name: pods and
+// claims (a chart's own claims and pods too) from their views, which
+// Snapshot's LIST and the WATCH from it keep, the others from objs.
+func (w *Watcher) objectsOf(k groupKey) map[string]*unstructured.Unstructured {
+	if k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR {
+		if v := w.views[k]; v != nil {
+			return v.objs
+		}
+		return nil
+	}
+	return w.objs[k]
 }
 
 // pending is how many groups followed have not been LISTed yet (nor
@@ -381,8 +401,9 @@ func (w *Watcher) pending() int {
 }
 
 // applyPodUpdate applies an update of pods or claims to the views (and
-// pods).
-func (w *Watcher) applyPodUpdate(u update) {
+// pods), recording, while Helm may not have applied yet, the baselines of
+// the claims and pods followed from the first LIST.
+func (w *Watcher) applyPodUpdate(u update, beforeApply bool) {
 	v := w.views[u.group]
 	if v == nil {
 		v = &view{objs: map[string]*unstructured.Unstructured{}}
@@ -396,6 +417,9 @@ func (w *Watcher) applyPodUpdate(u update) {
 		v.objs = u.list
 		if u.group.gvr == live.PodsGVR {
 			w.pods[u.group.ns] = toPods(u.list)
+		}
+		if beforeApply {
+			w.baselines(u.group, u.list)
 		}
 	case u.obj != nil:
 		name := u.obj.GetName()
@@ -538,14 +562,16 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, be
 		// No Snapshot, or its life ended: the groups start afresh.
 		w.start(ctx)
 	}
-	for k, names := range w.groups() {
-		if !w.following[k] {
-			w.followInto(k, names, "")
-		}
-	}
+	// Pods and claims first: a claim the chart holds shares its
+	// namespace's LIST+WATCH of claims with the StatefulSets'.
 	for _, k := range w.podGroups() {
 		if !w.following[k] {
 			w.followInto(k, nil, "") // Snapshot failed: LISTed here
+		}
+	}
+	for k, names := range w.groups() {
+		if !w.following[k] {
+			w.followInto(k, names, "")
 		}
 	}
 	refresh := w.Refresh
@@ -566,7 +592,7 @@ loop:
 		w.applyFeed(beforeApply)
 		if w.pending() == 0 {
 			var settled bool
-			settled, unconfirmed = w.evaluate(w.objs, w.pods, w.failed, show, time.Since(start), beforeApply)
+			settled, unconfirmed = w.evaluate(w.pods, w.failed, show, time.Since(start), beforeApply)
 			if settled && !beforeApply && (!unconfirmed || ticked) {
 				break
 			}
@@ -617,12 +643,12 @@ func (w *Watcher) baselines(k groupKey, list map[string]*unstructured.Unstructur
 // current one's pods are not as predicted (yet). beforeApply: a
 // target whose live object is not past its baseline yet is waiting for
 // Helm's apply.
-func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructured, pods map[string]map[string]*corev1.Pod,
+func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 	failedGroups map[groupKey]error, show Progress, elapsed time.Duration, beforeApply bool) (settled, unconfirmed bool) {
 	settled = true
 	lines := make([]Line, 0, len(w.targets))
 	for _, t := range w.targets {
-		obj := objs[t.group][t.change.ID.Name]
+		obj := w.objectsOf(t.group)[t.change.ID.Name]
 		switch {
 		case t.group.gvr.Resource == "":
 			// Not mapped: t.last says why.
@@ -630,6 +656,9 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[t.group].Error()}
 		case beforeApply && !t.applied && !t.appliedIn(obj):
 			t.last = status{state: plan.StateInProgress, detail: "waiting for Helm's apply", reason: "live: " + t.before.String()}
+		case t.group.gvr == live.ClaimsGVR && unbound(obj):
+			t.applied = t.applied || beforeApply
+			t.last = w.unboundClaim(obj)
 		default:
 			t.applied = t.applied || beforeApply
 			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]))
