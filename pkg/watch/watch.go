@@ -12,9 +12,11 @@
 // Helm's wait with --wait or --atomic, else after Helm returns) until it
 // ends; one LIST of events per namespace where
 // something failed; one GET of a log per workload whose container
-// crashed; one LIST of StorageClasses when a claim followed is unbound. A
-// WATCH the API server ends is started again, a LIST again when its
-// version is gone (410). Watcher.Requests counts them.
+// crashed; one LIST of StorageClasses when a claim followed is unbound;
+// one LIST of a Deployment's ReplicaSets per revision when a pod it had
+// before the apply has a problem (is it of the new revision?). A WATCH the
+// API server ends is started again, a LIST again when its version is gone
+// (410). Watcher.Requests counts them.
 package watch
 
 import (
@@ -74,6 +76,9 @@ type Watcher struct {
 	// classes are the cluster's StorageClasses' binding modes, by name,
 	// LISTed once when an unbound claim is followed (see unboundClaim).
 	classes *storageClasses
+	// newSets are the pod-template-hash of each Deployment's newest
+	// ReplicaSet, by Deployment UID and revision (see newReplicaSetHash).
+	newSets map[string]string
 }
 
 // view is a group's objects by name as of resource version rv.
@@ -140,6 +145,10 @@ type target struct {
 	// podsBefore are the pods its selector (as it was live) matched before
 	// the apply, by name.
 	podsBefore map[string]types.UID
+	// unreadyBefore says how the workload was not ready before the
+	// upgrade ("" when it was, or nothing told): a rollout that does not
+	// become ready is not only the upgrade's doing.
+	unreadyBefore string
 	// before is the object as it was live before the apply (nil: it was
 	// not there, or not read); applied becomes true once the watch saw
 	// Helm's apply reach it (see appliedIn).
@@ -274,11 +283,16 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 				sel = selectorOf(t.change.After)
 			}
 			t.podsBefore = map[string]types.UID{}
+			var mine []*corev1.Pod
 			for _, p := range pods.objs {
 				if p.GetDeletionTimestamp() == nil && sel != nil && sel.Matches(labels.Set(p.GetLabels())) {
 					t.podsBefore[p.GetName()] = p.GetUID()
+					if pod := w.pods[ns][p.GetName()]; pod != nil {
+						mine = append(mine, pod)
+					}
 				}
 			}
+			t.unreadyBefore = unreadyBefore(mine)
 		}
 		if claims := w.views[groupKey{live.ClaimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
 			w.claimsBefore[ns] = uids(claims.objs)
@@ -661,7 +675,7 @@ func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 			t.last = w.unboundClaim(obj)
 		default:
 			t.applied = t.applied || beforeApply
-			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]))
+			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]), w.revision(t, obj))
 		}
 		if t.last.trouble {
 			last := t.last
@@ -881,8 +895,11 @@ func (s status) line() string {
 }
 
 // evaluate is t's status given its live object (nil: not found) and the
-// pods of its namespace.
-func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) status {
+// pods of its namespace; the problems of a workload's pods fail it only
+// for the pods of the revision the upgrade produced (ofRevision; nil: all
+// of them): those of the revision it replaces (a crash loop the upgrade
+// repairs) only say why it is not ready yet.
+func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofRevision func(*corev1.Pod) bool) status {
 	if obj == nil {
 		return status{state: plan.StateInProgress, detail: "not found"}
 	}
@@ -903,11 +920,16 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 	s := status{state: plan.StateInProgress, detail: t.detail(obj, res.Status == kstatus.CurrentStatus)}
 	var worst *problem
 	for _, p := range mine {
-		if pr := podProblem(p); pr != nil && (worst == nil || pr.rank > worst.rank) {
+		pr := podProblem(p)
+		if pr != nil && ofRevision != nil && !ofRevision(p) {
+			pr.text += " (a pod of the revision being replaced)"
+			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
+		}
+		if pr != nil && (worst == nil || pr.rank > worst.rank) {
 			worst = pr
 		}
 	}
-	s.trouble = worst != nil || res.Status == kstatus.FailedStatus
+	s.trouble = worst != nil && !worst.replaced || res.Status == kstatus.FailedStatus
 	if worst != nil {
 		s.crashed = worst.crashed
 	}

@@ -132,6 +132,9 @@ func TestRolloutFailureReasons(t *testing.T) {
 				t.Errorf("revision 2 in helm history: %+v, want failed naming the Deployment", last)
 			}
 			saysAll(t, "revision 2's description", last.Description, tt.want...)
+			if strings.Contains(r.Stderr, "before the upgrade either") {
+				t.Errorf("stderr says the Deployment was not ready before the upgrade; it was:\n%s", r.Stderr)
+			}
 		})
 	}
 }
