@@ -107,7 +107,10 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if w == nil {
 		return nil
 	}
-	return c.watchRollout(ctx, w, planned, rel.Version)
+	err = c.watchRollout(ctx, w, planned, rel.Version)
+	var silent *watch.UnansweredError
+	unanswered = errors.As(err, &silent)
+	return err
 }
 
 // explainHooks adds to Helm's error what the failed pods of the hook Jobs

@@ -2,10 +2,12 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -389,5 +391,28 @@ func TestRunCreatedClaims(t *testing.T) {
 				t.Errorf("outcome %+v (timed out %v), want %s saying %q", ob, out.TimedOut, tt.wantState, tt.wantText)
 			}
 		})
+	}
+}
+
+// silent is a Reader whose LISTs go unanswered until their context ends,
+// as from an API server that stopped (SIGSTOP).
+type silent struct{ *clusterfake.Reader }
+
+func (silent) List(ctx context.Context, _ schema.GroupVersionResource, _ string, _ metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunUnanswered: a watch that times out while the API server does not
+// answer says so (an *UnansweredError), after the watch's timeout and one
+// request's, instead of an outcome blaming the objects.
+func TestRunUnanswered(t *testing.T) {
+	before := deployment(1, webSpec, nil)
+	w := New(silent{fakeCluster(before)}, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.RequestTimeout = 50 * time.Millisecond
+	out, err := w.Run(context.Background(), 50*time.Millisecond, NewProgress(&strings.Builder{}, false))
+	var unanswered *UnansweredError
+	if !errors.As(err, &unanswered) || !strings.Contains(err.Error(), "the API server stopped answering") || out != nil {
+		t.Errorf("outcome %+v, error %v; want none, and an *UnansweredError", out, err)
 	}
 }

@@ -14,13 +14,15 @@
 // something failed; one GET of a log per workload whose container
 // crashed; one LIST of StorageClasses when a claim followed is unbound;
 // one LIST of a Deployment's ReplicaSets per revision when a pod it had
-// before the apply has a problem (is it of the new revision?). A WATCH the
-// API server ends is started again, a LIST again when its version is gone
-// (410). Watcher.Requests counts them.
+// before the apply has a problem (is it of the new revision?); one LIST of
+// one object when the watch times out (does the API server answer?). A
+// WATCH the API server ends is started again, a LIST again when its
+// version is gone (410). Watcher.Requests counts them.
 package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -71,6 +73,10 @@ type Watcher struct {
 	// Refresh is how often progress is shown again with no change (the
 	// elapsed time of each line); 0: one second.
 	Refresh time.Duration
+	// RequestTimeout bounds each request Run sends after its timeout
+	// (events, logs, whether the API server answers); 0: only the
+	// client's own bound.
+	RequestTimeout time.Duration
 	// requests counts the LISTs and WATCHes sent, per resource (Requests).
 	requests requestCount
 	// classes are the cluster's StorageClasses' binding modes, by name,
@@ -532,15 +538,70 @@ type update struct {
 
 // Run follows the objects until each is current or failed, or timeout
 // passes, showing progress on show, and returns the outcome. The error is
-// for the watch itself (not for a failed rollout, which the outcome says).
+// for the watch itself (not for a failed rollout, which the outcome says):
+// an *UnansweredError when, at the timeout, the API server does not answer
+// one request within RequestTimeout, since what the watch last saw then
+// says nothing of the rollout.
 func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress) (*plan.Outcome, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pods, timedOut := w.follow(ctx, start, show, false)
 	w.Stop()
-	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
+	// What follows the watch's own deadline is bounded by one request's.
+	after, cancelAfter := w.requestContext(ctx)
+	defer cancelAfter()
+	if timedOut {
+		if err := w.answering(after); err != nil {
+			return nil, &UnansweredError{Err: err, After: time.Since(start)}
+		}
+	}
+	out := w.outcome(after, pods, time.Since(start), timedOut)
 	return out, nil
+}
+
+// UnansweredError is a watch that timed out while the API server did not
+// answer: the rollout's state is not known.
+type UnansweredError struct {
+	Err error
+	// After is how long the watch ran.
+	After time.Duration
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("the API server stopped answering during the rollout watch, which ended after %s: %v", e.After.Round(time.Second), e.Err)
+}
+
+func (e *UnansweredError) Unwrap() error { return e.Err }
+
+// requestContext is ctx without its cancellation, bounded by
+// RequestTimeout when set: for the requests after the watch's deadline.
+func (w *Watcher) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithoutCancel(ctx)
+	if w.RequestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, w.RequestTimeout)
+}
+
+// answering asks the API server for one object of a group followed, and
+// returns why it did not answer (nil when it did, with an object or an
+// error of its own: a server that refuses still answers).
+func (w *Watcher) answering(ctx context.Context) error {
+	k := groupKey{gvr: live.PodsGVR}
+	for _, t := range w.targets {
+		if t.group.gvr.Resource != "" {
+			k = t.group
+			break
+		}
+	}
+	w.requests.add(k.gvr, false)
+	_, err := w.reader.List(ctx, k.gvr, k.ns, metav1.ListOptions{Limit: 1})
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsServiceUnavailable(err) {
+		return nil
+	}
+	return err
 }
 
 // Alongside follows the objects while Helm still applies and waits (--wait,
