@@ -77,6 +77,10 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}, c.Out)
 	troubles := seen()
 	if err != nil {
+		if w != nil {
+			// The watch's cost, as the success path's stage line says it.
+			c.Logf("stage watch (until Helm failed): %s", w.Requests())
+		}
 		unanswered = serverUnanswered(err)
 		err = c.explainHooks(ctx, planned, err)
 		var ue *apply.UpgradeError
