@@ -79,6 +79,10 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}, c.Out)
 	troubles := seen()
 	if err != nil {
+		if w != nil {
+			// The watch's cost, as the success path's stage line says it.
+			c.Logf("stage watch (until Helm failed): %s", w.Requests())
+		}
 		unanswered = serverUnanswered(err)
 		err = c.explainHooks(ctx, planned, err)
 		var ue *apply.UpgradeError
@@ -109,7 +113,10 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if w == nil {
 		return nil
 	}
-	return c.watchRollout(ctx, w, planned, rel.Version)
+	err = c.watchRollout(ctx, w, planned, rel.Version)
+	var silent *watch.UnansweredError
+	unanswered = errors.As(err, &silent)
+	return err
 }
 
 // explainHooks adds to Helm's error what the failed pods of the hook Jobs

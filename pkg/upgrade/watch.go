@@ -109,10 +109,21 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	}
 	c.progress("Watching the rollout (up to %s)", timeout)
 	start, before := time.Now(), c.Requests()
+	// Every request of the watch, and Helm's record of its outcome, ends
+	// by the watch's deadline and one request's: a server that stops
+	// answering ends the run then, whatever client sends them.
+	w.RequestTimeout = c.RequestTimeout
+	defer c.boundBy(start.Add(timeout + c.RequestTimeout))()
 	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer))
 	// The watch's cost (make bench reads it): its time after Helm
 	// returned, its requests, and the LISTs and WATCHes per resource.
 	c.logStage("watch", time.Since(start), c.Requests()-before, w.Requests())
+	var unanswered *watch.UnansweredError
+	if errors.As(err, &unanswered) {
+		// Recording the outcome in the release would only wait for the
+		// server again: the revision stays as Helm recorded it.
+		return fmt.Errorf("release %q revision %d was applied, but %w; its rollout was not seen to its end", planned.Plan.Release.Name, revision, c.Sanitizer.Error(err))
+	}
 	if err != nil {
 		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
 	}

@@ -154,6 +154,9 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 		if oo.State == plan.StateInProgress && timedOut {
 			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
 		}
+		if oo.State == plan.StateFailed || oo.State == plan.StateInProgress {
+			oo.Reason = joinReason(oo.Reason, t.unreadyBefore)
+		}
 		if t.expect.kind != expectNone || t.expect.claimsKept {
 			t.check(&oo, pods[ns], w.claimsBefore[ns], claimsAfter[ns])
 			if oo.AsPredicted {

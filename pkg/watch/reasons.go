@@ -23,6 +23,9 @@ type problem struct {
 	// crashed is the container whose last run exited with an error (a
 	// crash loop): its log says why; nil for the other problems.
 	crashed *container
+	// replaced: the pod is of the revision the rollout replaces, so its
+	// problem is not the rollout's (see evaluate).
+	replaced bool
 }
 
 // container is one container of a pod; previous: its log is that of the

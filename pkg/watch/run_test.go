@@ -2,10 +2,12 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -330,5 +332,87 @@ func TestWaitPathOneListAndWatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunCreatedClaims: claims the upgrade creates are followed like any
+// object (they share the namespace's LIST+WATCH of claims with the
+// StatefulSets'): a bound one is current, an unbound one whose
+// StorageClass binds on first use is current and says so, and one that
+// binds at once but has not is not current when the watch times out.
+func TestRunCreatedClaims(t *testing.T) {
+	claimsGVK := schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+	claim := func(class, phase string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+			"metadata": map[string]interface{}{"name": "uploads", "namespace": "ns", "uid": "uid-uploads"},
+			"spec":     map[string]interface{}{"storageClassName": class},
+			"status":   map[string]interface{}{"phase": phase}}}
+	}
+	class := func(name, mode string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]interface{}{"name": name}, "volumeBindingMode": mode}}
+	}
+	tests := []struct {
+		name       string
+		claim      *unstructured.Unstructured
+		wantState  string
+		wantText   string
+		wantTimely bool // settled before the watch's timeout
+	}{
+		{"bound", claim("", "Bound"), plan.StateCurrent, "", true},
+		{"unbound, bound on first use", claim("local", "Pending"), plan.StateCurrent, "binds it when a pod using it is scheduled (WaitForFirstConsumer)", true},
+		{"unbound, bound at once", claim("fast", "Pending"), plan.StateInProgress, "StorageClass fast binds at once (Immediate), and has not yet", false},
+		{"unbound, no class", claim("", "Pending"), plan.StateInProgress, "no StorageClass", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := fakeCluster()
+			cluster.AddKind(claimsGVK, live.ClaimsGVR, true)
+			cluster.Put(live.StorageClassesGVR, class("local", "WaitForFirstConsumer"))
+			cluster.Put(live.StorageClassesGVR, class("fast", "Immediate"))
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{{ID: manifest.ObjectID{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "uploads"},
+				APIVersion: "v1", Action: plan.ActionCreate, After: tt.claim}}})
+			w.Refresh = time.Hour
+			ctx := context.Background()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cluster.Put(live.ClaimsGVR, tt.claim) // Helm's create
+			timeout := time.Minute
+			if !tt.wantTimely {
+				timeout = 200 * time.Millisecond
+			}
+			out, err := w.Run(ctx, timeout, NewProgress(&strings.Builder{}, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ob := out.Objects[0]
+			if ob.State != tt.wantState || !strings.Contains(ob.Detail+" "+ob.Reason, tt.wantText) || out.TimedOut == tt.wantTimely {
+				t.Errorf("outcome %+v (timed out %v), want %s saying %q", ob, out.TimedOut, tt.wantState, tt.wantText)
+			}
+		})
+	}
+}
+
+// silent is a Reader whose LISTs go unanswered until their context ends,
+// as from an API server that stopped (SIGSTOP).
+type silent struct{ *clusterfake.Reader }
+
+func (silent) List(ctx context.Context, _ schema.GroupVersionResource, _ string, _ metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunUnanswered: a watch that times out while the API server does not
+// answer says so (an *UnansweredError), after the watch's timeout and one
+// request's, instead of an outcome blaming the objects.
+func TestRunUnanswered(t *testing.T) {
+	before := deployment(1, webSpec, nil)
+	w := New(silent{fakeCluster(before)}, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.RequestTimeout = 50 * time.Millisecond
+	out, err := w.Run(context.Background(), 50*time.Millisecond, NewProgress(&strings.Builder{}, false))
+	var unanswered *UnansweredError
+	if !errors.As(err, &unanswered) || !strings.Contains(err.Error(), "the API server stopped answering") || out != nil {
+		t.Errorf("outcome %+v, error %v; want none, and an *UnansweredError", out, err)
 	}
 }

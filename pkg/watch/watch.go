@@ -12,12 +12,17 @@
 // Helm's wait with --wait or --atomic, else after Helm returns) until it
 // ends; one LIST of events per namespace where
 // something failed; one GET of a log per workload whose container
-// crashed. A WATCH the API server ends is started again, a LIST again
-// when its version is gone (410). Watcher.Requests counts them.
+// crashed; one LIST of StorageClasses when a claim followed is unbound;
+// one LIST of a Deployment's ReplicaSets per revision when a pod it had
+// before the apply has a problem (is it of the new revision?); one LIST of
+// one object when the watch times out (does the API server answer?). A
+// WATCH the API server ends is started again, a LIST again when its
+// version is gone (410). Watcher.Requests counts them.
 package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -68,8 +73,18 @@ type Watcher struct {
 	// Refresh is how often progress is shown again with no change (the
 	// elapsed time of each line); 0: one second.
 	Refresh time.Duration
+	// RequestTimeout bounds each request Run sends after its timeout
+	// (events, logs, whether the API server answers); 0: only the
+	// client's own bound.
+	RequestTimeout time.Duration
 	// requests counts the LISTs and WATCHes sent, per resource (Requests).
 	requests requestCount
+	// classes are the cluster's StorageClasses' binding modes, by name,
+	// LISTed once when an unbound claim is followed (see unboundClaim).
+	classes *storageClasses
+	// newSets are the pod-template-hash of each Deployment's newest
+	// ReplicaSet, by Deployment UID and revision (see newReplicaSetHash).
+	newSets map[string]string
 }
 
 // view is a group's objects by name as of resource version rv.
@@ -136,6 +151,10 @@ type target struct {
 	// podsBefore are the pods its selector (as it was live) matched before
 	// the apply, by name.
 	podsBefore map[string]types.UID
+	// unreadyBefore says how the workload was not ready before the
+	// upgrade ("" when it was, or nothing told): a rollout that does not
+	// become ready is not only the upgrade's doing.
+	unreadyBefore string
 	// before is the object as it was live before the apply (nil: it was
 	// not there, or not read); applied becomes true once the watch saw
 	// Helm's apply reach it (see appliedIn).
@@ -270,15 +289,23 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 				sel = selectorOf(t.change.After)
 			}
 			t.podsBefore = map[string]types.UID{}
+			var mine []*corev1.Pod
 			for _, p := range pods.objs {
 				if p.GetDeletionTimestamp() == nil && sel != nil && sel.Matches(labels.Set(p.GetLabels())) {
 					t.podsBefore[p.GetName()] = p.GetUID()
+					if pod := w.pods[ns][p.GetName()]; pod != nil {
+						mine = append(mine, pod)
+					}
 				}
 			}
+			t.unreadyBefore = unreadyBefore(mine)
 		}
 		if claims := w.views[groupKey{live.ClaimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
 			w.claimsBefore[ns] = uids(claims.objs)
 		}
+	}
+	for k, v := range w.views {
+		w.baselines(k, v.objs) // the chart's own claims and pods
 	}
 	return nil
 }
@@ -345,7 +372,7 @@ func (w *Watcher) applyFeed(beforeApply bool) {
 		case u.err != nil:
 			w.failed[k] = u.err
 		case k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR:
-			w.applyPodUpdate(u)
+			w.applyPodUpdate(u, beforeApply)
 		case u.listed:
 			w.objs[k] = u.list
 			if beforeApply {
@@ -362,6 +389,19 @@ func (w *Watcher) applyFeed(beforeApply bool) {
 			}
 		}
 	}
+}
+
+// objectsOf are the objects of group k as last seen, by name: pods and
+// claims (a chart's own claims and pods too) from their views, which
+// Snapshot's LIST and the WATCH from it keep, the others from objs.
+func (w *Watcher) objectsOf(k groupKey) map[string]*unstructured.Unstructured {
+	if k.gvr == live.PodsGVR || k.gvr == live.ClaimsGVR {
+		if v := w.views[k]; v != nil {
+			return v.objs
+		}
+		return nil
+	}
+	return w.objs[k]
 }
 
 // pending is how many groups followed have not been LISTed yet (nor
@@ -381,8 +421,9 @@ func (w *Watcher) pending() int {
 }
 
 // applyPodUpdate applies an update of pods or claims to the views (and
-// pods).
-func (w *Watcher) applyPodUpdate(u update) {
+// pods), recording, while Helm may not have applied yet, the baselines of
+// the claims and pods followed from the first LIST.
+func (w *Watcher) applyPodUpdate(u update, beforeApply bool) {
 	v := w.views[u.group]
 	if v == nil {
 		v = &view{objs: map[string]*unstructured.Unstructured{}}
@@ -396,6 +437,9 @@ func (w *Watcher) applyPodUpdate(u update) {
 		v.objs = u.list
 		if u.group.gvr == live.PodsGVR {
 			w.pods[u.group.ns] = toPods(u.list)
+		}
+		if beforeApply {
+			w.baselines(u.group, u.list)
 		}
 	case u.obj != nil:
 		name := u.obj.GetName()
@@ -494,15 +538,70 @@ type update struct {
 
 // Run follows the objects until each is current or failed, or timeout
 // passes, showing progress on show, and returns the outcome. The error is
-// for the watch itself (not for a failed rollout, which the outcome says).
+// for the watch itself (not for a failed rollout, which the outcome says):
+// an *UnansweredError when, at the timeout, the API server does not answer
+// one request within RequestTimeout, since what the watch last saw then
+// says nothing of the rollout.
 func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress) (*plan.Outcome, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pods, timedOut := w.follow(ctx, start, show, false)
 	w.Stop()
-	out := w.outcome(context.WithoutCancel(ctx), pods, time.Since(start), timedOut)
+	// What follows the watch's own deadline is bounded by one request's.
+	after, cancelAfter := w.requestContext(ctx)
+	defer cancelAfter()
+	if timedOut {
+		if err := w.answering(after); err != nil {
+			return nil, &UnansweredError{Err: err, After: time.Since(start)}
+		}
+	}
+	out := w.outcome(after, pods, time.Since(start), timedOut)
 	return out, nil
+}
+
+// UnansweredError is a watch that timed out while the API server did not
+// answer: the rollout's state is not known.
+type UnansweredError struct {
+	Err error
+	// After is how long the watch ran.
+	After time.Duration
+}
+
+func (e *UnansweredError) Error() string {
+	return fmt.Sprintf("the API server stopped answering during the rollout watch, which ended after %s: %v", e.After.Round(time.Second), e.Err)
+}
+
+func (e *UnansweredError) Unwrap() error { return e.Err }
+
+// requestContext is ctx without its cancellation, bounded by
+// RequestTimeout when set: for the requests after the watch's deadline.
+func (w *Watcher) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithoutCancel(ctx)
+	if w.RequestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, w.RequestTimeout)
+}
+
+// answering asks the API server for one object of a group followed, and
+// returns why it did not answer (nil when it did, with an object or an
+// error of its own: a server that refuses still answers).
+func (w *Watcher) answering(ctx context.Context) error {
+	k := groupKey{gvr: live.PodsGVR}
+	for _, t := range w.targets {
+		if t.group.gvr.Resource != "" {
+			k = t.group
+			break
+		}
+	}
+	w.requests.add(k.gvr, false)
+	_, err := w.reader.List(ctx, k.gvr, k.ns, metav1.ListOptions{Limit: 1})
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsServiceUnavailable(err) {
+		return nil
+	}
+	return err
 }
 
 // Alongside follows the objects while Helm still applies and waits (--wait,
@@ -538,14 +637,16 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, be
 		// No Snapshot, or its life ended: the groups start afresh.
 		w.start(ctx)
 	}
-	for k, names := range w.groups() {
-		if !w.following[k] {
-			w.followInto(k, names, "")
-		}
-	}
+	// Pods and claims first: a claim the chart holds shares its
+	// namespace's LIST+WATCH of claims with the StatefulSets'.
 	for _, k := range w.podGroups() {
 		if !w.following[k] {
 			w.followInto(k, nil, "") // Snapshot failed: LISTed here
+		}
+	}
+	for k, names := range w.groups() {
+		if !w.following[k] {
+			w.followInto(k, names, "")
 		}
 	}
 	refresh := w.Refresh
@@ -566,7 +667,7 @@ loop:
 		w.applyFeed(beforeApply)
 		if w.pending() == 0 {
 			var settled bool
-			settled, unconfirmed = w.evaluate(w.objs, w.pods, w.failed, show, time.Since(start), beforeApply)
+			settled, unconfirmed = w.evaluate(w.pods, w.failed, show, time.Since(start), beforeApply)
 			if settled && !beforeApply && (!unconfirmed || ticked) {
 				break
 			}
@@ -617,12 +718,12 @@ func (w *Watcher) baselines(k groupKey, list map[string]*unstructured.Unstructur
 // current one's pods are not as predicted (yet). beforeApply: a
 // target whose live object is not past its baseline yet is waiting for
 // Helm's apply.
-func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructured, pods map[string]map[string]*corev1.Pod,
+func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 	failedGroups map[groupKey]error, show Progress, elapsed time.Duration, beforeApply bool) (settled, unconfirmed bool) {
 	settled = true
 	lines := make([]Line, 0, len(w.targets))
 	for _, t := range w.targets {
-		obj := objs[t.group][t.change.ID.Name]
+		obj := w.objectsOf(t.group)[t.change.ID.Name]
 		switch {
 		case t.group.gvr.Resource == "":
 			// Not mapped: t.last says why.
@@ -630,9 +731,12 @@ func (w *Watcher) evaluate(objs map[groupKey]map[string]*unstructured.Unstructur
 			t.last = status{state: plan.StateUnknown, reason: "cannot watch: " + failedGroups[t.group].Error()}
 		case beforeApply && !t.applied && !t.appliedIn(obj):
 			t.last = status{state: plan.StateInProgress, detail: "waiting for Helm's apply", reason: "live: " + t.before.String()}
+		case t.group.gvr == live.ClaimsGVR && unbound(obj):
+			t.applied = t.applied || beforeApply
+			t.last = w.unboundClaim(obj)
 		default:
 			t.applied = t.applied || beforeApply
-			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]))
+			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]), w.revision(t, obj))
 		}
 		if t.last.trouble {
 			last := t.last
@@ -852,8 +956,11 @@ func (s status) line() string {
 }
 
 // evaluate is t's status given its live object (nil: not found) and the
-// pods of its namespace.
-func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) status {
+// pods of its namespace; the problems of a workload's pods fail it only
+// for the pods of the revision the upgrade produced (ofRevision; nil: all
+// of them): those of the revision it replaces (a crash loop the upgrade
+// repairs) only say why it is not ready yet.
+func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofRevision func(*corev1.Pod) bool) status {
 	if obj == nil {
 		return status{state: plan.StateInProgress, detail: "not found"}
 	}
@@ -874,11 +981,16 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod) sta
 	s := status{state: plan.StateInProgress, detail: t.detail(obj, res.Status == kstatus.CurrentStatus)}
 	var worst *problem
 	for _, p := range mine {
-		if pr := podProblem(p); pr != nil && (worst == nil || pr.rank > worst.rank) {
+		pr := podProblem(p)
+		if pr != nil && ofRevision != nil && !ofRevision(p) {
+			pr.text += " (a pod of the revision being replaced)"
+			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
+		}
+		if pr != nil && (worst == nil || pr.rank > worst.rank) {
 			worst = pr
 		}
 	}
-	s.trouble = worst != nil || res.Status == kstatus.FailedStatus
+	s.trouble = worst != nil && !worst.replaced || res.Status == kstatus.FailedStatus
 	if worst != nil {
 		s.crashed = worst.crashed
 	}

@@ -170,26 +170,37 @@ func TestEvaluate(t *testing.T) {
 		"conditions": []interface{}{map[string]interface{}{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
 			"message": `ReplicaSet "web-2" has timed out progressing.`}}}
 	tests := []struct {
-		name       string
-		status     map[string]interface{}
-		pods       []*corev1.Pod
-		wantState  string
-		wantDetail string
-		wantReason string
+		name   string
+		status map[string]interface{}
+		pods   []*corev1.Pod
+		// ofRevision: the pods of the revision the upgrade produced
+		// (nil: all).
+		ofRevision  func(*corev1.Pod) bool
+		wantState   string
+		wantDetail  string
+		wantReason  string
+		wantTrouble bool
 	}{
-		{"rolled and ready", done, []*corev1.Pod{pod("web-1", nil)}, plan.StateCurrent, "3/3 replaced, ready", ""},
-		{"rolling", rolling, []*corev1.Pod{pod("web-1", nil)}, plan.StateInProgress, "1/3 replaced, 3/3 ready", ""},
+		{"rolled and ready", done, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateCurrent, "3/3 replaced, ready", "", false},
+		{"rolling", rolling, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateInProgress, "1/3 replaced, 3/3 ready", "", false},
 		{"new pod cannot pull", rolling, []*corev1.Pod{pod("web-1", nil), pod("web-new", waiting("ImagePullBackOff", "Back-off pulling image"))},
-			plan.StateFailed, "1/3 replaced, 3/3 ready", "pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff)"},
-		{"progress deadline", deadline, nil, plan.StateFailed, "1/3 replaced, 2/3 ready", "ProgressDeadlineExceeded"},
+			nil, plan.StateFailed, "1/3 replaced, 3/3 ready", "pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff)", true},
+		{"new pod cannot pull, of the new revision", rolling, []*corev1.Pod{pod("web-new", waiting("ImagePullBackOff", "Back-off pulling image"))},
+			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateFailed, "1/3 replaced, 3/3 ready", "cannot be pulled", true},
+		// A pod broken before the upgrade, which the upgrade replaces:
+		// why it is not ready yet, not a failure.
+		{"old pod cannot pull, of the revision replaced", rolling, []*corev1.Pod{pod("web-old", waiting("ImagePullBackOff", "Back-off pulling image"))},
+			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateInProgress, "1/3 replaced, 3/3 ready",
+			"pod web-old: image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image (a pod of the revision being replaced)", false},
+		{"progress deadline", deadline, nil, nil, plan.StateFailed, "1/3 replaced, 2/3 ready", "ProgressDeadlineExceeded", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := workload("Deployment", spec, tt.status)
 			tg := deploymentTarget(plan.ClassRolling, nil, obj)
-			got := evaluate(tg, obj, tt.pods)
-			if got.state != tt.wantState || got.detail != tt.wantDetail || !strings.Contains(got.reason, tt.wantReason) {
-				t.Errorf("got %+v, want state %s, detail %q, reason with %q", got, tt.wantState, tt.wantDetail, tt.wantReason)
+			got := evaluate(tg, obj, tt.pods, tt.ofRevision)
+			if got.state != tt.wantState || got.detail != tt.wantDetail || !strings.Contains(got.reason, tt.wantReason) || got.trouble != tt.wantTrouble {
+				t.Errorf("got %+v, want state %s, detail %q, reason with %q, trouble %v", got, tt.wantState, tt.wantDetail, tt.wantReason, tt.wantTrouble)
 			}
 		})
 	}

@@ -176,3 +176,38 @@ func checkTimedOut(t *testing.T, r timedRun, say string) {
 		t.Errorf("want one error line saying %q:\n%s", say, r.Stderr)
 	}
 }
+
+// TestWatchHungAPIServer (issue 39): an API server that stops answering
+// just after Helm recorded the revision, while the rollout watch runs, ends
+// the run at the watch's deadline plus one request's (--timeout), and the
+// error says that the server stopped answering, not that the pods were
+// "not observed". The bound runBounded holds the run to is that sum with
+// one more --timeout as margin for a loaded machine: a run that waited for
+// the server once more (Helm's record of a failed rollout, the events, the
+// lease) would need two more.
+func TestWatchHungAPIServer(t *testing.T) {
+	c := testcluster.Private(t)
+	bin := buildTool(t, c)
+	const watchTimeout, timeout = 10 * time.Second, 15 * time.Second
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 1)}), "-n", ns)
+	secrets := c.Clientset(t).CoreV1().Secrets(ns)
+	stopAfterHelm := func() {
+		waitFor(t, "revision 2 recorded deployed", func() bool {
+			s, err := secrets.Get(t.Context(), "sh.helm.release.v1.app.v2", metav1.GetOptions{})
+			return err == nil && s.Labels["status"] == "deployed"
+		})
+		c.StopAPIServer(t)
+	}
+	// Never ready: the watch is still following it when the server stops.
+	v2 := writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:unready", "RollingUpdate", 1)})
+	r := runBounded(t, c, bin, watchTimeout+2*timeout, stopAfterHelm, "app", v2, "-n", ns,
+		"--watch-timeout", watchTimeout.String(), "--timeout", timeout.String())
+	c.ContinueAPIServer(t)
+	checkTimedOut(t, r, `release "app" revision 2 was applied, but the API server stopped answering during the rollout watch`)
+	for _, blame := range []string{"not observed", "Rollout:", "rollout failed"} {
+		if strings.Contains(r.Stderr, blame) {
+			t.Errorf("stderr says %q, blaming the rollout for the server's silence:\n%s", blame, r.Stderr)
+		}
+	}
+}

@@ -132,6 +132,9 @@ func TestRolloutFailureReasons(t *testing.T) {
 				t.Errorf("revision 2 in helm history: %+v, want failed naming the Deployment", last)
 			}
 			saysAll(t, "revision 2's description", last.Description, tt.want...)
+			if strings.Contains(r.Stderr, "before the upgrade either") {
+				t.Errorf("stderr says the Deployment was not ready before the upgrade; it was:\n%s", r.Stderr)
+			}
 		})
 	}
 }
@@ -145,11 +148,14 @@ func TestRolloutAtomicPullError(t *testing.T) {
 	c := testcluster.Get(t)
 	ns, before := webRelease(t, c, "nginx:1.25")
 	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:pull-error", "RollingUpdate", 3)}),
-		"-n", ns, "--atomic", "--timeout", "20s")
+		"-n", ns, "--atomic", "--timeout", "20s", "--debug")
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, "applying revision 2 failed", "rolled back",
+		// One LIST each; the WATCHes are started again when a request's
+		// --timeout ends them.
+		"stage watch (until Helm failed): deployments.apps 1 LIST + ", ", pods 1 LIST + ",
 		"the release is now deployed at revision 3: Helm's --atomic rolled the release back to revision 1",
 		"the watch saw, while Helm waited: Deployment.apps/"+ns+"/web failed", "image nginx:pull-error cannot be pulled", "ImagePullBackOff")
 	if strings.Contains(r.Stderr, "the API server did not answer") {

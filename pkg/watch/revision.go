@@ -1,0 +1,114 @@
+package watch
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The labels and annotations the workload controllers mark the revision
+// of a pod template with.
+const (
+	templateHashLabel       = "pod-template-hash"                        // a Deployment's ReplicaSets and their pods
+	revisionHashLabel       = "controller-revision-hash"                 // a StatefulSet's (and DaemonSet's) pods
+	templateGenerationLabel = "pod-template-generation"                  // a DaemonSet's pods
+	templateGenerationAnno  = "deprecated.daemonset.template.generation" // a DaemonSet's template generation
+	deploymentRevisionAnno  = "deployment.kubernetes.io/revision"        // a Deployment's and its ReplicaSets' revision
+)
+
+var replicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+
+// revision returns whether a pod of t, a workload whose live object is
+// obj, is of the revision its controller rolls out now, the one the
+// upgrade produced: for a StatefulSet the pods whose
+// controller-revision-hash is its status.updateRevision, for a DaemonSet
+// those of its template generation, for a Deployment those of its newest
+// ReplicaSet (read only when a pod that was there before the upgrade has a
+// problem: see newReplicaSetHash). Until the controller has seen the
+// object's generation, or when the revision cannot be told, the pods
+// created since the snapshot are. Nil (every pod) for a Job.
+func (w *Watcher) revision(t *target, obj *unstructured.Unstructured) func(*corev1.Pod) bool {
+	if t.gvk.Kind == "Job" || obj == nil {
+		return nil
+	}
+	fresh := func(p *corev1.Pod) bool {
+		uid, before := t.podsBefore[p.Name]
+		return !before || uid != p.UID
+	}
+	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if observed < obj.GetGeneration() {
+		return fresh
+	}
+	labelled := func(label, value string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return p.Labels[label] == value }
+	}
+	switch t.gvk.Kind {
+	case "StatefulSet":
+		if rev, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision"); rev != "" {
+			return labelled(revisionHashLabel, rev) // the ControllerRevision's name
+		}
+	case "DaemonSet":
+		if gen := obj.GetAnnotations()[templateGenerationAnno]; gen != "" {
+			return labelled(templateGenerationLabel, gen)
+		}
+	case "Deployment":
+		return func(p *corev1.Pod) bool {
+			if fresh(p) {
+				return true
+			}
+			hash := w.newReplicaSetHash(obj)
+			return hash == "" || p.Labels[templateHashLabel] == hash
+		}
+	}
+	return fresh
+}
+
+// newReplicaSetHash is the pod-template-hash of the ReplicaSet of
+// Deployment obj whose revision is the Deployment's (its new one, as the
+// controller marks them), "" when none is found; one LIST of ReplicaSets
+// per Deployment and revision, only when asked.
+func (w *Watcher) newReplicaSetHash(obj *unstructured.Unstructured) string {
+	revision := obj.GetAnnotations()[deploymentRevisionAnno]
+	key := string(obj.GetUID()) + "/" + revision
+	if hash, ok := w.newSets[key]; ok || revision == "" {
+		return hash
+	}
+	if w.newSets == nil {
+		w.newSets = map[string]string{}
+	}
+	w.newSets[key] = ""
+	opts := metav1.ListOptions{}
+	if sel := selectorOf(obj); sel != nil {
+		opts.LabelSelector = sel.String()
+	}
+	w.requests.add(replicaSetsGVR, false)
+	list, err := w.reader.List(w.life, replicaSetsGVR, obj.GetNamespace(), opts)
+	if err != nil {
+		return ""
+	}
+	for _, rs := range list.Items {
+		owner := metav1.GetControllerOf(&rs)
+		if owner != nil && owner.UID == obj.GetUID() && rs.GetAnnotations()[deploymentRevisionAnno] == revision {
+			w.newSets[key] = rs.GetLabels()[templateHashLabel]
+		}
+	}
+	return w.newSets[key]
+}
+
+// unreadyBefore says how a workload was not ready before the upgrade:
+// the worst problem of its pods as Snapshot LISTed them just before the
+// apply; "" when none had one. (The plan's live object is no witness: its
+// status may be older, or not kept.)
+func unreadyBefore(pods []*corev1.Pod) string {
+	var worst *problem
+	for _, p := range pods {
+		if pr := podProblem(p); pr != nil && (worst == nil || pr.rank > worst.rank) {
+			worst = pr
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	return "it was not ready before the upgrade either: " + worst.text
+}

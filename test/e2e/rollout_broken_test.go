@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// TestRolloutRepairsDrift (issue 39): a Deployment whose template drifted
+// to an image that crash-loops (kubectl set image), which the upgrade
+// reverts to the chart's: the crash-looping pod is of the revision the
+// upgrade replaces, so the run waits for the new revision's pods and
+// exits 0, and the revision is deployed, not failed.
+func TestRolloutRepairsDrift(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, _ := webRelease(t, c, "nginx:1.25")
+	deployments := c.Clientset(t).AppsV1().Deployments(ns)
+	drift := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:crash"}]}}}}`
+	if _, err := deployments.Patch(t.Context(), "web", types.StrategicMergePatchType, []byte(drift), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.Eventually(t, "a pod of the drifted template crash-looping", func() (bool, string) {
+		pods, err := c.Clientset(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d pods, none crash-looping", len(pods.Items))
+	})
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.25", "RollingUpdate", 3)}), "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current")
+	if last := releaseHistory(t, c, ns, 2)[1]; last.Status != "deployed" {
+		t.Errorf("revision 2 in helm history: %+v, want deployed", last)
+	}
+	d, err := deployments.Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" || d.Status.AvailableReplicas != 3 {
+		t.Errorf("Deployment web after the run: image %s, %d available; want nginx:1.25, 3", img, d.Status.AvailableReplicas)
+	}
+}
+
+// TestRolloutUnreadyBefore (issue 39): a StatefulSet whose pod could not
+// be scheduled before the upgrade, and still cannot: the run fails when
+// the watch times out, and says that it was not ready before the upgrade
+// either, on stderr and in `helm history`.
+func TestRolloutUnreadyBefore(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // kwok's nodes: 4 CPUs each
+	ns := c.Namespace(t)
+	sts := func(image string) map[string]string {
+		return map[string]string{"sts.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: %q, resources: {requests: {cpu: "5"}}}]}
+`, image)}
+	}
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", sts("postgres:16")), "-n", ns)
+	testcluster.Eventually(t, "pod db-0 unschedulable", func() (bool, string) {
+		p, err := c.Clientset(t).CoreV1().Pods(ns).Get(t.Context(), "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("conditions %v", p.Status.Conditions)
+	})
+	r := run(t, c, "app", writeChart(t, "app", "1.1.0", sts("postgres:17")), "-n", ns, "--watch-timeout", "10s")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
+	}
+	want := []string{`release "app" revision 2 was applied, but its rollout failed: StatefulSet.apps/` + ns + "/db in-progress",
+		"it was not ready before the upgrade either: pod db-0 cannot be scheduled (Unschedulable)"}
+	saysAll(t, "stderr", r.Stderr, want...)
+	saysAll(t, "revision 2's description", releaseHistory(t, c, ns, 2)[1].Description, want[1])
+}
