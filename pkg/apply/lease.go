@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // One apply (or --recover) of a release at a time: a coordination.k8s.io/v1
@@ -50,18 +54,35 @@ type LeaseObservation struct {
 	Release, Namespace string
 	// obj is the Lease as read; nil when there was none.
 	obj *unstructured.Unstructured
-	// now is when it was read.
-	now time.Time
+	// now is when it was read; here is the machine that read it.
+	now  time.Time
+	here host
 }
 
-// LeaseHolder says who holds (or last held) a release's Lease.
+// LeaseHolder says who holds (or last held) a release's Lease. Anyone who
+// may write Leases in the namespace can write it: its texts are printed
+// through redact's Text, and a Lease no run of this tool can have written
+// is not trusted to expire (Malformed).
 type LeaseHolder struct {
 	Identity, User, Command string
 	Started, Renewed        time.Time
 	Duration                time.Duration
 	// Released: the holder released the lease (Identity is the last one).
 	Released bool
+	// Malformed says why a held Lease cannot be one a run of this tool
+	// wrote (a renewTime in the future beyond clock skew, a duration longer
+	// than LeaseDuration): it may never go stale; "" when it can be
+	// trusted. Writer is who last wrote the Lease, from its managed
+	// fields (manager, operation and time); "" when they do not say.
+	Malformed, Writer string
+	// Gone: the holder's identity names this host and a process that no
+	// longer runs on it (killed): the lease goes stale without renewal.
+	Gone bool
 }
+
+// maxClockSkew is how far in the future a renewTime may be (another
+// machine's clock) before the Lease is malformed.
+const maxClockSkew = time.Minute
 
 func holderOf(obj *unstructured.Unstructured) LeaseHolder {
 	h := LeaseHolder{}
@@ -79,21 +100,107 @@ func holderOf(obj *unstructured.Unstructured) LeaseHolder {
 		h.Renewed, _ = time.Parse(metav1.RFC3339Micro, s)
 	}
 	if d, ok, _ := unstructured.NestedInt64(obj.Object, "spec", "leaseDurationSeconds"); ok {
+		if d > int64(LeaseDuration/time.Second) {
+			h.Malformed = fmt.Sprintf("its leaseDurationSeconds %d is more than the %d this tool writes", d, int64(LeaseDuration/time.Second))
+			d = int64(LeaseDuration / time.Second) // no overflow in Renewed.Add
+		}
 		h.Duration = time.Duration(d) * time.Second
 	}
+	h.Writer = lastWriter(obj)
 	return h
 }
 
+// lastWriter is who last wrote obj, from its managed fields: `"manager"
+// (operation) at time`, "" when they do not say.
+func lastWriter(obj *unstructured.Unstructured) string {
+	var last *metav1.ManagedFieldsEntry
+	fields := obj.GetManagedFields()
+	for i := range fields {
+		if f := &fields[i]; f.Time != nil && (last == nil || last.Time.Before(f.Time)) {
+			last = f
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return fmt.Sprintf(`"%s" (%s) at %s`, escaped(last.Manager, redact.NameLimit), escaped(string(last.Operation), redact.NameLimit), last.Time.UTC().Format(time.RFC3339))
+}
+
+// escaped is text from a Lease as printed: escaped and bounded (redact's
+// Text; the Error: line and the plan's notes mask Secret values again).
+func escaped(text string, limit int) string {
+	var noSecrets *redact.Sanitizer
+	return noSecrets.Text(text, limit)
+}
+
+// assess sets, as of now, whether the lease is malformed (its renewTime;
+// the duration was checked when read) and whether its holder ran on this
+// host, here, and is gone.
+func (h *LeaseHolder) assess(now time.Time, here host) {
+	if h.Released || h.Identity == "" {
+		return
+	}
+	if h.Renewed.After(now.Add(maxClockSkew)) {
+		future := fmt.Sprintf("its renewTime %s is in the future", h.Renewed.UTC().Format(time.RFC3339))
+		h.Malformed = strings.Join(nonEmpty(future, h.Malformed), ", and ")
+	}
+	if hostName, pid, ok := parseIdentity(h.Identity); ok && here.name != "" && hostName == here.name && here.running != nil {
+		h.Gone = !here.running(pid)
+	}
+}
+
+func nonEmpty(parts ...string) []string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// identityPattern matches a holder identity as leaseRequest (pkg/upgrade)
+// writes it: "USER on HOST (pid N, run R)".
+var identityPattern = regexp.MustCompile(`^.* on (\S+) \(pid (\d+), run [0-9a-f]+\)$`)
+
+// parseIdentity returns the host and process of a holder identity written
+// by this tool; ok is false for any other text.
+func parseIdentity(identity string) (hostName string, pid int, ok bool) {
+	m := identityPattern.FindStringSubmatch(identity)
+	if m == nil {
+		return "", 0, false
+	}
+	pid, err := strconv.Atoi(m[2])
+	if err != nil || pid <= 0 {
+		return "", 0, false
+	}
+	return m[1], pid, true
+}
+
+// host is the machine a run reads the lease on: its name, and whether a
+// process of it runs (nil: cannot tell).
+type host struct {
+	name    string
+	running func(pid int) bool
+}
+
+// thisHost is the machine this process runs on.
+func thisHost() host {
+	name, _ := os.Hostname()
+	return host{name: name, running: processRunning}
+}
+
 // live reports whether the holder holds the lease at now: it has a holder
-// renewed less than its duration ago.
+// renewed less than its duration ago, or one that cannot be trusted to
+// expire (Malformed).
 func (h LeaseHolder) live(now time.Time) bool {
-	return !h.Released && h.Identity != "" && now.Before(h.Renewed.Add(h.Duration))
+	return !h.Released && h.Identity != "" && (h.Malformed != "" || now.Before(h.Renewed.Add(h.Duration)))
 }
 
 func (h LeaseHolder) String() string {
-	s := h.Identity
+	s := escaped(h.Identity, redact.NameLimit)
 	if h.Command != "" {
-		s += fmt.Sprintf(" running %q", h.Command)
+		s += fmt.Sprintf(" running \"%s\"", escaped(h.Command, redact.MessageLimit))
 	}
 	if !h.Started.IsZero() {
 		s += " since " + h.Started.UTC().Format(time.RFC3339)
@@ -101,13 +208,35 @@ func (h LeaseHolder) String() string {
 	return s
 }
 
-// Live returns the holder of a live lease held by someone, nil when the
-// lease is free, released or stale.
+// staleIn is how long until the lease is stale, never less than 0.
+func (h LeaseHolder) staleIn(now time.Time) time.Duration {
+	return max(h.Renewed.Add(h.Duration).Sub(now), 0).Round(time.Second)
+}
+
+// malformed says that the lease cannot be trusted, who last wrote it and
+// how to remove it.
+func (h LeaseHolder) malformed(ns, release string) string {
+	s := fmt.Sprintf("the Lease %s/%s is malformed: %s; no run of this tool writes that, and it may never go stale", ns, LeaseName(release), h.Malformed)
+	if h.Writer != "" {
+		s += "; it was last written by " + h.Writer
+	}
+	return s + fmt.Sprintf("; its holder says %s", h)
+}
+
+// deleteCommand is the command that removes the Lease of release in ns.
+func deleteCommand(ns, release string) string {
+	return fmt.Sprintf("kubectl delete lease -n %s %s", ns, LeaseName(release))
+}
+
+// Live returns the holder of a live lease held by someone (a malformed
+// one included: it cannot be trusted to end), nil when the lease is free,
+// released or stale.
 func (o *LeaseObservation) Live() *LeaseHolder {
 	if o == nil || o.obj == nil {
 		return nil
 	}
 	h := holderOf(o.obj)
+	h.assess(o.now, o.here)
 	if !h.live(o.now) {
 		return nil
 	}
@@ -117,14 +246,20 @@ func (o *LeaseObservation) Live() *LeaseHolder {
 // Note is the plan's note about a live lease ("" when there is none).
 func (o *LeaseObservation) Note() string {
 	h := o.Live()
-	if h == nil {
+	switch {
+	case h == nil:
 		return ""
+	case h.Malformed != "":
+		return fmt.Sprintf("%s; an apply now would be refused: if no apply of this release is running, remove it with: %s", h.malformed(o.Namespace, o.Release), deleteCommand(o.Namespace, o.Release))
+	case h.Gone:
+		return fmt.Sprintf("the Lease %s/%s is held by %s, whose process ran on this host and no longer runs; the lease is stale in %s (at %s), then an apply or --recover takes it over",
+			o.Namespace, LeaseName(o.Release), h, h.staleIn(o.now), h.Renewed.Add(h.Duration).UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("an apply of this release is running: the Lease %s/%s is held by %s; an apply now would be refused until it ends", o.Namespace, LeaseName(o.Release), h)
 }
 
 // LeaseError says that another run holds, or took since this run's plan,
-// the release's Lease. Nothing was written.
+// the release's Lease (or that the Lease is malformed). Nothing was written.
 type LeaseError struct {
 	Release, Namespace string
 	Holder             LeaseHolder
@@ -138,13 +273,20 @@ type LeaseError struct {
 
 func (e *LeaseError) Error() string {
 	lease := fmt.Sprintf("Lease %s/%s", e.Namespace, LeaseName(e.Release))
-	if e.Since && !e.Holder.live(e.Now) {
+	h := e.Holder
+	switch {
+	case h.Malformed != "":
+		return fmt.Sprintf("release %q in namespace %s: %s; nothing was written: if no apply of this release is running, remove the Lease with: %s",
+			e.Release, e.Namespace, h.malformed(e.Namespace, e.Release), deleteCommand(e.Namespace, e.Release))
+	case e.Since && !h.live(e.Now):
 		return fmt.Sprintf("release %q in namespace %s: another run (%s) took the %s while this run planned; nothing was written: plan again",
-			e.Release, e.Namespace, e.Holder, lease)
+			e.Release, e.Namespace, h, lease)
+	case h.Gone:
+		return fmt.Sprintf("release %q in namespace %s: the %s is held by %s, whose process ran on this host and no longer runs; nothing was written: the lease is stale in %s (at %s), then an apply or --recover takes it over",
+			e.Release, e.Namespace, lease, h, h.staleIn(e.Now), h.Renewed.Add(h.Duration).UTC().Format(time.RFC3339))
 	}
-	stale := e.Holder.Renewed.Add(e.Holder.Duration).Sub(e.Now).Round(time.Second)
 	return fmt.Sprintf("release %q in namespace %s is being applied by %s (%s, renewed %s ago; stale if not renewed within %s); nothing was written: wait until it ends, then plan again",
-		e.Release, e.Namespace, e.Holder, lease, e.Now.Sub(e.Holder.Renewed).Round(time.Second), stale)
+		e.Release, e.Namespace, h, lease, max(e.Now.Sub(h.Renewed), 0).Round(time.Second), h.staleIn(e.Now))
 }
 
 // LeasePermissionError says which permission on Leases the user lacks.
@@ -164,7 +306,12 @@ func (e *LeasePermissionError) Error() string {
 // (TakeLease checks the permissions first), a dry-run only notes live ones.
 // It sends no write (a blocked apply writes nothing, not even a review).
 func ObserveLease(ctx context.Context, cluster *live.Cluster, release, ns string, apply bool, now time.Time) (*LeaseObservation, error) {
-	o := &LeaseObservation{Release: release, Namespace: ns, now: now}
+	return observeLease(ctx, cluster, release, ns, apply, now, thisHost())
+}
+
+// observeLease is ObserveLease on the machine here.
+func observeLease(ctx context.Context, cluster *live.Cluster, release, ns string, apply bool, now time.Time, here host) (*LeaseObservation, error) {
+	o := &LeaseObservation{Release: release, Namespace: ns, now: now, here: here}
 	obj, err := cluster.Lease(ctx, ns, LeaseName(release))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
@@ -293,7 +440,9 @@ func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, 
 		if err != nil {
 			return nil, fmt.Errorf("release %q in namespace %s: another run took its Lease %s while this run planned (reading it: %v); nothing was written: plan again", o.Release, o.Namespace, LeaseName(o.Release), err)
 		}
-		return nil, &LeaseError{Release: o.Release, Namespace: o.Namespace, Holder: holderOf(now), Since: true, Now: req.Now()}
+		h := holderOf(now)
+		h.assess(req.Now(), thisHost())
+		return nil, &LeaseError{Release: o.Release, Namespace: o.Namespace, Holder: h, Since: true, Now: req.Now()}
 	}
 	if apierrors.IsForbidden(err) {
 		return nil, &LeasePermissionError{Release: o.Release, Namespace: o.Namespace, Verbs: []string{verbOf(o.obj == nil)}}

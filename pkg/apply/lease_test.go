@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
 
@@ -188,5 +191,140 @@ func TestLeasePermissions(t *testing.T) {
 		if a.GetVerb() != "get" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 			t.Errorf("the refused apply sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
+	}
+}
+
+// forgedLease puts in the fake cluster a Lease of the release as anyone
+// who may write Leases can: holder, renewTime and duration as given, last
+// written by manager at writtenAt.
+func forgedLease(t *testing.T, fc *fakeCluster, holder, renew string, duration int64, manager string, writtenAt time.Time) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+		"metadata": map[string]interface{}{"name": LeaseName(relName), "namespace": relNS, "resourceVersion": "1"},
+		"spec":     map[string]interface{}{"holderIdentity": holder, "renewTime": renew, "leaseDurationSeconds": duration},
+	}}
+	at := metav1.NewTime(writtenAt)
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "helm-safe-upgrade", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: writtenAt.Add(-time.Hour)}},
+		{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &at},
+	})
+	if err := fc.client.Tracker().Create(live.LeasesGVR, obj, relNS); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeaseMalformed (issue 40): a Lease whose renewTime is in the future
+// or whose duration is longer than the tool writes cannot be trusted to
+// end: an apply is refused saying it is malformed, who last wrote it and
+// the command that removes it, its holder text escaped and bounded; a
+// dry-run notes the same; never "wait until it ends", never a negative
+// duration.
+func TestLeaseMalformed(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	hostile := "mallory\x1b]0;pwned\x07\n\rError: forged " + strings.Repeat("h", 3000)
+	tests := []struct {
+		name, renew string
+		duration    int64
+		says        string
+	}{
+		{"year 9999 and 2^31-1 seconds", "9999-12-31T23:59:59.000000Z", 1<<31 - 1,
+			"its renewTime 9999-12-31T23:59:59Z is in the future, and its leaseDurationSeconds 2147483647 is more than the 30 this tool writes"},
+		{"renewed in the future", now.Add(time.Hour).Format(metav1.RFC3339Micro), 30, "its renewTime 2026-12-03T09:00:00Z is in the future"},
+		{"a duration longer than the tool writes", now.Format(metav1.RFC3339Micro), 3600, "its leaseDurationSeconds 3600 is more than the 30 this tool writes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := newFakeCluster(t)
+			forgedLease(t, fc, hostile, tt.renew, tt.duration, "kubectl\x1b[2J-edit", now.Add(-time.Minute))
+			_, err := observeLease(ctx, fc.Cluster, relName, relNS, true, now, host{})
+			var le *LeaseError
+			if !errors.As(err, &le) {
+				t.Fatalf("apply's read: %v, want refused", err)
+			}
+			dry, derr := observeLease(ctx, fc.Cluster, relName, relNS, false, now, host{})
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			for what, text := range map[string]string{"error": err.Error(), "note": dry.Note()} {
+				for _, want := range []string{"the Lease demo/safe-upgrade.app is malformed: " + tt.says,
+					`last written by "kubectl\x1b[2J-edit" (Update) at 2026-12-03T07:59:00Z`, "kubectl delete lease -n demo safe-upgrade.app",
+					`mallory\x1b]0;pwned\a\n\rError: forged hhh`, "…[+"} {
+					if !strings.Contains(text, want) {
+						t.Errorf("%s does not say %q:\n%.600s", what, want, text)
+					}
+				}
+				if bad := injection.Unsafe(text); bad != "" || len(text) > 1500 || strings.Contains(text, "wait until it ends") || strings.Contains(text, "-2562047h") {
+					t.Errorf("%s (%d bytes, %s):\n%.600q", what, len(text), bad, text)
+				}
+			}
+		})
+	}
+}
+
+// TestLeaseRenewedAheadWithinSkew: a renewTime a few seconds ahead (another
+// machine's clock) is trusted, and no duration printed is negative.
+func TestLeaseRenewedAheadWithinSkew(t *testing.T) {
+	now := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	fc := newFakeCluster(t)
+	forgedLease(t, fc, "admin on other (pid 7, run 0a0b0c0d)", now.Add(5*time.Second).Format(metav1.RFC3339Micro), 30, "helm-safe-upgrade", now)
+	_, err := observeLease(context.Background(), fc.Cluster, relName, relNS, true, now, host{})
+	var le *LeaseError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "renewed 0s ago; stale if not renewed within 35s") || strings.Contains(err.Error(), "malformed") {
+		t.Errorf("read: %v", err)
+	}
+}
+
+// TestLeaseHolderGone (issue 39): a lease whose holder ran on this host in
+// a process that no longer runs says so and when it is stale, rather than
+// "an apply is running"; on another host, or with the process alive, it is
+// an apply running.
+func TestLeaseHolderGone(t *testing.T) {
+	now := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	renewed := now.Add(-10 * time.Second).Format(metav1.RFC3339Micro)
+	dead := func(int) bool { return false }
+	alive := func(int) bool { return true }
+	tests := []struct {
+		name   string
+		holder string
+		here   host
+		gone   bool
+	}{
+		{"killed on this host", "admin on vm (pid 4242, run 01020304)", host{"vm", dead}, true},
+		{"running on this host", "admin on vm (pid 4242, run 01020304)", host{"vm", alive}, false},
+		{"on another host", "admin on ci-7 (pid 4242, run 01020304)", host{"vm", dead}, false},
+		{"not the tool's identity", "vm (pid 4242)", host{"vm", dead}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := newFakeCluster(t)
+			forgedLease(t, fc, tt.holder, renewed, 30, "helm-safe-upgrade", now)
+			_, err := observeLease(context.Background(), fc.Cluster, relName, relNS, true, now, tt.here)
+			dry, derr := observeLease(context.Background(), fc.Cluster, relName, relNS, false, now, tt.here)
+			if err == nil || derr != nil {
+				t.Fatalf("apply's read: %v, dry-run's: %v", err, derr)
+			}
+			for what, text := range map[string]string{"error": err.Error(), "note": dry.Note()} {
+				says := strings.Contains(text, "whose process ran on this host and no longer runs") && strings.Contains(text, "stale in 20s (at 2026-12-03T08:00:20Z)") && strings.Contains(text, "--recover")
+				running := strings.Contains(text, "being applied by") || strings.Contains(text, "an apply of this release is running")
+				if says != tt.gone || running == tt.gone {
+					t.Errorf("%s: %s", what, text)
+				}
+			}
+		})
+	}
+}
+
+func TestProcessRunning(t *testing.T) {
+	if !processRunning(os.Getpid()) {
+		t.Error("this process is not running")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if processRunning(cmd.Process.Pid) {
+		t.Errorf("process %d, ended and waited for, runs", cmd.Process.Pid)
 	}
 }
