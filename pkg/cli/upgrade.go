@@ -82,6 +82,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	}
 	o.Render.Namespace = o.Config.Namespace
 	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
+	o.PlanKeys.Warnings = o.Streams.ErrOut
 	acks, err := o.Gate.collect()
 	if err != nil {
 		return err
