@@ -16,7 +16,7 @@ import (
 func main() {
 	self, _ := os.Executable()
 	os.Exit(shim.Dispatcher{
-		Argv: os.Args, Self: self, PID: os.Getpid(),
+		Argv: os.Args, Self: self, PID: os.Getpid(), PPID: os.Getppid(),
 		Getenv: os.Getenv, Environ: os.Environ(),
 		Stderr: os.Stderr, Exec: shim.Replace,
 	}.Run())

@@ -210,6 +210,9 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 	status, ok := apiStatus(u.DryRunErr)
 	if !ok || status.Reason != metav1.StatusReasonInvalid {
 		// Admission denial, bad request, conflict: recreating would not help.
+		if rs := u.typeReasons(u.DryRunErr.Error(), live, local); rs != nil {
+			return Verdict{Class: plan.ClassInvalid, Reasons: rs}
+		}
 		return Verdict{Class: plan.ClassInvalid, Reasons: []plan.Reason{{
 			Path: "", Message: Sanitize(u.DryRunErr.Error(), u.Secret), Source: plan.SourceServer}}}
 	}
@@ -222,7 +225,7 @@ func (c *Classifier) rejected(u Update, live, local map[string]interface{}) Verd
 		}
 	}
 	if len(immutable) == 0 {
-		return Verdict{Class: plan.ClassInvalid, Reasons: causeReasons(other, u.Secret)}
+		return Verdict{Class: plan.ClassInvalid, Reasons: u.typeCauseReasons(other, live, local)}
 	}
 	if !recreateAccepted(u.RecreateErr) {
 		// The new object itself is rejected: recreating it would fail too.

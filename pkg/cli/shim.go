@@ -52,11 +52,13 @@ type ShimOptions struct {
 	// Argv0 and Args are the command line as the shim received it.
 	Argv0 string
 	Args  []string
-	// Getenv, Environ, Self (os.Executable), Dir (the working directory),
-	// PID and PPID are the process's; tests set them.
+	// Getenv, Environ, Self (the dispatcher's file, else os.Executable),
+	// Tool (os.Executable), Dir (the working directory), PID and PPID are
+	// the process's; tests set them.
 	Getenv  func(string) string
 	Environ []string
 	Self    string
+	Tool    string
 	Dir     string
 	PID     int
 	PPID    int
@@ -79,13 +81,14 @@ type ShimOptions struct {
 func NewShimOptions(streams iostreams.Streams, build BuildInfo, argv0 string, args []string) *ShimOptions {
 	// Handed over by the dispatcher (cmd/helm-shim), the shim's file is the
 	// dispatcher's, which the lookup of the real helm must skip.
+	tool, _ := os.Executable()
 	self := os.Getenv(shim.DispatcherEnv)
 	if self == "" {
-		self, _ = os.Executable()
+		self = tool
 	}
 	dir, _ := os.Getwd()
 	return &ShimOptions{Streams: streams, Build: build, Argv0: argv0, Args: args,
-		Getenv: os.Getenv, Environ: os.Environ(), Self: self, Dir: dir,
+		Getenv: os.Getenv, Environ: os.Environ(), Self: self, Tool: tool, Dir: dir,
 		PID: os.Getpid(), PPID: os.Getppid(), Exec: syscall.Exec}
 }
 
@@ -168,7 +171,7 @@ func (o *ShimOptions) ackFile() (string, error) {
 
 // realHelm finds the real helm (shim.Lookup).
 func (o *ShimOptions) realHelm() (string, error) {
-	return shim.Lookup{Self: o.Self, Explicit: o.Getenv(shim.HelmEnv), Path: o.Getenv("PATH")}.RealHelm()
+	return shim.Lookup{Self: o.Self, Tool: o.Tool, PPID: o.PPID, Explicit: o.Getenv(shim.HelmEnv), Path: o.Getenv("PATH")}.RealHelm()
 }
 
 // passThrough replaces the process with the real helm, the same arguments

@@ -59,6 +59,7 @@ Who made it (tool, time, cluster, CI commit and pipeline) goes to stderr.`,
 func (o *ShowPlanOptions) Complete(args []string) error {
 	o.Path = args[0]
 	o.Keys = savedplan.KeysFromEnv(os.Getenv, nil, o.Unencrypted)
+	o.Keys.Warnings = o.Streams.ErrOut
 	return nil
 }
 

@@ -100,6 +100,7 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
 	o.Render.Namespace = o.Config.Namespace
 	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
+	o.PlanKeys.Warnings = o.Streams.ErrOut
 	acks, err := o.Gate.collect()
 	if err != nil {
 		return err

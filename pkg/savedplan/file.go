@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"filippo.io/age"
@@ -34,10 +36,15 @@ const ageMagic = "age-encryption.org/"
 // or a passphrase (age's scrypt recipient). Unencrypted (--plan-unencrypted)
 // allows a plan in clear, written or read; nothing else does.
 type Keys struct {
-	Recipients  []string
-	Identity    string // a path to an identity file, or the key itself
+	Recipients []string
+	// Identity is a path to an identity file, or the identity itself: a
+	// key, or what age-keygen writes (comment lines, blank lines, the key).
+	Identity    string
 	Passphrase  string
 	Unencrypted bool
+	// Warnings receives a line when an identity file is readable by group
+	// or others (nil: no warning).
+	Warnings io.Writer
 	// workFactor lowers scrypt's cost in tests (0: age's default).
 	workFactor int
 }
@@ -101,12 +108,13 @@ func (k Keys) identities() ([]age.Identity, error) {
 	var out []age.Identity
 	if id := k.Identity; id != "" {
 		text := id
-		if !strings.HasPrefix(strings.ToUpper(id), "AGE-SECRET-KEY-") {
+		if !isIdentityText(id) {
 			data, err := inputfile.Read(id, "an identity file", inputfile.IdentityMax)
 			if err != nil {
 				// The value may be a mistyped key: never echo it.
-				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…) nor a readable identity file: %w", EnvIdentity, cause(err))
+				return nil, fmt.Errorf("%s: neither an age key (AGE-SECRET-KEY-1…, alone or as age-keygen writes it) nor a readable identity file: %w", EnvIdentity, cause(err))
 			}
+			k.warnIfShared(id)
 			text = string(data)
 		}
 		ids, err := age.ParseIdentities(strings.NewReader(text))
@@ -123,6 +131,29 @@ func (k Keys) identities() ([]age.Identity, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// isIdentityText reports whether the identity's value is the identity
+// itself rather than a path: a line of it is an age key, or it has more
+// than one line (age-keygen's output: "# created: …", "# public key: …",
+// the key), which no path has.
+func isIdentityText(v string) bool {
+	if strings.ContainsAny(v, "\n\r") {
+		return true
+	}
+	return strings.HasPrefix(strings.ToUpper(strings.TrimSpace(v)), "AGE-SECRET-KEY-")
+}
+
+// warnIfShared warns when the identity file at path can be read by group
+// or others: whoever can read it can decrypt every plan (Windows has no
+// such bits).
+func (k Keys) warnIfShared(path string) {
+	fi, err := os.Stat(path)
+	if k.Warnings == nil || err != nil || runtime.GOOS == "windows" || fi.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	fmt.Fprintf(k.Warnings, "WARNING: %s: the identity file %s is readable by group or others (mode %04o): whoever reads it can decrypt the plans; chmod 600 %s\n",
+		EnvIdentity, path, fi.Mode().Perm(), path)
 }
 
 // Write seals p and writes it to path (mode 0600), encrypted to keys'

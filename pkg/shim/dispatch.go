@@ -32,6 +32,8 @@ type Dispatcher struct {
 	// Self is this executable (os.Executable); PID the process id.
 	Self string
 	PID  int
+	// PPID is the parent's process id (0: the process tree is not searched).
+	PPID int
 	// Getenv and Environ are the process's environment.
 	Getenv  func(string) string
 	Environ []string
@@ -74,7 +76,8 @@ func (d Dispatcher) run() error {
 	}
 	cmd, _ := Classify(d.Argv[1:])
 	if !Served(cmd) {
-		helm, err := Lookup{Self: d.Self, Explicit: d.Getenv(HelmEnv), Path: d.Getenv("PATH")}.RealHelm()
+		tool, _ := ToolBeside(d.Self) // "" without one: passing through needs none
+		helm, err := Lookup{Self: d.Self, Tool: tool, PPID: d.PPID, Explicit: d.Getenv(HelmEnv), Path: d.Getenv("PATH")}.RealHelm()
 		if err != nil {
 			return err
 		}

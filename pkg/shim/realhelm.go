@@ -26,6 +26,12 @@ var ErrNoRealHelm = errors.New("no real helm found; set " + HelmEnv + " to the p
 type Lookup struct {
 	// Self is the shim's own executable (os.Executable).
 	Self string
+	// Tool is the full tool's executable ("" when unknown): never the
+	// real helm either.
+	Tool string
+	// PPID is the parent's process id, where the search for the real helm
+	// running above this process starts (0: no search).
+	PPID int
 	// Explicit is SAFE_UPGRADE_HELM ("" when unset).
 	Explicit string
 	// Path is PATH.
@@ -35,7 +41,9 @@ type Lookup struct {
 // RealHelm returns the path of the real helm: Explicit when set, else the
 // first helm on Path that is not the shim's own file (compared as files,
 // after resolving symbolic links, so a link to the shim or a hard link is
-// skipped).
+// skipped). A real helm that would run the shim again is an error saying
+// what was found (loopError): the tool's own file, a script naming the
+// shim, or a helm already running several times above this process.
 func (l Lookup) RealHelm() (string, error) {
 	self, err := statResolved(l.Self)
 	if err != nil {
@@ -48,6 +56,9 @@ func (l Lookup) RealHelm() (string, error) {
 		}
 		if os.SameFile(fi, self) {
 			return "", fmt.Errorf("%s=%s is this shim, not Helm: %w", HelmEnv, l.Explicit, ErrNoRealHelm)
+		}
+		if err := l.loopError(HelmEnv+"="+l.Explicit, l.Explicit); err != nil {
+			return "", err
 		}
 		return l.Explicit, nil
 	}
@@ -66,6 +77,9 @@ func (l Lookup) RealHelm() (string, error) {
 		}
 		if os.SameFile(fi, self) {
 			continue
+		}
+		if err := l.loopError("the helm on PATH "+candidate, candidate); err != nil {
+			return "", err
 		}
 		return candidate, nil
 	}

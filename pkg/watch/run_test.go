@@ -382,7 +382,7 @@ func TestRunCreatedClaims(t *testing.T) {
 			if !tt.wantTimely {
 				timeout = 200 * time.Millisecond
 			}
-			out, err := w.Run(ctx, timeout, NewProgress(&strings.Builder{}, false))
+			out, err := w.Run(ctx, timeout, NewProgress(&strings.Builder{}, false, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +410,7 @@ func TestRunUnanswered(t *testing.T) {
 	before := deployment(1, webSpec, nil)
 	w := New(silent{fakeCluster(before)}, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
 	w.RequestTimeout = 50 * time.Millisecond
-	out, err := w.Run(context.Background(), 50*time.Millisecond, NewProgress(&strings.Builder{}, false))
+	out, err := w.Run(context.Background(), 50*time.Millisecond, NewProgress(&strings.Builder{}, false, nil))
 	var unanswered *UnansweredError
 	if !errors.As(err, &unanswered) || !strings.Contains(err.Error(), "the API server stopped answering") || out != nil {
 		t.Errorf("outcome %+v, error %v; want none, and an *UnansweredError", out, err)
