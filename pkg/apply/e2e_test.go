@@ -587,8 +587,10 @@ func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(
 		t.Fatalf("plan after the kill: exit %d, want 1 naming --recover and the StatefulSet", code)
 	}
 	// The killed apply's Lease refuses --recover until it is stale.
-	if code, stderr := e.tool(t, e.name, "--recover", "--yes"); code != 1 || !strings.Contains(stderr, "is being applied by") {
-		t.Fatalf("--recover while the killed apply's Lease is live: exit %d, want 1 naming its holder", code)
+	// Its holder ran on this host and was killed: the refusal says so and
+	// when the Lease is stale, instead of "is being applied".
+	if code, stderr := e.tool(t, e.name, "--recover", "--yes"); code != 1 || !strings.Contains(stderr, "no longer runs") || !strings.Contains(stderr, "stale in") {
+		t.Fatalf("--recover while the killed apply's Lease is live: exit %d, want 1 saying its holder no longer runs and when the Lease is stale:\n%s", code, stderr)
 	}
 	testcluster.Eventually(t, "the killed apply's Lease stale", func() (bool, string) {
 		l, err := e.c.Clientset(t).CoordinationV1().Leases(e.ns).Get(t.Context(), apply.LeaseName(e.name), metav1.GetOptions{})

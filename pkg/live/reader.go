@@ -2,8 +2,10 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +37,37 @@ type clusterReader struct{ c *Cluster }
 func (r clusterReader) Mapping(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
 	mapping, err := r.c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
+		// The mapper is discovery's when the run connected: a kind whose
+		// CRD the release has created since is asked of the server again.
+		if gvr, namespaced, ok := r.discover(gvk); ok {
+			return gvr, namespaced, nil
+		}
 		return schema.GroupVersionResource{}, false, &KindNotServedError{GVK: gvk, Err: err}
 	}
 	return mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// discover asks the API server (one GET of the group version's discovery
+// document, bounded by the client's timeout) which resource serves gvk, a
+// kind of an API group; ok is false when none does or it cannot tell.
+func (r clusterReader) discover(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced, ok bool) {
+	if r.c.REST == nil || gvk.Group == "" {
+		return gvr, false, false
+	}
+	raw, err := r.c.REST.Get().AbsPath("/apis", gvk.Group, gvk.Version).DoRaw(context.Background())
+	if err != nil {
+		return gvr, false, false
+	}
+	var list metav1.APIResourceList
+	if json.Unmarshal(raw, &list) != nil {
+		return gvr, false, false
+	}
+	for _, res := range list.APIResources {
+		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") { // not a subresource
+			return gvk.GroupVersion().WithResource(res.Name), res.Namespaced, true
+		}
+	}
+	return gvr, false, false
 }
 
 func (r clusterReader) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {

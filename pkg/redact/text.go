@@ -2,6 +2,7 @@ package redact
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -19,6 +20,9 @@ const (
 	// RecordLimit bounds a line that joins many: the Error: line, what a
 	// release description records.
 	RecordLimit = 16384
+	// NoLimit escapes without cutting: for a diff under review, whose
+	// lines must be shown whole.
+	NoLimit = math.MaxInt
 )
 
 // Text is the one way text that came from elsewhere (the API server's
@@ -49,6 +53,9 @@ func truncationMarker(n int) string { return fmt.Sprintf("…[+%d bytes]", n) }
 
 // escape is Text without the masking.
 func escape(text string, max int) string {
+	if len(text) <= max && plain(text) {
+		return text
+	}
 	var b strings.Builder
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
@@ -71,6 +78,17 @@ func escape(text string, max int) string {
 		i += size
 	}
 	return b.String()
+}
+
+// plain reports whether text is printable ASCII (and tabs) only: nothing
+// to escape.
+func plain(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; (c < 0x20 && c != '\t') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // bidiControl reports whether r reorders the text around it when shown

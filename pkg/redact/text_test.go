@@ -99,3 +99,10 @@ func TestWarningsEscaped(t *testing.T) {
 		t.Errorf("warning printed as %.300q (%s)", got, bad)
 	}
 }
+
+func TestTextNoLimit(t *testing.T) {
+	long := strings.Repeat("x", 50000) + "\u202e"
+	if got := (*Sanitizer)(nil).Text(long, NoLimit); got != strings.Repeat("x", 50000)+`\u202e` {
+		t.Errorf("NoLimit cut or did not escape: %d bytes ending %q", len(got), got[len(got)-10:])
+	}
+}

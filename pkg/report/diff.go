@@ -94,7 +94,24 @@ func unifiedDiff(c *plan.Change, context int, s sides) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("diff of %s: %w", c.ID, err)
 	}
-	return d, nil
+	return escapeLines(d), nil
+}
+
+// escapeLines escapes, in each line of a diff, what could act on a
+// terminal (redact's Text, never cutting a line: the diff is what is
+// reviewed). The YAML encoder quotes control characters already, but
+// leaves the bidirectional controls and NEL a live object can hold.
+func escapeLines(d string) string {
+	var escapeOnly *redact.Sanitizer
+	lines := strings.SplitAfter(d, "\n")
+	for i, l := range lines {
+		text, eol := strings.CutSuffix(l, "\n")
+		if text = escapeOnly.Text(text, redact.NoLimit); eol {
+			text += "\n"
+		}
+		lines[i] = text
+	}
+	return strings.Join(lines, "")
 }
 
 // yamlLines renders obj as YAML split into lines that keep their "\n"; nil

@@ -416,3 +416,29 @@ func TestRunUnanswered(t *testing.T) {
 		t.Errorf("outcome %+v, error %v; want none, and an *UnansweredError", out, err)
 	}
 }
+
+// TestRunKindServedAfterTheApply: a custom resource whose CRD the release
+// creates is not served when the watch is made; it is followed once Helm
+// returned, not left unknown.
+func TestRunKindServedAfterTheApply(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	cluster := fakeCluster()
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{{ID: manifest.ObjectID{Group: "example.com", Kind: "Gadget", Namespace: "ns", Name: "g"},
+		APIVersion: "example.com/v1", Action: plan.ActionCreate}}})
+	w.Refresh = time.Hour
+	ctx := context.Background()
+	if err := w.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The apply: the CRD, then the custom resource.
+	cluster.AddKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}, gadgets, true)
+	cluster.Put(gadgets, &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]interface{}{"name": "g", "namespace": "ns", "uid": "uid-g"}}})
+	out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob := out.Objects[0]; ob.State != plan.StateCurrent || out.TimedOut {
+		t.Errorf("outcome %+v (timed out %v), want the Gadget current", ob, out.TimedOut)
+	}
+}

@@ -203,18 +203,24 @@ func New(r live.Reader, p *plan.Plan) *Watcher {
 		}
 		t := &target{change: ch, gvk: gv.WithKind(ch.ID.Kind)}
 		t.expect = expect(t)
-		gvr, namespaced, err := r.Mapping(t.gvk)
-		if err != nil {
-			t.last = status{state: plan.StateUnknown, reason: err.Error()}
-		} else {
-			t.group = groupKey{gvr: gvr}
-			if namespaced {
-				t.group.ns = ch.ID.Namespace
-			}
-		}
+		w.mapTarget(t)
 		w.targets = append(w.targets, t)
 	}
 	return w
+}
+
+// mapTarget finds the resource that serves t's kind; when none does (its
+// CRD not there yet) t's status says why.
+func (w *Watcher) mapTarget(t *target) {
+	gvr, namespaced, err := w.reader.Mapping(t.gvk)
+	if err != nil {
+		t.last = status{state: plan.StateUnknown, reason: err.Error()}
+		return
+	}
+	t.group, t.last = groupKey{gvr: gvr}, status{}
+	if namespaced {
+		t.group.ns = t.change.ID.Namespace
+	}
 }
 
 // Empty reports whether there is nothing to follow.
@@ -636,6 +642,15 @@ func (w *Watcher) follow(ctx context.Context, start time.Time, show Progress, be
 	if w.life == nil || w.life.Err() != nil {
 		// No Snapshot, or its life ended: the groups start afresh.
 		w.start(ctx)
+	}
+	if !beforeApply {
+		// A kind not served before the apply may be now: the release
+		// created its CRD.
+		for _, t := range w.targets {
+			if t.group.gvr.Resource == "" {
+				w.mapTarget(t)
+			}
+		}
 	}
 	// Pods and claims first: a claim the chart holds shares its
 	// namespace's LIST+WATCH of claims with the StatefulSets'.

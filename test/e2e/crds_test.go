@@ -85,7 +85,8 @@ func TestCRDDropsServedVersion(t *testing.T) {
 // TestInstallCreatesCRDs: an install of a chart whose crds/ CRD its
 // templates use plans the CRD as a create and the custom resources as not
 // validated (their kind is not served yet), not as a refused create; the
-// apply installs both, as helm install does.
+// apply installs both, as helm install does, and the watch follows the
+// custom resource.
 func TestInstallCreatesCRDs(t *testing.T) {
 	c := testcluster.Get(t)
 	c.RequireOwnCluster(t) // leaves a CRD behind
@@ -103,9 +104,13 @@ func TestInstallCreatesCRDs(t *testing.T) {
 		!strings.Contains(strings.Join(gadget.Notes, "\n"), "its CustomResourceDefinition is created by this release") {
 		t.Fatalf("CRD %+v\nGadget %+v", crd, gadget)
 	}
-	if r := run(t, c, "app", chart, "-n", ns, "--install"); r.Code != 0 {
+	r = run(t, c, "app", chart, "-n", ns, "--install")
+	if r.Code != 0 {
 		t.Fatalf("install: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
+	// The rollout watch follows the Gadget, whose kind was not served
+	// when the run connected (issue 39).
+	saysAll(t, "stderr", r.Stderr, "Rollout: 2 of 2 object(s) current") // the CRD and the Gadget
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	if _, err := c.Dynamic(t).Resource(gvr).Namespace(ns).Get(t.Context(), "g", metav1.GetOptions{}); err != nil {
 		t.Errorf("the installed Gadget: %v", err)

@@ -68,6 +68,31 @@ func startTool(t *testing.T, c *testcluster.Cluster, args ...string) *toolproc.P
 	return toolproc.Start(t, "TestToolSubprocess", append(args, "--kubeconfig", c.Kubeconfig)...)
 }
 
+// applyHoldingLease installs release app (a ConfigMap) in a fresh
+// namespace and starts an apply of it whose pre-upgrade hook waits,
+// returning once that apply holds the release's Lease: the namespace, the
+// chart at a version (with a hook, if given), the apply's process and the
+// Lease's holder.
+func applyHoldingLease(t *testing.T, c *testcluster.Cluster) (ns string, chart func(version, hook string) string, p *toolproc.Process, holder string) {
+	t.Helper()
+	ns = c.Namespace(t)
+	chart = func(version, hook string) string {
+		files := map[string]string{"cm.yaml": configMap(false, version)}
+		if hook != "" {
+			files["hook.yaml"] = hook
+		}
+		return writeChart(t, "app", version, files)
+	}
+	c.Helm(t, "install", "app", chart("1.0.0", ""), "-n", ns)
+	p = startTool(t, c, "app", chart("2.0.0", waitHook), "-n", ns, "--timeout", "10m")
+	testcluster.Eventually(t, "the apply holding the Lease", func() (bool, string) {
+		var stale bool
+		holder, stale = leaseHolder(t, c, ns, "app")
+		return holder != "" && !stale, "holder " + holder
+	})
+	return ns, chart, p, holder
+}
+
 // leaseHolder returns the holder of the release's Lease ("" when free or
 // absent) and whether it is stale.
 func leaseHolder(t *testing.T, c *testcluster.Cluster, ns, release string) (string, bool) {
@@ -259,22 +284,7 @@ func TestRecoverEditedJournal(t *testing.T) {
 // free and the next apply goes through.
 func TestApplyRefusedWhileAnotherApplies(t *testing.T) {
 	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	chart := func(version, hook string) string {
-		files := map[string]string{"cm.yaml": configMap(false, version)}
-		if hook != "" {
-			files["hook.yaml"] = hook
-		}
-		return writeChart(t, "app", version, files)
-	}
-	c.Helm(t, "install", "app", chart("1.0.0", ""), "-n", ns)
-	p := startTool(t, c, "app", chart("2.0.0", waitHook), "-n", ns, "--timeout", "10m")
-	var holder string
-	testcluster.Eventually(t, "the apply holding the Lease", func() (bool, string) {
-		var stale bool
-		holder, stale = leaseHolder(t, c, ns, "app")
-		return holder != "" && !stale, "holder " + holder
-	})
+	ns, chart, p, holder := applyHoldingLease(t, c)
 
 	plan := run(t, c, "app", chart("3.0.0", ""), "-n", ns, "--dry-run")
 	if plan.Code != 0 || !strings.Contains(plan.Stdout+plan.Stderr, "is held by "+holder) {
