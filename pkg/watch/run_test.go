@@ -434,7 +434,7 @@ func TestRunKindServedAfterTheApply(t *testing.T) {
 	cluster.AddKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}, gadgets, true)
 	cluster.Put(gadgets, &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Gadget",
 		"metadata": map[string]interface{}{"name": "g", "namespace": "ns", "uid": "uid-g"}}})
-	out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false))
+	out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
