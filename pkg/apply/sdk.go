@@ -38,7 +38,7 @@ type sdk interface {
 func (req *Request) sdk(ctx context.Context, log func(string, ...interface{})) (sdk, error) {
 	// What Helm stores as a failed revision's description holds the API
 	// server's error: through the printer, as every text from elsewhere.
-	describe := func(s string) string { return req.Sanitizer.Text(s, redact.RecordLimit) }
+	describe := func(s string) string { return req.Sanitizer.Record(s, redact.RecordLimit) }
 	guard := &plannedGuard{ctx: ctx, next: req.Rendered.Next, sanitize: describe}
 	if req.ApplyMethod == plan.ApplyMethodSSA {
 		return newHelm4(req, guard, log)

@@ -45,15 +45,22 @@ const (
 // can be joined into a longer line and passed through it once more (with
 // a bound as large): nothing is escaped twice.
 func (s *Sanitizer) Text(text string, max int) string {
-	return escape(s.String(text), max)
+	return escape(s.String(text), max, true)
+}
+
+// Record is Text for a record that is one cell of a table: a release's
+// description, which `helm history` prints in a column. A tab there would
+// forge a column, so it is escaped too (`\t`).
+func (s *Sanitizer) Record(text string, max int) string {
+	return escape(s.String(text), max, false)
 }
 
 // truncationMarker says how many bytes of the text were left out.
 func truncationMarker(n int) string { return fmt.Sprintf("…[+%d bytes]", n) }
 
-// escape is Text without the masking.
-func escape(text string, max int) string {
-	if len(text) <= max && plain(text) {
+// escape is Text (keepTab) or Record without the masking.
+func escape(text string, max int, keepTab bool) string {
+	if len(text) <= max && plain(text, keepTab) {
 		return text
 	}
 	var b strings.Builder
@@ -63,7 +70,7 @@ func escape(text string, max int) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			piece = fmt.Sprintf(`\x%02x`, text[i])
-		case r == '\t':
+		case r == '\t' && keepTab:
 		case r < 0x20 || r == 0x7f:
 			piece = strconv.QuoteRuneToASCII(r)
 			piece = piece[1 : len(piece)-1]
@@ -80,11 +87,11 @@ func escape(text string, max int) string {
 	return b.String()
 }
 
-// plain reports whether text is printable ASCII (and tabs) only: nothing
-// to escape.
-func plain(text string) bool {
+// plain reports whether text is printable ASCII (and tabs, when kept)
+// only: nothing to escape.
+func plain(text string, keepTab bool) bool {
 	for i := 0; i < len(text); i++ {
-		if c := text[i]; (c < 0x20 && c != '\t') || c >= 0x7f {
+		if c := text[i]; (c < 0x20 && !(c == '\t' && keepTab)) || c >= 0x7f {
 			return false
 		}
 	}

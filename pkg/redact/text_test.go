@@ -34,6 +34,25 @@ func TestTextEscapes(t *testing.T) {
 	}
 }
 
+// TestRecordEscapesTabs: a release description is one cell of helm
+// history's table, where a tab would forge a column; Record escapes it and
+// everything Text escapes, and masks as Text does.
+func TestRecordEscapesTabs(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"failed:\n\t* ConfigMap \"x\" is invalid", `failed:\n\t* ConfigMap "x" is invalid`},
+		{"plain line", "plain line"},
+		{"\x1b[2Jtab\there", `\x1b[2Jtab\there`},
+	}
+	for _, tc := range tests {
+		if got := (*Sanitizer)(nil).Record(tc.in, RecordLimit); got != tc.want {
+			t.Errorf("Record(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := (*Sanitizer)(nil).Record(strings.Repeat("\t", 100), 50); len(got) > 50+len(truncationMarker(100)) {
+		t.Errorf("Record of 100 tabs cut at 50 is %d bytes: %q", len(got), got)
+	}
+}
+
 func TestTextCorpus(t *testing.T) {
 	const secret = "corpus-secret-value-7d1e"
 	san := NewSanitizer(NewMasker())

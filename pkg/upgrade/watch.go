@@ -90,7 +90,7 @@ func (c *Config) explainWait(planned *Planned, err error, troubles []string) err
 	line := "the watch saw, while Helm waited: " + c.texts(troubles, redact.MessageLimit)
 	var ue *apply.UpgradeError
 	if errors.As(err, &ue) && ue.AttemptedStatus == release.StatusFailed {
-		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Text("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
+		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Record("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
 			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", ue.Attempted, c.Sanitizer.Text(derr.Error(), redact.MessageLimit))
 		}
 	}
@@ -134,7 +134,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 		return nil
 	}
 	name := planned.Plan.Release.Name
-	line := c.Sanitizer.Text("Rollout failed after the upgrade: "+failureLine(out), redact.RecordLimit)
+	line := c.Sanitizer.Record("Rollout failed after the upgrade: "+failureLine(out), redact.RecordLimit)
 	if err := apply.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
 		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
