@@ -15,7 +15,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
