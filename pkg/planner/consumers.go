@@ -16,6 +16,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 // WorkloadLister reads the workloads of a namespace, for the readers of a
@@ -103,7 +104,7 @@ func configData(obj *unstructured.Unstructured) map[string]interface{} {
 // change exists). A read without optional of a key the change removes, or
 // of the object it deletes, makes the change destructive. It returns the
 // plan's notes.
-func (p *Planner) configConsumers(ctx context.Context, ns string, changes []plan.Change, inside map[manifest.ObjectID][]classify.ConfigRef) []string {
+func (p *Planner) configConsumers(ctx context.Context, ns string, changes []plan.Change, inside map[manifest.ObjectID][]classify.ConfigRef, san *redact.Sanitizer) []string {
 	targets := configTargets(changes)
 	if len(targets) == 0 {
 		return nil
@@ -126,6 +127,9 @@ func (p *Planner) configConsumers(ctx context.Context, ns string, changes []plan
 		notes = p.outsideConsumers(ctx, ns, targets, workloads)
 	}
 	for _, t := range targets {
+		for i := range t.change.Consumers {
+			sanitizeConsumer(&t.change.Consumers[i], san)
+		}
 		failing(t.change)
 	}
 	return notes
@@ -218,6 +222,14 @@ func sight(t *configTarget, r classify.ConfigRef, kind string, rolls bool) plan.
 		return plan.SightNextStart
 	}
 	return plan.SightStale
+}
+
+// sanitizeConsumer escapes what the render or the cluster named (a
+// workload, a container, a key, a variable) as every text of the plan is.
+func sanitizeConsumer(c *plan.Consumer, san *redact.Sanitizer) {
+	for _, f := range []*string{&c.Workload.Name, &c.Container, &c.Key, &c.Env} {
+		*f = san.Text(*f, redact.MessageLimit)
+	}
 }
 
 // failing makes c destructive when a reader's next pod fails to start: one

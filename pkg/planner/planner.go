@@ -237,7 +237,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 			inside[ids[i]] = r
 		}
 	}
-	readNotes := p.configConsumers(ctx, ns, changes, inside)
+	readNotes := p.configConsumers(ctx, ns, changes, inside, san)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])
