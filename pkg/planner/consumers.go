@@ -149,8 +149,8 @@ func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*co
 		gvk := schema.GroupVersionKind{Group: group, Version: workloadVersions[group], Kind: kind}
 		err := p.Cluster.Workloads.EachObject(ctx, gvk, ns, func(obj *unstructured.Unstructured) {
 			id := manifest.ObjectID{Group: group, Kind: kind, Namespace: ns, Name: obj.GetName()}
-			if _, ok := release[id]; ok || controlledByWorkload(obj) {
-				return // read from the render, or through its controller's template
+			if _, ok := release[id]; ok || controlledByWorkload(obj) || finished(obj) {
+				return // read from the render, through its controller's template, or by no running pod
 			}
 			consume(targets, id, nil, true, classify.ConfigRefs(group, kind, obj.Object))
 		})
@@ -177,6 +177,16 @@ func controlledByWorkload(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// finished reports whether obj is a Pod that has ended (a completed test
+// pod, say): it runs nothing that could keep an old value.
+func finished(obj *unstructured.Unstructured) bool {
+	if obj.GetKind() != "Pod" && obj.GetKind() != "" {
+		return false
+	}
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+	return phase == "Succeeded" || phase == "Failed"
 }
 
 // consume adds workload id's reads refs to the targets they read; w is the

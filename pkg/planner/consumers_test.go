@@ -67,6 +67,7 @@ func (f workloadsFake) EachObject(_ context.Context, gvk schema.GroupVersionKind
 
 func TestConfigConsumers(t *testing.T) {
 	outside := deployment("outside", "", `        env: [{name: P, valueFrom: {secretKeyRef: {name: creds, key: password}}}]`)
+	done := "apiVersion: v1\nkind: Pod\nmetadata: {name: test-pod}\nspec: {containers: [{name: t, envFrom: [{secretRef: {name: creds}}]}]}\nstatus: {phase: Succeeded}\n"
 	owned := strings.Replace(outside, "metadata: {name: outside}", "metadata: {name: owned, ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: x, uid: u, controller: true}]}", 1)
 	tests := []struct {
 		name        string
@@ -89,9 +90,9 @@ func TestConfigConsumers(t *testing.T) {
 		{name: "metadata only: no reader listed",
 			base: strings.Replace(configMapDoc, "%s", "a: '1'", 1) + readers("one"), head: strings.Replace(strings.Replace(configMapDoc, "%s", "a: '1'", 1), "{name: cfg}", "{name: cfg, labels: {x: y}}", 1) + readers("one"),
 			object: "cfg", want: map[string]plan.Sight{}},
-		{name: "a Secret read by a Deployment outside the release",
+		{name: "a Secret read by a Deployment outside the release; not by its controlled copy nor a finished Pod",
 			base: strings.Replace(secret, "%s", "old-hunter2", 1), head: strings.Replace(secret, "%s", "new-hunter2", 1),
-			workloads: workloadsFake{"Deployment": {outside, owned}},
+			workloads: workloadsFake{"Deployment": {outside, owned}, "Pod": {done}},
 			object:    "creds", want: map[string]plan.Sight{"outside env": plan.SightStale}, stale: [2]int{1, 1}},
 	}
 	for _, tt := range tests {
