@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -143,7 +144,8 @@ const insideOnly = "offline: the readers of changed ConfigMaps and Secrets are t
 // hold, read from namespace ns, to targets; its notes say what could not be
 // read.
 func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*configTarget, release map[manifest.ObjectID]*plan.Change) []string {
-	var notes []string
+	var failed []string
+	var first error
 	for _, kind := range slices.Sorted(maps.Keys(classify.WorkloadKinds)) {
 		group := classify.WorkloadKinds[kind]
 		gvk := schema.GroupVersionKind{Group: group, Version: workloadVersions[group], Kind: kind}
@@ -158,10 +160,17 @@ func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*co
 			return []string{insideOnly}
 		}
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("the readers of changed ConfigMaps and Secrets outside the release were not all read: listing %s in %s: %v", kind, ns, err))
+			failed = append(failed, kind)
+			if first == nil {
+				first = err
+			}
 		}
 	}
-	return notes
+	if len(failed) == 0 {
+		return nil
+	}
+	// One note: a user who may not list one kind seldom may list the others.
+	return []string{fmt.Sprintf("the readers of changed ConfigMaps and Secrets outside the release were not all read: listing %s in %s: %v", strings.Join(failed, ", "), ns, first)}
 }
 
 // controlledByWorkload reports whether obj's controller is of a workload

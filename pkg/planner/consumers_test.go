@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -65,6 +66,13 @@ func (f workloadsFake) EachObject(_ context.Context, gvk schema.GroupVersionKind
 	return nil
 }
 
+// forbiddenLister may list no workload.
+type forbiddenLister struct{}
+
+func (forbiddenLister) EachObject(context.Context, schema.GroupVersionKind, string, func(*unstructured.Unstructured)) error {
+	return errors.New("forbidden")
+}
+
 func TestConfigConsumers(t *testing.T) {
 	outside := deployment("outside", "", `        env: [{name: P, valueFrom: {secretKeyRef: {name: creds, key: password}}}]`)
 	done := "apiVersion: v1\nkind: Pod\nmetadata: {name: test-pod}\nspec: {containers: [{name: t, envFrom: [{secretRef: {name: creds}}]}]}\nstatus: {phase: Succeeded}\n"
@@ -94,6 +102,10 @@ func TestConfigConsumers(t *testing.T) {
 			base: strings.Replace(secret, "%s", "old-hunter2", 1), head: strings.Replace(secret, "%s", "new-hunter2", 1),
 			workloads: workloadsFake{"Deployment": {outside, owned}, "Pod": {done}},
 			object:    "creds", want: map[string]plan.Sight{"outside env": plan.SightStale}, stale: [2]int{1, 1}},
+		{name: "workloads outside the release that may not be listed: one note",
+			base: strings.Replace(secret, "%s", "old-hunter2", 1), head: strings.Replace(secret, "%s", "new-hunter2", 1),
+			workloads: forbiddenLister{}, object: "creds", want: map[string]plan.Sight{},
+			note: "outside the release were not all read: listing CronJob, DaemonSet, Deployment, Job, Pod, ReplicaSet, StatefulSet in prod: forbidden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
