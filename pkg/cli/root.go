@@ -110,7 +110,9 @@ How a command line is read (no release name is ever out of reach):
 Exit codes:
   0  success (applied and rolled out; or with --dry-run: the gate lets the upgrade through)
   1  error (bad input, unreachable cluster, failed upgrade, failed rollout)
-  2  blocked: destructive changes are not acknowledged; nothing was written
+  2  blocked: destructive changes are not acknowledged (or --fail-on-stale-config
+     found running pods that would not see a changed ConfigMap or Secret);
+     nothing was written
   3  with --dry-run --detailed-exitcode: changes pending that the gate lets through
      (and 0 means no changes at all; updates of fields regenerated on every
      render count only with --fail-on-regenerated)

@@ -172,6 +172,10 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if line := planned.Plan.StaleConfigLine(); o.FailOnStaleConfig && line != "" {
+		// Before the report, which shows it with the plan's other blockers.
+		planned.Plan.Blockers = append(planned.Plan.Blockers, line+" (--fail-on-stale-config)")
+	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
 	write := func() error {
 		return o.Config.Stage("report", func() error {

@@ -36,6 +36,9 @@ type runFlags struct {
 	// FailOnRegenerated: with DetailedExitcode, updates of fields
 	// regenerated on every render count as changes (exit 3).
 	FailOnRegenerated bool
+	// FailOnStaleConfig: a changed ConfigMap or Secret that running pods
+	// will not see blocks the upgrade (exit 2).
+	FailOnStaleConfig bool
 	// Apply is how the plan is applied: --force-replace (--force),
 	// --no-watch, --watch-timeout.
 	Apply upgrade.ApplyMode
@@ -73,6 +76,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&f.FailOnRegenerated, "fail-on-regenerated", false, "with --detailed-exitcode: count updates of fields regenerated on every render (a generated password the upgrade rotates) as changes (exit 3)")
+	fs.BoolVar(&f.FailOnStaleConfig, "fail-on-stale-config", false, "block (exit 2, nothing written) when a changed ConfigMap or Secret is read through env, envFrom or a subPath mount by a workload whose pod template does not change: its running pods would keep the old value until they restart")
 	addApplyFlags(fs, &f.Apply)
 	fs.StringArrayVar(&f.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH, [*] for any index or key (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&f.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...], rules of --ignore's form); default: "+planner.RulesFileName+" in the chart's directory, when there is one")

@@ -29,6 +29,10 @@ func Fingerprint(c Change) string {
 			// The same field taken from another owner is another change.
 			_, _ = io.WriteString(h, "manager\x00"+r.Manager+"\n")
 		}
+		if r.Consumer != "" {
+			// Another workload left failing is another change.
+			_, _ = io.WriteString(h, "consumer\x00"+r.Consumer+"\n")
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -100,6 +100,9 @@ type Reason struct {
 	// owns Path (the apply takes the field from it only with
 	// --force-conflicts).
 	Manager string
+	// Consumer, on a ConfigMap or Secret change that makes a workload's next
+	// pod fail, names that workload ("Deployment/api").
+	Consumer string
 }
 
 // Rollout describes which pods a workload update replaces and how.
@@ -169,6 +172,9 @@ type Change struct {
 	// noop, whose objects nothing shows.
 	Before *unstructured.Unstructured
 	After  *unstructured.Unstructured
+	// Consumers, of a changed ConfigMap or Secret, are the workloads that
+	// read it and what their running pods see of the change.
+	Consumers []Consumer
 }
 
 // Release identifies the release being upgraded.

@@ -31,6 +31,9 @@ type Cluster struct {
 	Schemas   Schemas
 	// Counter is nil where custom resources cannot be counted.
 	Counter ResourceCounter
+	// Workloads is nil where the workloads outside the release are not
+	// read.
+	Workloads WorkloadLister
 }
 
 // Objects says what is live.
@@ -102,13 +105,13 @@ type ResourceCounter interface {
 
 // Parts returns l as the planner's small interfaces.
 func (l Live) Parts() Cluster {
-	return Cluster{Scoper: l, Objects: l, DryRuns: l, Claims: l, Budgets: l, Observers: l, Schemas: l, Counter: l}
+	return Cluster{Scoper: l, Objects: l, DryRuns: l, Claims: l, Budgets: l, Observers: l, Schemas: l, Counter: l, Workloads: l}
 }
 
 // Parts returns o as the planner's small interfaces; it counts no
 // custom resources.
 func (o Offline) Parts() Cluster {
-	return Cluster{Scoper: o, Offline: true, Objects: o, DryRuns: o, Claims: o, Budgets: o, Observers: o, Schemas: o}
+	return Cluster{Scoper: o, Offline: true, Objects: o, DryRuns: o, Claims: o, Budgets: o, Observers: o, Schemas: o, Workloads: o}
 }
 
 // Budgets implements BudgetLister.

@@ -191,6 +191,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide(), san) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
+	// What each workload of the new render reads of ConfigMaps and Secrets,
+	// taken while its object is decoded (configConsumers).
+	reads := make([][]classify.ConfigRef, len(ids))
 	// err becomes the first failure of an object.
 	p.Stats.timed(stageObjects, func() {
 		g, gctx := errgroup.WithContext(ctx)
@@ -201,6 +204,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 				e := work[i]
 				work[i] = evaluation{} // its objects are garbage once it is evaluated
 				changes[i], err = p.change(gctx, in, e, crdKinds, san)
+				if e.next != nil && e.next.Obj != nil {
+					reads[i] = classify.ConfigRefs(id.Group, id.Kind, e.next.Obj.Object)
+				}
 				markRegenerated(&changes[i], regen[id])
 				markIgnored(&changes[i], in.Ignore)
 				return err
@@ -225,6 +231,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	hookCopies := sanitizeHooks(hooks, san)
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
+	inside := map[manifest.ObjectID][]classify.ConfigRef{}
+	for i, r := range reads {
+		if len(r) > 0 {
+			inside[ids[i]] = r
+		}
+	}
+	readNotes := p.configConsumers(ctx, ns, changes, inside, san)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])
@@ -236,7 +249,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Offline:       p.Cluster.Offline,
 		Changes:       changes,
 		Hooks:         hooks,
-		Notes:         append(slices.Concat(in.Notes, crdNotes), hookCopies...),
+		Notes:         append(slices.Concat(in.Notes, crdNotes, readNotes), hookCopies...),
 		SecretCopies:  append(copies, hookCopies...),
 	}
 	if in.APIs != nil {

@@ -85,6 +85,10 @@ type jsonSummary struct {
 	Regenerated int `json:"regenerated"`
 	Ignored     int `json:"ignored"`
 	Manual      int `json:"manual,omitempty"`
+	// StaleConfig counts the changed ConfigMaps and Secrets some running
+	// pods do not see, StaleWorkloads those pods' workloads.
+	StaleConfig    int `json:"staleConfig,omitempty"`
+	StaleWorkloads int `json:"staleWorkloads,omitempty"`
 }
 
 type jsonChange struct {
@@ -114,6 +118,25 @@ type jsonChange struct {
 	// resource's that the installed CRD does not define, any object's that
 	// the API server does not know); counted as a change.
 	Pruned []string `json:"pruned,omitempty"`
+	// Consumers: of a changed ConfigMap or Secret, the workloads that read
+	// it and what their running pods see.
+	Consumers []jsonConsumer `json:"consumers,omitempty"`
+}
+
+type jsonConsumer struct {
+	Kind      string `json:"kind"`
+	Group     string `json:"group,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Outside   bool   `json:"outside,omitempty"`
+	Container string `json:"container,omitempty"`
+	Via       string `json:"via"`
+	Key       string `json:"key,omitempty"`
+	Env       string `json:"env,omitempty"`
+	Optional  bool   `json:"optional,omitempty"`
+	Missing   bool   `json:"missing,omitempty"`
+	Sees      string `json:"sees"`
+	Message   string `json:"message"`
 }
 
 type jsonReason struct {
@@ -127,6 +150,8 @@ type jsonReason struct {
 	IgnoredBy string `json:"ignoredBy,omitempty"`
 	IgnoredIn string `json:"ignoredIn,omitempty"`
 	Manager   string `json:"manager,omitempty"`
+	// Consumer: the workload whose next pod the change makes fail.
+	Consumer string `json:"consumer,omitempty"`
 }
 
 type jsonRollout struct {
@@ -306,6 +331,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Blockers:      p.Blockers,
 		Outcome:       toJSONOutcome(p.Outcome),
 	}
+	doc.Summary.StaleConfig, doc.Summary.StaleWorkloads = p.StaleConfig()
 	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
 	if err != nil {
 		return nil, err
@@ -345,13 +371,18 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class)
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager})
+		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager, Consumer: r.Consumer})
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}
 	}
 	for _, d := range c.Drift {
 		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted, Manager: d.Manager})
+	}
+	for _, u := range c.Consumers {
+		jc.Consumers = append(jc.Consumers, jsonConsumer{Kind: u.Workload.Kind, Group: u.Workload.Group, Namespace: u.Workload.Namespace,
+			Name: u.Workload.Name, Outside: u.Outside, Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env,
+			Optional: u.Optional, Missing: u.Missing, Sees: string(u.Sees), Message: u.Text()})
 	}
 	return jc
 }

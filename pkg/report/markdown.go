@@ -53,6 +53,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if line := destructiveLine(p); line != "" {
 		fmt.Fprintf(&top, "\n%s\n", line)
 	}
+	if line := p.StaleConfigLine(); line != "" {
+		fmt.Fprintf(&top, "\n%s\n", mdText(line))
+	}
 	top.WriteString("\n" + mdText(releaseLine(p)))
 	if p.ServerVersion != "" {
 		top.WriteString(", Kubernetes " + mdText(p.ServerVersion))
@@ -174,6 +177,9 @@ func markdownRow(c *plan.Change) string {
 	}
 	for _, n := range c.Notes {
 		lines = append(lines, "note: "+mdText(n))
+	}
+	for _, u := range c.Consumers {
+		lines = append(lines, "reader: "+mdText(u.Text()))
 	}
 	class := mdText(className(c))
 	if c.Destructive {

@@ -67,6 +67,9 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if line := destructiveLine(p); line != "" {
 		fmt.Fprintln(bw, pal.red.Sprint(line))
 	}
+	if line := p.StaleConfigLine(); line != "" {
+		fmt.Fprintln(bw, pal.yellow.Sprint(line))
+	}
 	if p.Offline {
 		fmt.Fprintln(bw, offlineLine)
 	}
@@ -194,7 +197,21 @@ func writeTextTable(w io.Writer, pal palette, changes []*plan.Change) {
 		for _, n := range c.Notes {
 			fmt.Fprintln(w, "  note: "+n)
 		}
+		for _, u := range c.Consumers {
+			fmt.Fprintln(w, paint(readerColor(pal, u), "  reader: "+u.Text()))
+		}
 	}
+}
+
+// readerColor is the colour of a reader's line: fails red, stale yellow.
+func readerColor(pal palette, u plan.Consumer) *color.Color {
+	switch u.Sees {
+	case plan.SightFails:
+		return pal.red
+	case plan.SightStale:
+		return pal.yellow
+	}
+	return nil
 }
 
 // writeTextDiff writes a unified diff, coloured by line kind.
