@@ -92,7 +92,7 @@ func (s *plannedGuard) started() bool {
 }
 
 // create checks the record Helm is about to create under key: the release
-// name, revision and whether it is a pending install or upgrade, and
+// name, revision and whether it is a pending install, upgrade or rollback, and
 // whether its manifest is the planned one (asked only of the planned
 // revision). planned reports whether it is the planned revision, whose
 // hooks and notes the caller then replaces by the planned ones.
@@ -112,7 +112,8 @@ func (s *plannedGuard) create(key, name string, version int, pending bool, planM
 
 // Create stores rls, the planned revision with the planned hooks and notes.
 func (s *plannedStore) Create(key string, rls *release.Release) error {
-	pending := rls.Info != nil && (rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall)
+	pending := rls.Info != nil && (rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall ||
+		rls.Info.Status == release.StatusPendingRollback)
 	planned, err := s.create(key, rls.Name, rls.Version, pending, func() bool { return rls.Manifest == s.next.Manifest })
 	if err != nil {
 		return err
