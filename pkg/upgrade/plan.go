@@ -327,7 +327,7 @@ func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 	}
 	if res.RollbackTo > 0 {
 		// Helm's rollback never touches the chart's crds/ directory.
-		in.Release.Operation = plan.OperationRollback
+		in.Release.Operation, in.Release.RollbackTo = plan.OperationRollback, res.RollbackTo
 		return in
 	}
 	in.CRDs, in.SkipCRDs = chartCRDs(res.Chart), skipCRDs

@@ -59,7 +59,7 @@ func TestRollbackPlanGateApply(t *testing.T) {
 		t.Errorf("StatefulSet db: class %s, destructive %v, acknowledged %v; want a recreate-required to acknowledge", sts.Class, sts.Destructive, sts.Acknowledged)
 	}
 	text := run(t, c, "rollback", "app", "1", "-n", ns, "--dry-run")
-	saysAll(t, "the text plan", text.Stdout, "PersistentVolumeClaim", "scratch", "(1Gi) has reclaimPolicy Delete", "recreate-required")
+	saysAll(t, "the text plan", text.Stdout, "revision 2 -> 3 (rollback to revision 1)", "PersistentVolumeClaim", "scratch", "(1Gi) has reclaimPolicy Delete", "recreate-required")
 
 	before := len(c.AuditEvents(t, nil))
 	blocked := run(t, c, "rollback", "app", "1", "-n", ns)
