@@ -35,7 +35,7 @@ func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, v
 		return nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
 	}
 	if len(hist) == 0 {
-		return nil, &ReleaseNotFoundError{Name: name, Namespace: ns}
+		return nil, fmt.Errorf("release %q not found in namespace %s: no revision to roll back to: %w", name, ns, ErrReleaseNotFound)
 	}
 	current := hist[0]
 	target, err := rollbackTarget(hist, version)

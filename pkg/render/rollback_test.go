@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestRollback(t *testing.T) {
 	}
 	t.Run("no release", func(t *testing.T) {
 		cfg := helmtest.Config(t, helmtest.NewCountingDriver("ns"), nil)
-		if _, err := Rollback(context.Background(), cfg, "db", "ns", 0); err == nil || !strings.Contains(err.Error(), `release "db" not found`) {
+		if _, err := Rollback(context.Background(), cfg, "db", "ns", 0); err == nil || !errors.Is(err, ErrReleaseNotFound) || !strings.Contains(err.Error(), `release "db" not found in namespace ns: no revision to roll back to`) {
 			t.Errorf("err %v", err)
 		}
 	})

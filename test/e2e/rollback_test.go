@@ -122,3 +122,23 @@ func TestRollbackImage(t *testing.T) {
 		t.Errorf("Deployment web after the rollback: %v, image %v", err, d)
 	}
 }
+
+// TestRollbackHelm4Refused: a release Helm 4 applied server-side is refused
+// with exit 1, saying why and what to use, before any write.
+func TestRollbackHelm4Refused(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	chart := func(v string) string {
+		return writeChart(t, "app", "1.0."+v, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {v: \"" + v + "\"}\n"})
+	}
+	mustBin(t, c, c.Helm4, "install", "app", chart("1"), "-n", ns)
+	mustBin(t, c, c.Helm4, "upgrade", "app", chart("2"), "-n", ns)
+	before := len(c.AuditEvents(t, nil))
+	r := run(t, c, "rollback", "app", "1", "-n", ns)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "applied server-side by Helm 4; rolling back a server-side release is not supported yet") {
+		t.Fatalf("exit %d, want 1 refusing the Helm 4 release\n%s", r.Code, r.Stderr)
+	}
+	if w := toolWrites(t, c, ns, before); len(w) > 0 {
+		t.Fatalf("the refused rollback wrote to the cluster: %+v", w)
+	}
+}
