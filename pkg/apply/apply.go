@@ -1,5 +1,5 @@
 // Package apply turns a reviewed plan into action through Helm's own
-// upgrade and install actions, applying exactly the manifest that was
+// upgrade, install and rollback actions, applying exactly the manifest that was
 // planned, and recreates acknowledged recreate-required objects safely
 // before the upgrade.
 package apply

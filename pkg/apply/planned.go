@@ -53,6 +53,10 @@ func (p plannedManifest) Run(*bytes.Buffer) (*bytes.Buffer, error) {
 type plannedStore struct {
 	driver.Driver
 	*plannedGuard
+	// audit, when set, is added to the description Helm gives the planned
+	// revision ("Rollback to N; safe-upgrade: …"): Helm's rollback action
+	// takes no description of its own.
+	audit string
 }
 
 // plannedGuard is what the planned store of either Helm SDK checks when
@@ -121,6 +125,9 @@ func (s *plannedStore) Create(key string, rls *release.Release) error {
 	if planned {
 		rls.Hooks = copyHooks(s.next.Hooks)
 		rls.Info.Notes = s.next.Info.Notes
+		if s.audit != "" {
+			rls.Info.Description += "; " + s.audit
+		}
 	}
 	s.sanitizeDescription(rls)
 	return s.Driver.Create(key, rls)

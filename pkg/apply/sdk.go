@@ -114,7 +114,8 @@ func (h *helm3) run(ctx context.Context) (*release.Release, error) {
 // (Rendered.RollbackTo, named: not "the previous one", which could have
 // moved), with helm rollback's flags as the plan was made with; Helm
 // stores "Rollback to N" as the new revision's description. It returns the
-// revision as Helm stored it.
+// revision as Helm stored it, its description followed by the audit line
+// (Request.Description).
 func (h *helm3) rollback() (*release.Release, error) {
 	req, next := h.req, h.store.next
 	rb := action.NewRollback(&h.cfg)
@@ -125,6 +126,7 @@ func (h *helm3) rollback() (*release.Release, error) {
 	rb.CleanupOnFail = req.Render.CleanupOnFail
 	rb.MaxHistory = req.Render.MaxHistory
 	rb.Force = req.Force
+	h.store.audit = req.description()
 	if err := rb.Run(next.Name); err != nil {
 		return nil, err
 	}

@@ -80,8 +80,8 @@ func TestRollbackPlanGateApply(t *testing.T) {
 		t.Fatalf("acknowledged rollback: exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, "Release \"app\" rolled back to revision 1: revision 3, status deployed", "Outcome:")
-	if h := c.Helm(t, "history", "app", "-n", ns); !strings.Contains(h, "Rollback to 1") {
-		t.Errorf("helm history lacks the rollback:\n%s", h)
+	if h := c.Helm(t, "history", "app", "-n", ns); !strings.Contains(h, "Rollback to 1; safe-upgrade: 2 destructive acked (delete PersistentVolumeClaim/"+ns+"/scratch via flag, recreate-required StatefulSet.apps/"+ns+"/db via flag), 1 to delete") {
+		t.Errorf("helm history lacks the rollback and its audit line:\n%s", h)
 	}
 	if got := templateStorage(t, c, ns); got != "1Gi" {
 		t.Errorf("claim template after the rollback: %s, want 1Gi", got)
@@ -95,11 +95,15 @@ func TestRollbackPlanGateApply(t *testing.T) {
 
 // TestRollbackImage: rolling back an image change is a rolling update that
 // the gate lets through: applied by Helm's rollback to the previous
-// revision (no REVISION), exit 0, its pods replaced and watched.
+// revision (no REVISION), exit 0, its pods replaced and watched. Of the two
+// ConfigMaps revision 2 added, Helm's rollback deletes the plain one and
+// leaves the one marked helm.sh/resource-policy: keep, as planned.
 func TestRollbackImage(t *testing.T) {
 	c := testcluster.Get(t)
 	ns, _ := webRelease(t, c, "nginx:1.25")
-	c.Helm(t, "upgrade", "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3)}),
+	c.Helm(t, "upgrade", "app", writeChart(t, "app", "1.1.0", map[string]string{"d.yaml": deployment("web", "nginx:1.26", "RollingUpdate", 3),
+		"extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n",
+		"kept.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept, annotations: {helm.sh/resource-policy: keep}}\ndata: {a: b}\n"}),
 		"-n", ns, "--wait", "--timeout", "5m")
 
 	p, r := planJSON(t, c, "rollback", "app", "-n", ns, "--detailed-exitcode")
@@ -109,6 +113,12 @@ func TestRollbackImage(t *testing.T) {
 	if web := p.change(t, "Deployment", "web"); web.Class != "rolling" || web.Destructive {
 		t.Errorf("Deployment web: class %s, destructive %v; want a rolling update", web.Class, web.Destructive)
 	}
+	if extra := p.change(t, "ConfigMap", "extra"); extra.Action != "delete" || extra.Destructive {
+		t.Errorf("ConfigMap extra: %s, destructive %v; want a delete that is not destructive", extra.Action, extra.Destructive)
+	}
+	if kept := p.change(t, "ConfigMap", "kept"); kept.Action != "noop" || len(kept.Reasons) == 0 || !strings.Contains(kept.Reasons[0].Message, "but kept (helm.sh/resource-policy: keep)") {
+		t.Errorf("ConfigMap kept: %s %+v; want a no-op, kept by its policy", kept.Action, kept.Reasons)
+	}
 	r = run(t, c, "rollback", "app", "-n", ns)
 	if r.Code != 0 {
 		t.Fatalf("rollback: exit %d, want 0\n%s", r.Code, r.Stderr)
@@ -117,6 +127,14 @@ func TestRollbackImage(t *testing.T) {
 	if h := c.Helm(t, "history", "app", "-n", ns); !strings.Contains(h, "Rollback to 1") {
 		t.Errorf("helm history lacks the rollback:\n%s", h)
 	}
+	cms := c.Clientset(t).CoreV1().ConfigMaps(ns)
+	if _, err := cms.Get(t.Context(), "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("ConfigMap kept after the rollback: %v", err)
+	}
+	waitFor(t, "ConfigMap extra deleted", func() bool {
+		_, err := cms.Get(t.Context(), "extra", metav1.GetOptions{})
+		return err != nil
+	})
 	d, err := c.Clientset(t).AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil || d.Spec.Template.Spec.Containers[0].Image != "nginx:1.25" {
 		t.Errorf("Deployment web after the rollback: %v, image %v", err, d)
