@@ -1,5 +1,5 @@
 // Package apply turns a reviewed plan into action through Helm's own
-// upgrade and install actions, applying exactly the manifest that was
+// upgrade, install and rollback actions, applying exactly the manifest that was
 // planned, and recreates acknowledged recreate-required objects safely
 // before the upgrade.
 package apply
@@ -230,8 +230,12 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		// Said once nothing can stop the deletes any more, so that a
 		// refused journal is not preceded by what would have happened.
 		rec.announce(targets)
-		if hooks := preUpgradeHooks(next.Hooks); hooks != "" && !req.Render.DisableHooks {
-			fmt.Fprintf(out, "pre-upgrade hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", hooks)
+		event := release.HookPreUpgrade
+		if req.Rendered.RollbackTo > 0 {
+			event = release.HookPreRollback
+		}
+		if hooks := preHooks(next.Hooks, event); hooks != "" && !req.Render.DisableHooks {
+			fmt.Fprintf(out, "%s hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", event, hooks)
 		}
 	}
 	if rec != nil && rec.journal != nil {
@@ -288,11 +292,12 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	return rel, ue
 }
 
-// preUpgradeHooks names the pre-upgrade hooks, "" when there are none.
-func preUpgradeHooks(hooks []*release.Hook) string {
+// preHooks names the hooks of event (pre-upgrade, pre-rollback), "" when
+// there are none.
+func preHooks(hooks []*release.Hook, event release.HookEvent) string {
 	var names []string
 	for _, h := range hooks {
-		if slices.Contains(h.Events, release.HookPreUpgrade) {
+		if slices.Contains(h.Events, event) {
 			names = append(names, h.Kind+"/"+h.Name)
 		}
 	}

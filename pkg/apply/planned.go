@@ -53,6 +53,10 @@ func (p plannedManifest) Run(*bytes.Buffer) (*bytes.Buffer, error) {
 type plannedStore struct {
 	driver.Driver
 	*plannedGuard
+	// audit, when set, is added to the description Helm gives the planned
+	// revision ("Rollback to N; safe-upgrade: …"): Helm's rollback action
+	// takes no description of its own.
+	audit string
 }
 
 // plannedGuard is what the planned store of either Helm SDK checks when
@@ -92,7 +96,7 @@ func (s *plannedGuard) started() bool {
 }
 
 // create checks the record Helm is about to create under key: the release
-// name, revision and whether it is a pending install or upgrade, and
+// name, revision and whether it is a pending install, upgrade or rollback, and
 // whether its manifest is the planned one (asked only of the planned
 // revision). planned reports whether it is the planned revision, whose
 // hooks and notes the caller then replaces by the planned ones.
@@ -112,7 +116,8 @@ func (s *plannedGuard) create(key, name string, version int, pending bool, planM
 
 // Create stores rls, the planned revision with the planned hooks and notes.
 func (s *plannedStore) Create(key string, rls *release.Release) error {
-	pending := rls.Info != nil && (rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall)
+	pending := rls.Info != nil && (rls.Info.Status == release.StatusPendingUpgrade || rls.Info.Status == release.StatusPendingInstall ||
+		rls.Info.Status == release.StatusPendingRollback)
 	planned, err := s.create(key, rls.Name, rls.Version, pending, func() bool { return rls.Manifest == s.next.Manifest })
 	if err != nil {
 		return err
@@ -120,6 +125,9 @@ func (s *plannedStore) Create(key string, rls *release.Release) error {
 	if planned {
 		rls.Hooks = copyHooks(s.next.Hooks)
 		rls.Info.Notes = s.next.Info.Notes
+		if s.audit != "" {
+			rls.Info.Description += "; " + s.audit
+		}
 	}
 	s.sanitizeDescription(rls)
 	return s.Driver.Create(key, rls)

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
@@ -41,6 +42,9 @@ func (req *Request) sdk(ctx context.Context, log func(string, ...interface{})) (
 	describe := func(s string) string { return req.Sanitizer.Record(s, redact.RecordLimit) }
 	guard := &plannedGuard{ctx: ctx, next: req.Rendered.Next, sanitize: describe}
 	if req.ApplyMethod == plan.ApplyMethodSSA {
+		if req.Rendered.RollbackTo > 0 {
+			return nil, errors.New("a release applied server-side by Helm 4 cannot be rolled back through this SDK yet")
+		}
 		return newHelm4(req, guard, log)
 	}
 	if req.Render.ForceConflicts {
@@ -96,9 +100,35 @@ func (h *helm3) run(ctx context.Context) (*release.Release, error) {
 		inst.PostRenderer = plannedManifest{manifest: next.Manifest}
 		return inst.RunWithContext(ctx, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
 	}
+	if req.Rendered.RollbackTo > 0 {
+		return h.rollback()
+	}
 	up := req.Render.NewUpgrade(&h.cfg, next.Namespace)
 	up.Description = req.description()
 	up.Force = req.Force
 	up.PostRenderer = plannedManifest{manifest: next.Manifest}
 	return up.RunWithContext(ctx, next.Name, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
+}
+
+// rollback runs Helm's rollback action to the planned revision
+// (Rendered.RollbackTo, named: not "the previous one", which could have
+// moved), with helm rollback's flags as the plan was made with; Helm
+// stores "Rollback to N" as the new revision's description. It returns the
+// revision as Helm stored it, its description followed by the audit line
+// (Request.Description).
+func (h *helm3) rollback() (*release.Release, error) {
+	req, next := h.req, h.store.next
+	rb := action.NewRollback(&h.cfg)
+	rb.Version = req.Rendered.RollbackTo
+	rb.Timeout = req.Render.TimeLimit()
+	rb.Wait, rb.WaitForJobs = req.Render.Wait, req.Render.WaitForJobs
+	rb.DisableHooks = req.Render.DisableHooks
+	rb.CleanupOnFail = req.Render.CleanupOnFail
+	rb.MaxHistory = req.Render.MaxHistory
+	rb.Force = req.Force
+	h.store.audit = req.description()
+	if err := rb.Run(next.Name); err != nil {
+		return nil, err
+	}
+	return h.cfg.Releases.Get(next.Name, next.Version)
 }

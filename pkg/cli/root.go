@@ -64,6 +64,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 	return []func(*Factory, runFunc) *cobra.Command{
 		newUpgradeCommand,
 		newRecoverCommand,
+		newRollbackCommand,
 		newShowPlanCommand,
 		newShimCommand,
 	}
@@ -104,7 +105,8 @@ How a command line is read (no release name is ever out of reach):
                           is not what COMMAND takes: a command that takes
                           RELEASE takes a Helm release name (lower-case
                           letters, digits, '-' and '.'), so "recover ./chart"
-                          upgrades the release "recover"; shim takes install;
+                          upgrades the release "recover" (and "rollback
+                          ./chart" the release "rollback"); shim takes install;
                           show-plan takes any FILE
 
 Exit codes:

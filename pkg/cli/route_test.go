@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,6 +43,17 @@ func describe(opts any) string {
 		parts = []string{"recover", o.Release}
 		if o.Yes {
 			parts = append(parts, "--yes")
+		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
+	case *RollbackOptions:
+		parts = []string{"rollback", o.Upgrade.Request.ReleaseName}
+		if o.Revision != 0 {
+			parts = append(parts, fmt.Sprint(o.Revision))
+		}
+		if o.DryRun {
+			parts = append(parts, "--dry-run")
 		}
 		if ns := o.Settings.Namespace(); ns != "default" {
 			parts = append(parts, "-n "+ns)
@@ -112,6 +124,11 @@ func TestReadingRule(t *testing.T) {
 		{"release shim, chart install", []string{"upgrade", "shim", "install"}, "upgrade shim install"},
 		{"release help, upgrade verb", []string{"upgrade", "help", "recover"}, "upgrade help recover"},
 		{"after --, nothing is a command", []string{"--", "recover", "mychart"}, "upgrade recover mychart"},
+		{"release rollback, chart path", []string{"rollback", "./chart"}, "upgrade rollback ./chart"},
+		{"release rollback, repo chart", []string{"rollback", "bitnami/postgresql", "--dry-run"}, "upgrade rollback bitnami/postgresql --dry-run"},
+		{"release rollback, archive", []string{"rollback", "Chart-1.0.0.tgz"}, "upgrade rollback Chart-1.0.0.tgz"},
+		{"release rollback, value flags first", []string{"-f", "values.yaml", "rollback", "./chart"}, "upgrade rollback ./chart"},
+		{"release rollback, upgrade verb", []string{"upgrade", "rollback", "mychart"}, "upgrade rollback mychart"},
 		{"release status (a future verb)", []string{"status", "./chart"}, "upgrade status ./chart"},
 
 		// The verbs.
@@ -121,6 +138,11 @@ func TestReadingRule(t *testing.T) {
 		{"recover RELEASE with flags", []string{"recover", "demo", "--yes", "-n", "ns"}, "recover demo --yes -n ns"},
 		{"flags before recover", []string{"-n", "ns", "recover", "my.db-1"}, "recover my.db-1 -n ns"},
 		{"recover a release named recover", []string{"recover", "recover"}, "recover recover"},
+		{"rollback RELEASE", []string{"rollback", "demo"}, "rollback demo"},
+		{"rollback RELEASE REVISION", []string{"rollback", "demo", "1", "--dry-run"}, "rollback demo 1 --dry-run"},
+		{"flags before rollback", []string{"-n", "ns", "--wait", "--timeout", "5m", "rollback", "my.db-1", "3"}, "rollback my.db-1 3 -n ns"},
+		{"rollback a release named rollback", []string{"rollback", "rollback", "2"}, "rollback rollback 2"},
+		{"rollback a release named like a revision", []string{"rollback", "7"}, "rollback 7"},
 	}
 	for _, tt := range tests {
 		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
@@ -144,6 +166,11 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"recover"}, "recover expects RELEASE, got 0 argument(s)"},
 		{[]string{"recover", "a", "b"}, "recover expects RELEASE, got 2 argument(s)"},
 		{[]string{"recover", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
+		{[]string{"rollback"}, "rollback expects RELEASE [REVISION], got 0 argument(s)"},
+		{[]string{"rollback", "demo", "1", "2"}, "rollback expects RELEASE [REVISION], got 3 argument(s)"},
+		{[]string{"rollback", "demo", "last"}, `REVISION "last" is not a revision number`},
+		{[]string{"rollback", "demo", "./chart"}, `REVISION "./chart" is not a revision number`},
+		{[]string{"rollback", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
 		{[]string{"upgrade", "a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
 		{[]string{"upgrade"}, "expected RELEASE and CHART, got 0 argument(s)"},
 		{[]string{"shim"}, "shim expects a command: shim install DIR"},
@@ -178,6 +205,8 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"help", "upgrade"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]"}},
 		{[]string{"recover", "--help"}, []string{"helm safe-upgrade recover RELEASE [flags]", "--yes", "--timeout", "--namespace"}},
 		{[]string{"help", "recover"}, []string{"helm safe-upgrade recover RELEASE [flags]"}},
+		{[]string{"rollback", "--help"}, []string{"helm safe-upgrade rollback RELEASE [REVISION] [flags]", "--wait", "--cleanup-on-fail", "--history-max", "--no-hooks", "--force", "--ack", "--dry-run", "--detailed-exitcode", "--output"}},
+		{[]string{"help", "rollback"}, []string{"helm safe-upgrade rollback RELEASE [REVISION] [flags]"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},

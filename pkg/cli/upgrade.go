@@ -119,6 +119,12 @@ func (o *UpgradeOptions) Complete(args []string) error {
 		acks.Add(o.Request.Saved.Acks())
 	}
 	o.AckSet = acks
+	return o.completePrompter()
+}
+
+// completePrompter sets the prompt for missing acknowledgements, unless a
+// test set one.
+func (o *UpgradeOptions) completePrompter() error {
 	if o.Prompter == nil {
 		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
 	}

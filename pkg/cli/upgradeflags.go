@@ -72,15 +72,12 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.From.Chart, "from-chart", "", "with --offline: the base chart (directory, archive or reference)")
 	fs.StringArrayVar(&f.From.Values, "from-values", nil, "with --offline --from-chart: values files for the base render (repeatable)")
 	fs.StringVar(&f.From.Manifest, "from-manifest", "", "with --offline: the base as a rendered manifest file")
-	fs.Var(&dryRunFlag{on: &f.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
-	fs.Lookup("dry-run").NoOptDefVal = "client"
-	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
+	f.addPlanFlags(fs)
 	fs.BoolVar(&f.FailOnRegenerated, "fail-on-regenerated", false, "with --detailed-exitcode: count updates of fields regenerated on every render (a generated password the upgrade rotates) as changes (exit 3)")
 	fs.BoolVar(&f.FailOnStaleConfig, "fail-on-stale-config", false, "block (exit 2, nothing written) when a changed ConfigMap or Secret is read through env, envFrom or a subPath mount by a workload whose pod template does not change: its running pods would keep the old value until they restart")
 	addApplyFlags(fs, &f.Apply)
 	fs.StringArrayVar(&f.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH, [*] for any index or key (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&f.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...], rules of --ignore's form); default: "+planner.RulesFileName+" in the chart's directory, when there is one")
-	fs.StringVar(&f.ServerDryRun, "server-dry-run", string(planner.ServerDryRunNeeded), "which updates the plan sends to the API server as dry-runs: needed (where its answer can differ from what the tool derives: see docs/performance.md) or all")
 	fs.StringVar(&f.SavedPlanToWrite, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements, the report) to FILE, encrypted with age to --plan-recipient or "+savedplan.EnvRecipients+" (or to "+savedplan.EnvPassphrase+")")
 	fs.StringVar(&f.SavedPlanToRead, "plan", "", "apply exactly the plan saved in FILE, decrypted with "+savedplan.EnvIdentity+" (an identity file or the key) or "+savedplan.EnvPassphrase+"; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.StringArrayVar(&f.PlanRecipients, "plan-recipient", nil, "with --plan-out: an age recipient (age1…) to encrypt the saved plan to (repeatable; added to "+savedplan.EnvRecipients+")")
@@ -89,6 +86,16 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
 	fs.BoolVar(&f.Yes, "yes", false, "with --recover: restore without asking (CI); what it re-creates is still printed first")
 	fs.BoolVar(&f.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
+}
+
+// addPlanFlags registers the flags of every verb that plans before it
+// writes (upgrade, rollback): --dry-run, --detailed-exitcode and
+// --server-dry-run.
+func (f *runFlags) addPlanFlags(fs *pflag.FlagSet) {
+	fs.Var(&dryRunFlag{on: &f.DryRun}, "dry-run", "plan and report only; never write to the cluster. Accepts helm upgrade's values: --dry-run, --dry-run=client|server|true (the plan always dry-runs on the server), --dry-run=false|none")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
+	fs.StringVar(&f.ServerDryRun, "server-dry-run", string(planner.ServerDryRunNeeded), "which updates the plan sends to the API server as dry-runs: needed (where its answer can differ from what the tool derives: see docs/performance.md) or all")
 }
 
 // addApplyFlags registers the apply flags of helm upgrade that are not

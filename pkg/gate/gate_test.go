@@ -160,6 +160,21 @@ func TestConfirm(t *testing.T) {
 	}
 }
 
+// TestConfirmNamesTheOperation: the prompt says what is applied: an
+// upgrade (helm upgrade --install's install too), a rollback.
+func TestConfirmNamesTheOperation(t *testing.T) {
+	for op, want := range map[plan.Operation]string{"": "This upgrade makes", plan.OperationInstall: "This upgrade makes",
+		plan.OperationUpgrade: "This upgrade makes", plan.OperationRollback: "This rollback makes"} {
+		p := fixture()
+		p.Release.Operation = op
+		d := Evaluate(p, &Acks{}, false)
+		var out bytes.Buffer
+		if _, err := Confirm(scripted{"no", &out}, &out, "shop", &d); err != nil || !strings.Contains(out.String(), want) {
+			t.Errorf("operation %q: %v, want %q in:\n%s", op, err, want, out.String())
+		}
+	}
+}
+
 func TestLinePrompter(t *testing.T) {
 	var out bytes.Buffer
 	got, err := NewLinePrompter(strings.NewReader("shop\r\nnext\n"), &out).Input("name? ")

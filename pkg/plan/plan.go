@@ -189,6 +189,9 @@ type Release struct {
 	// Operation is what the plan is of: the Helm action the apply runs.
 	// A Release made without one is an upgrade (see Op).
 	Operation Operation
+	// RollbackTo is the stored revision a rollback goes back to (Revision
+	// is the new revision it makes of it); 0 for any other operation.
+	RollbackTo int
 	// ApplyMethod is how the upgrade applies the objects: ApplyMethodCSA
 	// (Helm 3's three-way patch) or ApplyMethodSSA (Helm 4's server-side
 	// apply); ForceConflicts is --force-conflicts.
@@ -210,8 +213,8 @@ type Release struct {
 // report's release.operation says.
 type Operation string
 
-// The operations: install and upgrade are planned today (helm upgrade
-// [--install]); rollback and uninstall are the operations still to come.
+// The operations: install and upgrade (helm upgrade [--install]),
+// rollback (helm rollback); uninstall is the operation still to come.
 const (
 	OperationInstall   Operation = "install"
 	OperationUpgrade   Operation = "upgrade"

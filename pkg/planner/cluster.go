@@ -130,6 +130,9 @@ type Claim struct {
 	// Volume is the bound PersistentVolume ("" when unbound) and
 	// ReclaimPolicy its persistentVolumeReclaimPolicy ("" when unknown).
 	Volume, ReclaimPolicy string
+	// Size is the claim's capacity (status.capacity.storage, else what it
+	// requests), "" when neither is set.
+	Size string
 }
 
 // Claims implements ClaimLister.
@@ -141,6 +144,10 @@ func (l Live) Claims(ctx context.Context, namespace string, match func(string) b
 	var out []Claim
 	for _, item := range items {
 		c := Claim{Name: item.GetName()}
+		c.Size, _, _ = unstructured.NestedString(item.Object, "status", "capacity", "storage")
+		if c.Size == "" {
+			c.Size, _, _ = unstructured.NestedString(item.Object, "spec", "resources", "requests", "storage")
+		}
 		c.Volume, _, _ = unstructured.NestedString(item.Object, "spec", "volumeName")
 		if c.Volume != "" {
 			if pv, err := l.Volume(ctx, c.Volume); err == nil {

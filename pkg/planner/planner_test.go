@@ -213,7 +213,7 @@ func TestRetentionInDeletions(t *testing.T) {
 		{"StatefulSet whenDeleted: Delete names its claims", strings.Replace(stsWithClaims, "%s", "Delete", 1), "db",
 			"PersistentVolumeClaims are deleted with it (data-db-0, data-db-1)"},
 		{"StatefulSet whenDeleted: Retain keeps them", strings.Replace(stsWithClaims, "%s", "Retain", 1), "db", ""},
-		{"PV reclaimPolicy Delete", strings.Replace(pvYAML, "%s", "Delete", 1), "disk", "reclaimPolicy Delete: its storage and data are deleted"},
+		{"PV reclaimPolicy Delete", strings.Replace(pvYAML, "%s", "Delete", 1), "disk", "PersistentVolume disk (1Gi) has reclaimPolicy Delete: its storage and data are deleted"},
 		{"PV reclaimPolicy Retain", strings.Replace(pvYAML, "%s", "Retain", 1), "disk", "reclaimPolicy Retain: the storage is kept"},
 	}
 	for _, tt := range tests {

@@ -28,18 +28,23 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 		}
 		for _, c := range claims {
 			if c.Volume != "" {
-				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.ReclaimPolicy)}}, nil
+				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.Size, c.ReclaimPolicy)}}, nil
 			}
 		}
 	case id.Group == "" && id.Kind == "PersistentVolume":
 		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
-		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, policy)}}, nil
+		size, _, _ := unstructured.NestedString(liveObj.Object, "spec", "capacity", "storage")
+		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, size, policy)}}, nil
 	}
 	return nil, nil
 }
 
-// volumeFate says what becomes of a volume once its claim or itself goes.
-func volumeFate(volume, policy string) string {
+// volumeFate says what becomes of a volume of size (when known) once its
+// claim or itself goes.
+func volumeFate(volume, size, policy string) string {
+	if size != "" {
+		volume += " (" + size + ")"
+	}
 	switch policy {
 	case "Delete":
 		return fmt.Sprintf("PersistentVolume %s has reclaimPolicy Delete: its storage and data are deleted", volume)

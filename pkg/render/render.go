@@ -61,6 +61,9 @@ type Result struct {
 	// Warnings are things Helm would have printed (a deprecated chart, CRDs
 	// that an install creates before rendering).
 	Warnings []string
+	// RollbackTo, when set, says that Next is no render but stored
+	// revision RollbackTo made the next one: `helm rollback` (see Rollback).
+	RollbackTo int
 }
 
 // ErrReleaseNotFound is matched (errors.Is) by the error Render returns when

@@ -249,3 +249,36 @@ func bigPlan(n int) *plan.Plan {
 	}
 	return p
 }
+
+// rollbackPlan is `rollback shop 6` after the upgrade to revision 7 added
+// a claim and grew the StatefulSet's claim template: the claim is deleted
+// with its volume, the template shrinks back (recreate-required), the
+// post-rollback hook runs.
+func rollbackPlan() *plan.Plan {
+	return &plan.Plan{
+		Release: plan.Release{Name: "shop", Namespace: "shop", Revision: 8, CurrentRevision: 7, RollbackTo: 6, Chart: "shop-1.9.0",
+			Operation: plan.OperationRollback},
+		ServerVersion: "v1.37.2",
+		Changes: []plan.Change{
+			{
+				ID: id("", "PersistentVolumeClaim", "uploads"), APIVersion: "v1", Action: plan.ActionDelete,
+				Destructive: true, Fingerprint: "5d41402abc4b",
+				Reasons: []plan.Reason{
+					{Message: "not in the revision rolled back to: Helm deletes it (no helm.sh/resource-policy: keep); deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)", Source: plan.SourceHelm},
+					{Path: "spec.volumeName", Message: "PersistentVolume pvc-0d1e (5Gi) has reclaimPolicy Delete: its storage and data are deleted", Source: plan.SourceServer},
+				},
+				Before: pvc(),
+			},
+			{
+				ID: id("apps", "StatefulSet", "postgres"), APIVersion: "apps/v1",
+				Action: plan.ActionUpdate, Class: plan.ClassRecreateRequired,
+				Destructive: true, Acknowledged: true, Fingerprint: "9f2c41d7e0ab",
+				Reasons: []plan.Reason{{Path: "spec.volumeClaimTemplates[0].spec.resources.requests.storage", Message: "field is immutable", Source: plan.SourceServer}},
+				Before:  postgres("20Gi"), After: postgres("10Gi"),
+			},
+		},
+		Hooks: []plan.Hook{{Kind: "Job", Name: "db-restore", Events: []string{"post-rollback"},
+			DeletePolicies: []string{"before-hook-creation"}, ID: id("batch", "Job", "db-restore"),
+			Action: plan.ActionCreate, RunsAtApply: true, After: migrateJob("restore:1.0")}},
+	}
+}

@@ -66,6 +66,7 @@ type jsonRelease struct {
 	Revision        int    `json:"revision"`
 	Chart           string `json:"chart"`
 	CurrentRevision int    `json:"currentRevision"`
+	RollbackTo      int    `json:"rollbackTo,omitempty"`
 	Install         bool   `json:"install,omitempty"`
 	ApplyMethod     string `json:"applyMethod,omitempty"`
 	ForceConflicts  bool   `json:"forceConflicts,omitempty"`
@@ -304,6 +305,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			Revision:        p.Release.Revision,
 			Chart:           p.Release.Chart,
 			CurrentRevision: p.Release.CurrentRevision,
+			RollbackTo:      p.Release.RollbackTo,
 			Operation:       string(p.Release.Op()),
 			Install:         p.Release.Installs(),
 			ApplyMethod:     p.Release.ApplyMethod,

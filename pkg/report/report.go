@@ -361,6 +361,9 @@ func releaseLine(p *plan.Plan) string {
 		s += fmt.Sprintf(": install as revision %d", r.Revision)
 	} else {
 		s += fmt.Sprintf(": revision %d -> %d", r.CurrentRevision, r.Revision)
+		if r.RollbackTo > 0 {
+			s += fmt.Sprintf(" (rollback to revision %d)", r.RollbackTo)
+		}
 	}
 	if r.Chart != "" {
 		s += ", chart " + r.Chart

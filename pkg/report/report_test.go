@@ -53,6 +53,9 @@ func TestGolden(t *testing.T) {
 		{"offline-install.txt", offlineInstallPlan(), Options{}},
 		{"offline-install.json", offlineInstallPlan(), Options{Format: FormatJSON}},
 		{"offline-install.md", offlineInstallPlan(), Options{Format: FormatMarkdown}},
+		{"rollback.txt", rollbackPlan(), Options{}},
+		{"rollback.json", rollbackPlan(), Options{Format: FormatJSON}},
+		{"rollback.md", rollbackPlan(), Options{Format: FormatMarkdown}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))

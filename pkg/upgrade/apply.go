@@ -105,8 +105,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		return c.Announce(&shown, planned.Rendered.Install)
 	}
 	verb := "upgraded"
-	if planned.Rendered.Install {
+	switch {
+	case planned.Rendered.Install:
 		verb = "installed"
+	case planned.Rendered.RollbackTo > 0:
+		verb = fmt.Sprintf("rolled back to revision %d", planned.Rendered.RollbackTo)
 	}
 	fmt.Fprintf(c.Out, "Release %q %s: revision %d, status %s\n", rel.Name, verb, rel.Version, rel.Info.Status)
 	writeNotes(c.Out, info.Notes, planned.Render.HideNotes)

@@ -45,6 +45,9 @@ type PlanRequest struct {
 	// server as dry-runs ("" asks only where its answer can differ from
 	// what the planner derives).
 	ServerDryRun planner.ServerDryRun
+	// Rollback, when set, plans `helm rollback RELEASE REVISION` instead
+	// of an upgrade to ChartRef (see rollback.go).
+	Rollback *Rollback
 	// ForApply: the plan is to be applied. The release's Lease is then read
 	// before planning (refused while another run holds it, or when the user
 	// may not take it) for the apply to take; a dry-run only notes a live
@@ -116,16 +119,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
 	helm, early := c.readEarly(ctx, req)
-	c.progress("Rendering %s", req.ChartRef)
-	res, err := render.Render(ctx, helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
-	if err != nil {
-		return nil, c.renderFailed(req.ReleaseName, err)
-	}
-	c.Logf("rendered %s in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
-	for _, w := range res.Warnings {
-		fmt.Fprintln(c.Out, "warning:", w)
-	}
-	again, err := c.renderAgain(ctx, req, res, helm)
+	res, again, err := c.source(ctx, req, helm, start)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +185,28 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
+}
+
+// source is what the plan compares with the last release: the chart
+// rendered as helm upgrade renders it, with the manifest of a second
+// render (renderAgain); or, for a rollback (req.Rollback), the stored
+// revision it goes back to (render.Rollback), which nothing regenerates.
+func (c *Config) source(ctx context.Context, req PlanRequest, helm *action.Configuration, start time.Time) (*render.Result, string, error) {
+	if req.Rollback != nil {
+		res, err := c.rollbackSource(ctx, req, helm)
+		return res, "", err
+	}
+	c.progress("Rendering %s", req.ChartRef)
+	res, err := render.Render(ctx, helm, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
+	if err != nil {
+		return nil, "", c.renderFailed(req.ReleaseName, err)
+	}
+	c.Logf("rendered %s in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
+	for _, w := range res.Warnings {
+		fmt.Fprintln(c.Out, "warning:", w)
+	}
+	again, err := c.renderAgain(ctx, req, res, helm)
+	return res, again, err
 }
 
 // readEarly reads the release's history once, for the render(s) to use,
@@ -308,6 +324,11 @@ func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 	in.Hooks = hookManifests(next.Hooks)
 	if res.Previous != nil {
 		in.PreviousHooks = hookManifests(res.Previous.Hooks)
+	}
+	if res.RollbackTo > 0 {
+		// Helm's rollback never touches the chart's crds/ directory.
+		in.Release.Operation, in.Release.RollbackTo = plan.OperationRollback, res.RollbackTo
+		return in
 	}
 	in.CRDs, in.SkipCRDs = chartCRDs(res.Chart), skipCRDs
 	if note := crdsNote(res.Chart, res.Install, skipCRDs); note != "" {

@@ -48,6 +48,12 @@ func stsRelease(t *testing.T, c *testcluster.Cluster) (string, string) {
 // using them can be scheduled; a user's cluster provisions its own.
 func boundVolumes(t *testing.T, c *testcluster.Cluster, ns string, claims ...string) {
 	t.Helper()
+	boundVolumesReclaimed(t, c, ns, corev1.PersistentVolumeReclaimRetain, claims...)
+}
+
+// boundVolumesReclaimed is boundVolumes with the volumes' reclaim policy.
+func boundVolumesReclaimed(t *testing.T, c *testcluster.Cluster, ns string, policy corev1.PersistentVolumeReclaimPolicy, claims ...string) {
+	t.Helper()
 	if c.UserCluster {
 		return
 	}
@@ -56,7 +62,7 @@ func boundVolumes(t *testing.T, c *testcluster.Cluster, ns string, claims ...str
 		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim}, Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeReclaimPolicy: policy,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns + "-" + claim}},
 			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
 		}}

@@ -1,0 +1,50 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+)
+
+// Rollback is `helm rollback RELEASE [REVISION]`, planned as an upgrade
+// whose new render is the stored revision it goes back to: Plan compares
+// the last revision's manifest, the target's and the live objects with the
+// same planner, verdicts and data-loss analysis, under the operation
+// rollback (pre/post-rollback hooks; what the target lacks is deleted
+// unless kept); Apply runs Helm's own rollback action on exactly that
+// revision (history: "Rollback to REVISION"), with the same lease, safe
+// recreate, journal and rollout watch as an upgrade.
+type Rollback struct {
+	// Revision is the revision to go back to; 0: the one before the last,
+	// as Helm.
+	Revision int
+}
+
+// RollbackRequest is the plan request of a rollback of release: the flags
+// a rollback shares with helm upgrade are in render (Timeout, Wait,
+// WaitForJobs, DisableHooks, CleanupOnFail, MaxHistory, Namespace);
+// nothing is rendered.
+func RollbackRequest(release string, to Rollback, opts render.Options, apply ApplyMode, forApply bool) PlanRequest {
+	return PlanRequest{ReleaseName: release, Render: opts, Apply: apply, ForApply: forApply, Rollback: &to}
+}
+
+// rollbackSource reads the revision req.Rollback goes back to from helm's
+// release storage. A release Helm 4 applied server-side is refused: Helm
+// 4's rollback would apply it server-side, which this SDK's rollback
+// action does not.
+func (c *Config) rollbackSource(ctx context.Context, req PlanRequest, helm *action.Configuration) (*render.Result, error) {
+	c.progress("Reading the revisions of release %s", req.ReleaseName)
+	res, err := render.Rollback(ctx, helm, req.ReleaseName, c.Namespace, req.Rollback.Revision)
+	if err != nil {
+		return nil, err
+	}
+	if res.ServerSideApply(req.Render.ServerSide) {
+		return nil, fmt.Errorf("release %q in namespace %s: revision %d was applied server-side by Helm 4; rolling back a server-side release is not supported yet (use helm 4's rollback); nothing was planned or written",
+			req.ReleaseName, c.Namespace, res.Last.Version)
+	}
+	c.Logf("rolling back release %s from revision %d to revision %d, as revision %d", req.ReleaseName, res.Last.Version, res.RollbackTo, res.Next.Version)
+	return res, nil
+}
