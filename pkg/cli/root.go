@@ -64,6 +64,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 	return []func(*Factory, runFunc) *cobra.Command{
 		newUpgradeCommand,
 		newRecoverCommand,
+		newUninstallCommand,
 		newShowPlanCommand,
 		newShimCommand,
 	}

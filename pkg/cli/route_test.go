@@ -46,6 +46,18 @@ func describe(opts any) string {
 		if ns := o.Settings.Namespace(); ns != "default" {
 			parts = append(parts, "-n "+ns)
 		}
+	case *UninstallOptions:
+		parts = []string{"uninstall", o.Request.ReleaseName}
+		if o.DryRun {
+			parts = append(parts, "--dry-run")
+		}
+		if o.KeepHistory {
+			parts = append(parts, "--keep-history")
+		}
+		parts = append(parts, "--cascade "+o.Cascade)
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
 	case *ShowPlanOptions:
 		parts = []string{"show-plan", o.Path, "-o " + o.Output}
 	case *ShimInstallOptions:
@@ -112,6 +124,9 @@ func TestReadingRule(t *testing.T) {
 		{"release shim, chart install", []string{"upgrade", "shim", "install"}, "upgrade shim install"},
 		{"release help, upgrade verb", []string{"upgrade", "help", "recover"}, "upgrade help recover"},
 		{"after --, nothing is a command", []string{"--", "recover", "mychart"}, "upgrade recover mychart"},
+		{"release uninstall, chart path", []string{"uninstall", "./chart"}, "upgrade uninstall ./chart"},
+		{"release uninstall, repo chart", []string{"uninstall", "bitnami/postgresql", "--dry-run"}, "upgrade uninstall bitnami/postgresql --dry-run"},
+		{"release uninstall, upgrade verb", []string{"upgrade", "uninstall", "mychart"}, "upgrade uninstall mychart"},
 		{"release status (a future verb)", []string{"status", "./chart"}, "upgrade status ./chart"},
 
 		// The verbs.
@@ -121,6 +136,10 @@ func TestReadingRule(t *testing.T) {
 		{"recover RELEASE with flags", []string{"recover", "demo", "--yes", "-n", "ns"}, "recover demo --yes -n ns"},
 		{"flags before recover", []string{"-n", "ns", "recover", "my.db-1"}, "recover my.db-1 -n ns"},
 		{"recover a release named recover", []string{"recover", "recover"}, "recover recover"},
+		{"uninstall RELEASE", []string{"uninstall", "demo"}, "uninstall demo --cascade background"},
+		{"uninstall RELEASE with helm's flags", []string{"uninstall", "demo", "--dry-run", "--keep-history", "--cascade", "orphan", "-n", "ns"}, "uninstall demo --dry-run --keep-history --cascade orphan -n ns"},
+		{"flags before uninstall", []string{"-n", "ns", "--cascade", "foreground", "uninstall", "my.db-1"}, "uninstall my.db-1 --cascade foreground -n ns"},
+		{"uninstall a release named uninstall", []string{"uninstall", "uninstall"}, "uninstall uninstall --cascade background"},
 	}
 	for _, tt := range tests {
 		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
@@ -144,6 +163,9 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"recover"}, "recover expects RELEASE, got 0 argument(s)"},
 		{[]string{"recover", "a", "b"}, "recover expects RELEASE, got 2 argument(s)"},
 		{[]string{"recover", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
+		{[]string{"uninstall"}, "uninstall expects RELEASE, got 0 argument(s)"},
+		{[]string{"uninstall", "a", "b"}, "uninstall expects RELEASE, got 2 argument(s)"},
+		{[]string{"uninstall", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
 		{[]string{"upgrade", "a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
 		{[]string{"upgrade"}, "expected RELEASE and CHART, got 0 argument(s)"},
 		{[]string{"shim"}, "shim expects a command: shim install DIR"},
@@ -178,6 +200,8 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"help", "upgrade"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]"}},
 		{[]string{"recover", "--help"}, []string{"helm safe-upgrade recover RELEASE [flags]", "--yes", "--timeout", "--namespace"}},
 		{[]string{"help", "recover"}, []string{"helm safe-upgrade recover RELEASE [flags]"}},
+		{[]string{"uninstall", "--help"}, []string{"helm safe-upgrade uninstall RELEASE [flags]", "--keep-history", "--cascade", "--no-hooks", "--wait", "--timeout", "--description", "--dry-run", "--ack", "--output"}},
+		{[]string{"help", "uninstall"}, []string{"helm safe-upgrade uninstall RELEASE [flags]"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},

@@ -366,6 +366,10 @@ func removal(op plan.Operation) string {
 	return "removed from the chart"
 }
 
+// KeptPath is the reason path of an object a deletion leaves in the
+// cluster because of its resource policy.
+const KeptPath = "metadata.annotations[helm.sh/resource-policy]"
+
 func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	gone := removal(op)
 	if liveObj == nil {
@@ -376,7 +380,7 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Chang
 	c.Before = p.shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
-		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
+		c.Reasons = []plan.Reason{{Path: KeptPath, Source: plan.SourceHelm,
 			Message: gone + " but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
 		return nil
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -28,14 +30,35 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 		}
 		for _, c := range claims {
 			if c.Volume != "" {
-				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.ReclaimPolicy)}}, nil
+				msg := volumeFate(c.Volume, c.ReclaimPolicy)
+				if size := ClaimSize(liveObj); size != "" {
+					msg = "the claim holds " + size + "; " + msg
+				}
+				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: msg}}, nil
 			}
+		}
+	case id.Group == crdGK.Group && id.Kind == crdGK.Kind:
+		// Deleting the CRD deletes every resource of its kind: how many.
+		var crd apiextv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(liveObj.Object, &crd) == nil {
+			return []plan.Reason{p.countResources(ctx, &crd)}, nil
 		}
 	case id.Group == "" && id.Kind == "PersistentVolume":
 		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
 		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, policy)}}, nil
 	}
 	return nil, nil
+}
+
+// ClaimSize is the storage a PersistentVolumeClaim holds: its capacity
+// once bound, else what it requests; "" when neither is set.
+func ClaimSize(claim *unstructured.Unstructured) string {
+	for _, path := range [][]string{{"status", "capacity", "storage"}, {"spec", "resources", "requests", "storage"}} {
+		if v, ok, _ := unstructured.NestedString(claim.Object, path...); ok && v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // volumeFate says what becomes of a volume once its claim or itself goes.
