@@ -395,6 +395,16 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Chang
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
 	more, err := p.retention(ctx, c.ID, liveObj)
 	c.Reasons = append(c.Reasons, more...)
+	if op == plan.OperationUninstall {
+		// Nothing of the release comes back but by a re-install: what
+		// blocks is the data it would not bring back, a StatefulSet's
+		// claims among it when its retention policy deletes them.
+		c.Destructive = destructive && d.DataLoss || slices.ContainsFunc(more, func(r plan.Reason) bool { return r.Path == claimRetentionPath })
+		c.Class = plan.ClassRecreatable
+		if c.Destructive {
+			c.Class = plan.ClassDataLoss
+		}
+	}
 	return err
 }
 

@@ -74,6 +74,10 @@ func volumeFate(volume, policy string) string {
 	return fmt.Sprintf("PersistentVolume %s has reclaimPolicy %s", volume, policy)
 }
 
+// claimRetentionPath is the reason path of the claims a StatefulSet's
+// deletion takes with it.
+const claimRetentionPath = "spec.persistentVolumeClaimRetentionPolicy.whenDeleted"
+
 // statefulSetClaims: with whenDeleted: Delete the StatefulSet controller
 // deletes the claims of its volumeClaimTemplates with it.
 func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, sts *unstructured.Unstructured) ([]plan.Reason, error) {
@@ -86,7 +90,7 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 		return nil, nil
 	}
 	match := func(name string) bool { _, ok := live.ClaimTemplate(name, id.Name, templates); return ok }
-	reason := plan.Reason{Path: "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", Source: plan.SourceServer}
+	reason := plan.Reason{Path: claimRetentionPath, Source: plan.SourceServer}
 	claims, err := p.Cluster.Claims.Claims(ctx, id.Namespace, match)
 	if errors.Is(err, live.ErrNoServer) {
 		reason.Source = plan.SourceCatalogue

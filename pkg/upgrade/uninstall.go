@@ -251,25 +251,27 @@ func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Durat
 			deleted = append(deleted, ch)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(settle, timeout))
-	defer cancel()
+	// Each round reads with the run's context: the last one, after the
+	// settling time, is the answer.
+	settled := time.Now().Add(min(settle, timeout))
 	for {
 		var still []string
 		for _, ch := range deleted {
 			why, err := c.stillThere(ctx, ch)
-			if err != nil && ctx.Err() == nil {
+			if err != nil {
 				return nil, err
 			}
 			if why != "" {
 				still = append(still, why)
 			}
 		}
-		if len(still) == 0 || ctx.Err() != nil {
+		if len(still) == 0 || time.Now().After(settled) {
 			sort.Strings(still)
 			return still, nil
 		}
 		select {
 		case <-ctx.Done():
+			return nil, fmt.Errorf("reading the deleted objects back after the uninstall: %w", ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -287,9 +289,6 @@ func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error)
 	case apierrors.IsNotFound(err):
 		return "", nil
 	case err != nil:
-		if ctx.Err() != nil {
-			return ch.ID.String() + ": could not be read back after the uninstall", nil
-		}
 		return "", fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
 	}
 	why := "not deleted"
