@@ -43,11 +43,46 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(liveObj.Object, &crd) == nil {
 			return []plan.Reason{p.countResources(ctx, &crd)}, nil
 		}
+	case id.Group == "" && id.Kind == "Namespace":
+		return p.namespaceClaims(ctx, id.Name)
 	case id.Group == "" && id.Kind == "PersistentVolume":
 		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
 		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, policy)}}, nil
 	}
 	return nil, nil
+}
+
+// namespaceClaims says which claims a Namespace's deletion takes with it
+// (the data it holds), and their volumes' fate.
+func (p *Planner) namespaceClaims(ctx context.Context, ns string) ([]plan.Reason, error) {
+	claims, err := p.Cluster.Claims.Claims(ctx, ns, func(string) bool { return true })
+	switch {
+	case errors.Is(err, live.ErrNoServer):
+		return nil, nil
+	case err != nil:
+		return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer, Message: "its PersistentVolumeClaims could not be listed: " + err.Error()}}, nil
+	case len(claims) == 0:
+		return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer, Message: "it holds no PersistentVolumeClaim now"}}, nil
+	}
+	return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer,
+		Message: fmt.Sprintf("it holds %d PersistentVolumeClaim(s), deleted with it: %s", len(claims), claimList(claims))}}, nil
+}
+
+// claimList names claims with their volumes and reclaim policies.
+func claimList(claims []Claim) string {
+	names := make([]string, 0, len(claims))
+	for _, c := range claims {
+		n := c.Name
+		if c.Volume != "" {
+			n += " (volume " + c.Volume
+			if c.ReclaimPolicy != "" {
+				n += ", reclaimPolicy " + c.ReclaimPolicy
+			}
+			n += ")"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ClaimSize is the storage a PersistentVolumeClaim holds: its capacity
@@ -106,19 +141,7 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims would be deleted with it; none exists now"
 		return []plan.Reason{reason}, nil
 	}
-	names := make([]string, 0, len(claims))
-	for _, c := range claims {
-		n := c.Name
-		if c.Volume != "" {
-			n += " (volume " + c.Volume
-			if c.ReclaimPolicy != "" {
-				n += ", reclaimPolicy " + c.ReclaimPolicy
-			}
-			n += ")"
-		}
-		names = append(names, n)
-	}
-	reason.Message = fmt.Sprintf("whenDeleted: Delete: its %d PersistentVolumeClaim(s) are deleted with it, and their data where the volume's reclaimPolicy is Delete: %s", len(claims), strings.Join(names, ", "))
+	reason.Message = fmt.Sprintf("whenDeleted: Delete: its %d PersistentVolumeClaim(s) are deleted with it, and their data where the volume's reclaimPolicy is Delete: %s", len(claims), claimList(claims))
 	return []plan.Reason{reason}, nil
 }
 
