@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,7 +74,14 @@ func TestUninstallGatesDataLoss(t *testing.T) {
 		t.Fatalf("the blocked uninstall deleted the claim: %v", err)
 	}
 
+	before = auditMark(t, c)
 	p, _ := planJSON(t, c, "uninstall", "app", "-n", ns)
+	for _, format := range []string{"markdown", "text"} {
+		if r := run(t, c, "uninstall", "app", "-n", ns, "--dry-run", "-o", format); r.Code != 2 || !strings.Contains(r.Stdout, "scratch") || !strings.Contains(r.Stdout, "data-loss") {
+			t.Errorf("--dry-run -o %s: exit %d, want 2 and the claim as data-loss\n%s\n%s", format, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
 	if p.Release.Operation != "uninstall" {
 		t.Errorf("operation %q, want uninstall", p.Release.Operation)
 	}
@@ -155,6 +163,24 @@ func TestUninstallNothingDestructive(t *testing.T) {
 	}
 	if strings.Contains(r.Stderr, "left behind") || strings.Contains(r.Stderr, "not deleted") {
 		t.Errorf("nothing should be left:\n%s", r.Stderr)
+	}
+}
+
+// TestUninstallHelm4Release: a release Helm 4 installed (server-side
+// apply) is uninstalled the same way.
+func TestUninstallHelm4Release(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	c.HelmV4(t, "install", "web", writeChart(t, "web", "1.0.0", map[string]string{"cm.yaml": configMap(false, "a")}), "-n", ns)
+	r := run(t, c, "uninstall", "web", "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out, err := c.HelmErr("status", "web", "-n", ns); err == nil {
+		t.Errorf("helm status after the uninstall: the release is still there\n%s", out)
+	}
+	if _, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the release's ConfigMap after the uninstall: %v, want not found", err)
 	}
 }
 
