@@ -145,10 +145,14 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	// What is still in the cluster comes last, for the user to delete on
-	// purpose: an object held by a finalizer or not deleted fails the run
-	// (exit 1), said before the list.
+	// purpose: Helm's failure, or an object held by a finalizer or not
+	// deleted, fails the run (exit 1), said before the lists.
 	w := o.Streams.ErrOut
-	fmt.Fprintf(w, "release %q uninstalled\n", o.Request.ReleaseName)
+	if res.Failed != "" {
+		fmt.Fprintf(w, "Error: %s\n", res.Failed)
+	} else {
+		fmt.Fprintf(w, "release %q uninstalled\n", o.Request.ReleaseName)
+	}
 	if len(res.Remaining) > 0 {
 		fmt.Fprintf(w, "Error: %d object(s) the uninstall deleted are still in the cluster:\n", len(res.Remaining))
 	}
@@ -158,7 +162,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	for _, l := range res.Left {
 		fmt.Fprintln(w, "left behind:", l)
 	}
-	if len(res.Remaining) > 0 {
+	if res.Failed != "" || len(res.Remaining) > 0 {
 		return withExitCode(ExitError, nil)
 	}
 	return nil

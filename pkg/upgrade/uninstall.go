@@ -206,6 +206,9 @@ type UninstallResult struct {
 	Response  *release.UninstallReleaseResponse
 	Remaining []string
 	Left      []string
+	// Failed is Helm's error, sanitised, when its uninstall failed ("" when
+	// it succeeded): the run fails, after the read-back.
+	Failed string
 }
 
 // Uninstall runs Helm's own uninstall action on the reviewed plan, holding
@@ -226,15 +229,21 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	u.KeepHistory, u.DisableHooks, u.Wait, u.Timeout = req.KeepHistory, req.DisableHooks, req.Wait, req.Timeout
 	u.DeletionPropagation = req.Cascade
 	u.Description = c.describe(report.AuditLine(planned.Plan, req.Description))
-	res, err := u.Run(req.ReleaseName)
-	if err != nil {
-		return nil, fmt.Errorf("helm uninstall %s: %s", req.ReleaseName, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
-	}
+	res, helmErr := u.Run(req.ReleaseName)
+	// Read back after a failure too: Helm deletes what it can and then
+	// says how many deletions failed, not which objects are left.
 	remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)
+	out := &UninstallResult{Response: res, Remaining: remaining, Left: planned.Left}
+	if helmErr != nil {
+		out.Failed = fmt.Sprintf("helm uninstall %s: %s", req.ReleaseName, c.Sanitizer.Text(helmErr.Error(), redact.MessageLimit))
+	}
 	if err != nil {
+		if out.Failed != "" {
+			return nil, fmt.Errorf("%s; then %w", out.Failed, err)
+		}
 		return nil, err
 	}
-	return &UninstallResult{Response: res, Remaining: remaining, Left: planned.Left}, nil
+	return out, nil
 }
 
 // settle bounds how long deletions in progress (a garbage collector's or
@@ -291,11 +300,14 @@ func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error)
 	case err != nil:
 		return "", fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
 	}
+	// The plan keeps the live resourceVersion, not the UID (shown objects
+	// drop server-managed fields): an object not being deleted either was
+	// not deleted or was created again since.
 	why := "not deleted"
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		why = "Terminating since " + ts.UTC().Format(time.RFC3339)
-	} else if obj.GetUID() != "" && ch.Before != nil && ch.Before.GetUID() != "" && obj.GetUID() != ch.Before.GetUID() {
-		why = "deleted, and created again since (another UID)"
+	} else if ch.LiveResourceVersion != "" && obj.GetResourceVersion() != ch.LiveResourceVersion {
+		why = "not being deleted, and changed since the plan (created again, or its delete did not take)"
 	}
 	if f := obj.GetFinalizers(); len(f) > 0 {
 		why += ", held by the finalizer(s) " + strings.Join(f, ", ")
