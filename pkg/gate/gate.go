@@ -22,6 +22,8 @@ type Decision struct {
 	AckedAll []*plan.Change
 	// Blockers are the plan's plan-wide blockers: no ack lets them through.
 	Blockers []string
+	// Operation is what the plan is of (the prompt names it).
+	Operation plan.Operation
 }
 
 // Blocked reports whether the upgrade must not proceed.
@@ -32,7 +34,7 @@ func (d Decision) Blocked() bool {
 // Evaluate marks acknowledged changes in p and returns the decision. An ack
 // with a fingerprint counts only when it equals the change's fingerprint.
 func Evaluate(p *plan.Plan, acks *Acks, ackAll bool) Decision {
-	d := Decision{Blockers: p.Blockers}
+	d := Decision{Blockers: p.Blockers, Operation: p.Release.Op()}
 	used := make([]bool, len(acks.list))
 	for i := range p.Changes {
 		c := &p.Changes[i]

@@ -180,3 +180,17 @@ func TestEvaluateBlockers(t *testing.T) {
 		t.Fatalf("messages %q", msgs)
 	}
 }
+
+// TestConfirmNamesTheOperation: the prompt says what it gates.
+func TestConfirmNamesTheOperation(t *testing.T) {
+	for op, want := range map[plan.Operation]string{"": "This upgrade makes", plan.OperationInstall: "This upgrade makes",
+		plan.OperationUninstall: "This uninstall makes", plan.OperationRollback: "This rollback makes"} {
+		p := fixture()
+		p.Release.Operation = op
+		d := Evaluate(p, &Acks{}, false)
+		var out bytes.Buffer
+		if _, err := Confirm(scripted{"no", &out}, &out, "shop", &d); err != nil || !strings.Contains(out.String(), want) {
+			t.Errorf("%q: err %v, want %q in:\n%s", op, err, want, out.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // Prompter asks a person a question on a terminal.
@@ -39,7 +41,11 @@ func (p *LinePrompter) Input(prompt string) (string, error) {
 // to type the release name; anything else declines. On yes the changes are
 // marked acknowledged (via "prompt").
 func Confirm(p Prompter, out io.Writer, release string, d *Decision) (bool, error) {
-	fmt.Fprintf(out, "\nThis upgrade makes %d destructive change(s) that nobody acknowledged:\n", len(d.Unacked))
+	what := "upgrade" // an install is planned as helm upgrade --install
+	if d.Operation == plan.OperationRollback || d.Operation == plan.OperationUninstall {
+		what = string(d.Operation)
+	}
+	fmt.Fprintf(out, "\nThis %s makes %d destructive change(s) that nobody acknowledged:\n", what, len(d.Unacked))
 	for _, c := range d.Unacked {
 		fmt.Fprintf(out, "  - %s %s\n", c.Verdict(), c.ID)
 		for _, r := range c.Reasons {
