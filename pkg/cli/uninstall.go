@@ -73,7 +73,7 @@ the cluster is printed last.`,
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing is deleted, 2 when blocked, 3 when deletions pass the gate")
 	fs.BoolVar(&o.KeepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")
-	fs.StringVar(&o.Cascade, "cascade", "background", "must be \"background\", \"orphan\", or \"foreground\". Selects the deletion cascading strategy for the dependents. Defaults to background.")
+	fs.StringVar(&o.Cascade, "cascade", "background", "must be \"background\", \"orphan\", or \"foreground\". Selects the deletion cascading strategy for the dependents")
 	fs.BoolVar(&o.DisableHooks, "no-hooks", false, "prevent hooks from running during uninstallation")
 	fs.BoolVar(&o.Wait, "wait", false, "if set, will wait until all the resources are deleted before returning. It will wait for as long as --timeout")
 	fs.DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
