@@ -14,6 +14,10 @@ type Destructive struct {
 	// NeverRecreated, when set, is why the tool never deletes one for
 	// recreation, and what to do instead.
 	NeverRecreated string
+	// DataLoss is true when deleting an object of the kind loses data that
+	// re-creating it does not bring back (a volume's, the custom resources,
+	// a namespace's contents); an uninstall blocks only on those.
+	DataLoss bool
 	// Migrate, for volumes, is why a recreate-required change can never be
 	// acknowledged (the tool deletes no volume) and how to migrate instead.
 	Migrate string
@@ -27,19 +31,23 @@ const neverDeleteVolume = "safe-upgrade never deletes a volume (its data would b
 var destructiveKinds = []Destructive{
 	{Kind: schema.GroupKind{Kind: "PersistentVolumeClaim"},
 		Deleted:        "deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)",
+		DataLoss:       true,
 		NeverRecreated: neverDeleteVolume,
 		Migrate: "safe-upgrade never deletes a volume, so this claim cannot be recreated (a new claim binds a new, empty volume and the old one is released: with reclaimPolicy Delete its data is gone); " +
 			"to migrate, keep the old spec in the chart, or create a claim under a new name with the new spec, copy the data, move the workload to it, then remove the old claim"},
 	{Kind: schema.GroupKind{Kind: "PersistentVolume"},
 		Deleted:        "deleting a PersistentVolume can delete the underlying storage",
+		DataLoss:       true,
 		NeverRecreated: neverDeleteVolume,
 		Migrate: "safe-upgrade never deletes a volume, so this PersistentVolume cannot be recreated (the deletion releases its claim and, with reclaimPolicy Delete, the storage); " +
 			"to migrate, set reclaimPolicy Retain, create a PersistentVolume under a new name with the new spec pointing at the same storage, rebind the claim to it, then remove the old one"},
 	{Kind: schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
 		Deleted:        "deleting a CRD deletes every custom resource of that kind",
+		DataLoss:       true,
 		NeverRecreated: "deleting a CustomResourceDefinition deletes every custom resource of its kind in the cluster; change the CRD in a way the API server accepts, or migrate its resources by hand"},
 	{Kind: schema.GroupKind{Kind: "Namespace"},
 		Deleted:        "deleting a Namespace deletes everything in it",
+		DataLoss:       true,
 		NeverRecreated: "deleting a Namespace deletes everything inside it; change it in a way the API server accepts, or move its contents by hand"},
 	// Its pods go (the default cascade stops them all at once); its claims
 	// stay. A recreate deletes it with propagationPolicy=Orphan, so the

@@ -1,5 +1,5 @@
 // Package cli is the command layer: a command tree in the kubectl and GitHub
-// CLI manner, one file per verb (upgrade.go, recover.go, showplan.go,
+// CLI manner, one file per verb (upgrade.go, recover.go, uninstall.go, showplan.go,
 // shim_install.go; the drop-in helm in shim.go), each with Options whose
 // Complete → Validate → Run turn the flags into the plain requests the
 // actions of pkg/upgrade only read. What the verbs share (Helm's settings,
@@ -65,6 +65,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newUpgradeCommand,
 		newRecoverCommand,
 		newRollbackCommand,
+		newUninstallCommand,
 		newShowPlanCommand,
 		newShimCommand,
 	}

@@ -55,6 +55,15 @@ func describe(opts any) string {
 		if o.DryRun {
 			parts = append(parts, "--dry-run")
 		}
+	case *UninstallOptions:
+		parts = []string{"uninstall", o.Request.ReleaseName}
+		if o.DryRun {
+			parts = append(parts, "--dry-run")
+		}
+		if o.KeepHistory {
+			parts = append(parts, "--keep-history")
+		}
+		parts = append(parts, "--cascade "+o.Cascade)
 		if ns := o.Settings.Namespace(); ns != "default" {
 			parts = append(parts, "-n "+ns)
 		}
@@ -129,6 +138,9 @@ func TestReadingRule(t *testing.T) {
 		{"release rollback, archive", []string{"rollback", "Chart-1.0.0.tgz"}, "upgrade rollback Chart-1.0.0.tgz"},
 		{"release rollback, value flags first", []string{"-f", "values.yaml", "rollback", "./chart"}, "upgrade rollback ./chart"},
 		{"release rollback, upgrade verb", []string{"upgrade", "rollback", "mychart"}, "upgrade rollback mychart"},
+		{"release uninstall, chart path", []string{"uninstall", "./chart"}, "upgrade uninstall ./chart"},
+		{"release uninstall, repo chart", []string{"uninstall", "bitnami/postgresql", "--dry-run"}, "upgrade uninstall bitnami/postgresql --dry-run"},
+		{"release uninstall, upgrade verb", []string{"upgrade", "uninstall", "mychart"}, "upgrade uninstall mychart"},
 		{"release status (a future verb)", []string{"status", "./chart"}, "upgrade status ./chart"},
 
 		// The verbs.
@@ -143,6 +155,10 @@ func TestReadingRule(t *testing.T) {
 		{"flags before rollback", []string{"-n", "ns", "--wait", "--timeout", "5m", "rollback", "my.db-1", "3"}, "rollback my.db-1 3 -n ns"},
 		{"rollback a release named rollback", []string{"rollback", "rollback", "2"}, "rollback rollback 2"},
 		{"rollback a release named like a revision", []string{"rollback", "7"}, "rollback 7"},
+		{"uninstall RELEASE", []string{"uninstall", "demo"}, "uninstall demo --cascade background"},
+		{"uninstall RELEASE with helm's flags", []string{"uninstall", "demo", "--dry-run", "--keep-history", "--cascade", "orphan", "-n", "ns"}, "uninstall demo --dry-run --keep-history --cascade orphan -n ns"},
+		{"flags before uninstall", []string{"-n", "ns", "--cascade", "foreground", "uninstall", "my.db-1"}, "uninstall my.db-1 --cascade foreground -n ns"},
+		{"uninstall a release named uninstall", []string{"uninstall", "uninstall"}, "uninstall uninstall --cascade background"},
 	}
 	for _, tt := range tests {
 		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
@@ -171,6 +187,9 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"rollback", "demo", "last"}, `REVISION "last" is not a revision number`},
 		{[]string{"rollback", "demo", "./chart"}, `REVISION "./chart" is not a revision number`},
 		{[]string{"rollback", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
+		{[]string{"uninstall"}, "uninstall expects RELEASE, got 0 argument(s)"},
+		{[]string{"uninstall", "a", "b"}, "uninstall expects RELEASE, got 2 argument(s)"},
+		{[]string{"uninstall", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
 		{[]string{"upgrade", "a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
 		{[]string{"upgrade"}, "expected RELEASE and CHART, got 0 argument(s)"},
 		{[]string{"shim"}, "shim expects a command: shim install DIR"},
@@ -207,6 +226,8 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"help", "recover"}, []string{"helm safe-upgrade recover RELEASE [flags]"}},
 		{[]string{"rollback", "--help"}, []string{"helm safe-upgrade rollback RELEASE [REVISION] [flags]", "--wait", "--cleanup-on-fail", "--history-max", "--no-hooks", "--force", "--ack", "--dry-run", "--detailed-exitcode", "--output"}},
 		{[]string{"help", "rollback"}, []string{"helm safe-upgrade rollback RELEASE [REVISION] [flags]"}},
+		{[]string{"uninstall", "--help"}, []string{"helm safe-upgrade uninstall RELEASE [flags]", "--keep-history", "--cascade", "--no-hooks", "--wait", "--timeout", "--description", "--dry-run", "--ack", "--output"}},
+		{[]string{"help", "uninstall"}, []string{"helm safe-upgrade uninstall RELEASE [flags]"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -204,7 +205,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		if err := o.savePlan(ctx, planned); err != nil {
 			return err
 		}
-		o.printDecision(decision)
+		printDecision(o.Streams.ErrOut, decision)
 		switch {
 		case decision.Blocked():
 			return withExitCode(ExitBlocked, nil)
@@ -219,18 +220,8 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 // gateAndApply asks for the acknowledgements still missing (on a terminal),
 // and applies the plan the gate lets through.
 func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *upgrade.Planned, decision gate.Decision) error {
-	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && o.Streams.CanPrompt() {
-		ok, err := gate.Confirm(o.Prompter, o.Streams.ErrOut, o.Request.ReleaseName, &decision)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return withExitCode(ExitBlocked, errors.New("aborted at the prompt; nothing was written"))
-		}
-	}
-	o.printDecision(decision)
-	if decision.Blocked() {
-		return withExitCode(ExitBlocked, nil)
+	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
+		return err
 	}
 	// After the prompt, so the acknowledgements given there are kept.
 	if err := o.savePlan(ctx, planned); err != nil {
@@ -256,8 +247,29 @@ func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned)
 		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }
 
-func (o *UpgradeOptions) printDecision(d gate.Decision) {
+// confirmGate asks, on a terminal, for the acknowledgements the decision
+// still misses, prints the gate's messages, and returns the blocked exit
+// when it does not let the operation through.
+func confirmGate(streams iostreams.Streams, prompter gate.Prompter, release string, decision *gate.Decision) error {
+	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && streams.CanPrompt() {
+		ok, err := gate.Confirm(prompter, streams.ErrOut, release, decision)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return withExitCode(ExitBlocked, errors.New("aborted at the prompt; nothing was written"))
+		}
+	}
+	printDecision(streams.ErrOut, *decision)
+	if decision.Blocked() {
+		return withExitCode(ExitBlocked, nil)
+	}
+	return nil
+}
+
+// printDecision prints the gate's messages on w.
+func printDecision(w io.Writer, d gate.Decision) {
 	for _, msg := range d.Messages() {
-		fmt.Fprintln(o.Streams.ErrOut, msg)
+		fmt.Fprintln(w, msg)
 	}
 }

@@ -164,7 +164,8 @@ func TestConfirm(t *testing.T) {
 // upgrade (helm upgrade --install's install too), a rollback.
 func TestConfirmNamesTheOperation(t *testing.T) {
 	for op, want := range map[plan.Operation]string{"": "This upgrade makes", plan.OperationInstall: "This upgrade makes",
-		plan.OperationUpgrade: "This upgrade makes", plan.OperationRollback: "This rollback makes"} {
+		plan.OperationUpgrade: "This upgrade makes", plan.OperationRollback: "This rollback makes",
+		plan.OperationUninstall: "This uninstall makes"} {
 		p := fixture()
 		p.Release.Operation = op
 		d := Evaluate(p, &Acks{}, false)

@@ -41,6 +41,12 @@ const (
 	// applies crds/), or is absent from the cluster on an upgrade. The user
 	// applies it; the plan says what that does.
 	ClassManual Class = "manual"
+	// ClassDataLoss and ClassRecreatable are an uninstall's verdicts on
+	// what it deletes: data lost that re-installing does not bring back (a
+	// claim's volume, a CRD's custom resources, a namespace's contents),
+	// or objects a re-install creates again.
+	ClassDataLoss    Class = "data-loss"
+	ClassRecreatable Class = "recreatable"
 )
 
 // Source says who established a reason.

@@ -143,11 +143,7 @@ func (l Live) Claims(ctx context.Context, namespace string, match func(string) b
 	}
 	var out []Claim
 	for _, item := range items {
-		c := Claim{Name: item.GetName()}
-		c.Size, _, _ = unstructured.NestedString(item.Object, "status", "capacity", "storage")
-		if c.Size == "" {
-			c.Size, _, _ = unstructured.NestedString(item.Object, "spec", "resources", "requests", "storage")
-		}
+		c := Claim{Name: item.GetName(), Size: ClaimSize(&item)}
 		c.Volume, _, _ = unstructured.NestedString(item.Object, "spec", "volumeName")
 		if c.Volume != "" {
 			if pv, err := l.Volume(ctx, c.Volume); err == nil {

@@ -178,3 +178,29 @@ func TestCRDMovedToCRDsDir(t *testing.T) {
 		t.Fatalf("want one destructive deletion, got %+v", p.Changes)
 	}
 }
+
+// TestTemplatedCRDDeletionCounted: deleting a templated CRD (an uninstall,
+// or a CRD removed from the templates) says how many custom resources go
+// with it; offline, that they were not counted.
+func TestTemplatedCRDDeletionCounted(t *testing.T) {
+	crd := "# Source: app/templates/crd.yaml\n" + helmtest.GadgetCRD("example.com", false)
+	for _, offline := range []bool{false, true} {
+		counter := &clusterfake.Counter{N: 3}
+		cluster := Offline{Release: "app", Namespace: "prod"}.Parts()
+		want := "offline: the existing Gadget resources were not counted"
+		if !offline {
+			cluster.Offline, cluster.Objects, cluster.Counter = false, crdObjects(helmtest.GadgetCRD("example.com", false)), counter
+			want = "3 existing Gadget resource(s) in all namespaces are affected"
+		}
+		p, err := New(cluster, "").Plan(context.Background(), Input{
+			Release: plan.Release{Name: "app", Namespace: "prod", Operation: plan.OperationUninstall}, PreviousManifest: crd,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Changes[0]
+		if c.Action != plan.ActionDelete || c.Class != plan.ClassDataLoss || !c.Destructive || !strings.Contains(c.Reasons[len(c.Reasons)-1].Message, want) {
+			t.Errorf("offline %v: %s %s destructive=%v %+v, want a data-loss delete saying %q", offline, c.Action, c.Class, c.Destructive, c.Reasons, want)
+		}
+	}
+}

@@ -379,6 +379,10 @@ func removal(op plan.Operation) string {
 	return "removed from the chart"
 }
 
+// KeptPath is the reason path of an object a deletion leaves in the
+// cluster because of its resource policy.
+const KeptPath = "metadata.annotations[helm.sh/resource-policy]"
+
 func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	gone := removal(op)
 	if liveObj == nil {
@@ -389,7 +393,7 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Chang
 	c.Before = p.shown(liveObj)
 	if manifest.Kept(liveObj) {
 		c.Action = plan.ActionNoop
-		c.Reasons = []plan.Reason{{Path: "metadata.annotations[helm.sh/resource-policy]", Source: plan.SourceHelm,
+		c.Reasons = []plan.Reason{{Path: KeptPath, Source: plan.SourceHelm,
 			Message: gone + " but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
 		return nil
 	}
@@ -404,6 +408,16 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Chang
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
 	more, err := p.retention(ctx, c.ID, liveObj)
 	c.Reasons = append(c.Reasons, more...)
+	if op == plan.OperationUninstall {
+		// Nothing of the release comes back but by a re-install: what
+		// blocks is the data it would not bring back, a StatefulSet's
+		// claims among it when its retention policy deletes them.
+		c.Destructive = destructive && d.DataLoss || slices.ContainsFunc(more, func(r plan.Reason) bool { return r.Path == claimRetentionPath })
+		c.Class = plan.ClassRecreatable
+		if c.Destructive {
+			c.Class = plan.ClassDataLoss
+		}
+	}
 	return err
 }
 

@@ -269,3 +269,41 @@ func TestDeletionReasonPerOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallVerdicts: an uninstall's deletions are data-loss (blocking
+// until acknowledged) where the data does not come back with a re-install,
+// recreatable otherwise; a kept object is no deletion.
+func TestUninstallVerdicts(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata: {name: tenant}\n"
+	tests := []struct {
+		name, base, object string
+		action             plan.Action
+		class              plan.Class
+	}{
+		{"templated claim", pvc("data", ""), "data", plan.ActionDelete, plan.ClassDataLoss},
+		{"kept claim", pvc("data", "helm.sh/resource-policy: keep"), "data", plan.ActionNoop, plan.ClassNone},
+		{"PersistentVolume", strings.Replace(pvYAML, "%s", "Retain", 1), "disk", plan.ActionDelete, plan.ClassDataLoss},
+		{"Namespace", ns, "tenant", plan.ActionDelete, plan.ClassDataLoss},
+		{"StatefulSet keeping its claims", strings.Replace(stsWithClaims, "%s", "Retain", 1), "db", plan.ActionDelete, plan.ClassRecreatable},
+		{"StatefulSet deleting its claims", strings.Replace(stsWithClaims, "%s", "Delete", 1), "db", plan.ActionDelete, plan.ClassDataLoss},
+		{"ConfigMap", cm, "settings", plan.ActionDelete, plan.ClassRecreatable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
+				Release: plan.Release{Name: "app", Namespace: "prod", Operation: plan.OperationUninstall}, PreviousManifest: tt.base,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			if c.ID.Name != tt.object || c.Action != tt.action || c.Class != tt.class || c.Destructive != (tt.class == plan.ClassDataLoss) {
+				t.Errorf("%s: action %s class %q destructive %v, want %s %q", c.ID, c.Action, c.Class, c.Destructive, tt.action, tt.class)
+			}
+			if tt.action == plan.ActionNoop && c.Reasons[0].Path != KeptPath {
+				t.Errorf("kept: reasons %+v, want the path %s", c.Reasons, KeptPath)
+			}
+		})
+	}
+}

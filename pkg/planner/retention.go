@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -31,12 +33,67 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.Size, c.ReclaimPolicy)}}, nil
 			}
 		}
+	case id.Group == crdGK.Group && id.Kind == crdGK.Kind:
+		// Deleting the CRD deletes every resource of its kind: how many.
+		var crd apiextv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(liveObj.Object, &crd) == nil {
+			return []plan.Reason{p.countResources(ctx, &crd)}, nil
+		}
+	case id.Group == "" && id.Kind == "Namespace":
+		return p.namespaceClaims(ctx, id.Name)
 	case id.Group == "" && id.Kind == "PersistentVolume":
 		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
 		size, _, _ := unstructured.NestedString(liveObj.Object, "spec", "capacity", "storage")
 		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, size, policy)}}, nil
 	}
 	return nil, nil
+}
+
+// namespaceClaims says which claims a Namespace's deletion takes with it
+// (the data it holds), and their volumes' fate.
+func (p *Planner) namespaceClaims(ctx context.Context, ns string) ([]plan.Reason, error) {
+	claims, err := p.Cluster.Claims.Claims(ctx, ns, func(string) bool { return true })
+	switch {
+	case errors.Is(err, live.ErrNoServer):
+		return nil, nil
+	case err != nil:
+		return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer, Message: "its PersistentVolumeClaims could not be listed: " + err.Error()}}, nil
+	case len(claims) == 0:
+		return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer, Message: "it holds no PersistentVolumeClaim now"}}, nil
+	}
+	return []plan.Reason{{Path: "metadata.name", Source: plan.SourceServer,
+		Message: fmt.Sprintf("it holds %d PersistentVolumeClaim(s), deleted with it: %s", len(claims), claimList(claims))}}, nil
+}
+
+// claimList names claims with their sizes, volumes and reclaim policies.
+func claimList(claims []Claim) string {
+	names := make([]string, 0, len(claims))
+	for _, c := range claims {
+		n := c.Name
+		if c.Size != "" {
+			n += " " + c.Size
+		}
+		if c.Volume != "" {
+			n += " (volume " + c.Volume
+			if c.ReclaimPolicy != "" {
+				n += ", reclaimPolicy " + c.ReclaimPolicy
+			}
+			n += ")"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ClaimSize is the storage a PersistentVolumeClaim holds: its capacity
+// once bound, else what it requests; "" when neither is set.
+func ClaimSize(claim *unstructured.Unstructured) string {
+	for _, path := range [][]string{{"status", "capacity", "storage"}, {"spec", "resources", "requests", "storage"}} {
+		if v, ok, _ := unstructured.NestedString(claim.Object, path...); ok && v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // volumeFate says what becomes of a volume of size (when known) once its
@@ -56,6 +113,10 @@ func volumeFate(volume, size, policy string) string {
 	return fmt.Sprintf("PersistentVolume %s has reclaimPolicy %s", volume, policy)
 }
 
+// claimRetentionPath is the reason path of the claims a StatefulSet's
+// deletion takes with it.
+const claimRetentionPath = "spec.persistentVolumeClaimRetentionPolicy.whenDeleted"
+
 // statefulSetClaims: with whenDeleted: Delete the StatefulSet controller
 // deletes the claims of its volumeClaimTemplates with it.
 func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, sts *unstructured.Unstructured) ([]plan.Reason, error) {
@@ -68,7 +129,7 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 		return nil, nil
 	}
 	match := func(name string) bool { _, ok := live.ClaimTemplate(name, id.Name, templates); return ok }
-	reason := plan.Reason{Path: "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", Source: plan.SourceServer}
+	reason := plan.Reason{Path: claimRetentionPath, Source: plan.SourceServer}
 	claims, err := p.Cluster.Claims.Claims(ctx, id.Namespace, match)
 	if errors.Is(err, live.ErrNoServer) {
 		reason.Source = plan.SourceCatalogue
@@ -84,19 +145,7 @@ func (p *Planner) statefulSetClaims(ctx context.Context, id manifest.ObjectID, s
 		reason.Message = "whenDeleted: Delete: the StatefulSet's PersistentVolumeClaims would be deleted with it; none exists now"
 		return []plan.Reason{reason}, nil
 	}
-	names := make([]string, 0, len(claims))
-	for _, c := range claims {
-		n := c.Name
-		if c.Volume != "" {
-			n += " (volume " + c.Volume
-			if c.ReclaimPolicy != "" {
-				n += ", reclaimPolicy " + c.ReclaimPolicy
-			}
-			n += ")"
-		}
-		names = append(names, n)
-	}
-	reason.Message = fmt.Sprintf("whenDeleted: Delete: its %d PersistentVolumeClaim(s) are deleted with it, and their data where the volume's reclaimPolicy is Delete: %s", len(claims), strings.Join(names, ", "))
+	reason.Message = fmt.Sprintf("whenDeleted: Delete: its %d PersistentVolumeClaim(s) are deleted with it, and their data where the volume's reclaimPolicy is Delete: %s", len(claims), claimList(claims))
 	return []plan.Reason{reason}, nil
 }
 

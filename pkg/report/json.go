@@ -369,8 +369,8 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		Notes:        c.Notes,
 		Pruned:       c.Pruned,
 	}
-	if c.Action == plan.ActionUpdate {
-		jc.Class = string(c.Class)
+	if c.Action == plan.ActionUpdate || c.Class == plan.ClassDataLoss || c.Class == plan.ClassRecreatable {
+		jc.Class = string(c.Class) // an update's, or an uninstall's verdict on a deletion
 	}
 	for _, r := range c.Reasons {
 		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager, Consumer: r.Consumer})

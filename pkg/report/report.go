@@ -357,6 +357,8 @@ func releaseLine(p *plan.Plan) string {
 	s := fmt.Sprintf("Release %s in namespace %s", r.Name, r.Namespace)
 	if p.Offline {
 		s += ": base render -> head render"
+	} else if r.Op() == plan.OperationUninstall {
+		s += fmt.Sprintf(": uninstall revision %d", r.CurrentRevision)
 	} else if r.Installs() || r.CurrentRevision == 0 {
 		s += fmt.Sprintf(": install as revision %d", r.Revision)
 	} else {

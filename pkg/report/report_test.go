@@ -41,6 +41,28 @@ func offlineInstallPlan() *plan.Plan {
 	}
 }
 
+// uninstallPlan is an uninstall: a claim whose data goes (data-loss,
+// not acknowledged), a ConfigMap a re-install brings back (recreatable),
+// and what stays in the notes.
+func uninstallPlan() *plan.Plan {
+	lost := plan.Change{ID: id("", "PersistentVolumeClaim", "uploads"), APIVersion: "v1", Action: plan.ActionDelete, Class: plan.ClassDataLoss,
+		Destructive: true, Before: pvc(), Reasons: []plan.Reason{
+			{Message: "uninstalled with the release: Helm deletes it (no helm.sh/resource-policy: keep); deleting a PersistentVolumeClaim deletes its volume's data (reclaimPolicy Delete)", Source: plan.SourceHelm},
+			{Path: "spec.volumeName", Message: "the claim holds 5Gi; PersistentVolume pvc-1 has reclaimPolicy Delete: its storage and data are deleted", Source: plan.SourceServer},
+		}}
+	lost.Fingerprint = plan.Fingerprint(lost)
+	return &plan.Plan{
+		Release:       plan.Release{Name: "shop", Namespace: "shop", Revision: 4, CurrentRevision: 4, Chart: "shop-2.0.0", Operation: plan.OperationUninstall},
+		ServerVersion: "v1.37.2",
+		Changes: []plan.Change{lost, {ID: id("", "ConfigMap", "web-config"), APIVersion: "v1", Action: plan.ActionDelete, Class: plan.ClassRecreatable,
+			Before: configMap("info"), Reasons: []plan.Reason{{Message: "uninstalled with the release: Helm deletes it", Source: plan.SourceHelm}}}},
+		Notes: []string{
+			"left in the cluster: ConfigMap/shop/settings: helm.sh/resource-policy: keep",
+			"left in the cluster: PersistentVolumeClaim/shop/data-db-0 (1Gi): made from StatefulSet.apps/shop/db's volumeClaimTemplates, which helm uninstall never deletes",
+		},
+	}
+}
+
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		golden string
@@ -56,6 +78,9 @@ func TestGolden(t *testing.T) {
 		{"rollback.txt", rollbackPlan(), Options{}},
 		{"rollback.json", rollbackPlan(), Options{Format: FormatJSON}},
 		{"rollback.md", rollbackPlan(), Options{Format: FormatMarkdown}},
+		{"uninstall.txt", uninstallPlan(), Options{}},
+		{"uninstall.json", uninstallPlan(), Options{Format: FormatJSON}},
+		{"uninstall.md", uninstallPlan(), Options{Format: FormatMarkdown}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))

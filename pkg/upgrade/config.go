@@ -11,6 +11,8 @@
 //	apply.go    Apply: hand exactly the reviewed render to Helm, then watch
 //	            the rollout (watch.go)
 //	recover.go  Recover: settle what an interrupted apply left
+//	uninstall.go PlanUninstall, Uninstall: plan helm uninstall (what it
+//	            deletes, what stays), run Helm's, read back what is left
 //
 // The actions take plain requests (PlanRequest, SaveRequest) built by the
 // command layer (pkg/cli), which owns every flag; they read them and never

@@ -85,20 +85,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 // planLive renders the release as `helm upgrade` would and plans it against
 // the cluster. It sends no write but dry-run requests.
 func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error) {
-	var lease *apply.LeaseObservation
-	err := c.Stage("connect", func() error {
-		if err := c.Connect(ctx); err != nil {
-			return err
-		}
-		// An interrupted apply's deleted objects come back (--recover)
-		// before anything is planned against a cluster missing them.
-		if err := apply.CheckJournal(ctx, c.Cluster, req.ReleaseName, c.Namespace); err != nil {
-			return err
-		}
-		var err error
-		lease, err = apply.ObserveLease(ctx, c.Cluster, req.ReleaseName, c.Namespace, req.ForApply, c.Now())
-		return err
-	})
+	lease, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +194,27 @@ func (c *Config) source(ctx context.Context, req PlanRequest, helm *action.Confi
 	}
 	again, err := c.renderAgain(ctx, req, res, helm)
 	return res, again, err
+}
+
+// connectToPlan is a plan's first stage: connect, refuse while an
+// interrupted apply's journal holds objects, and read the release's Lease
+// (refused, forApply, while another run holds it).
+func (c *Config) connectToPlan(ctx context.Context, release string, forApply bool) (*apply.LeaseObservation, error) {
+	var lease *apply.LeaseObservation
+	err := c.Stage("connect", func() error {
+		if err := c.Connect(ctx); err != nil {
+			return err
+		}
+		// An interrupted apply's deleted objects come back (--recover)
+		// before anything is planned against a cluster missing them.
+		if err := apply.CheckJournal(ctx, c.Cluster, release, c.Namespace); err != nil {
+			return err
+		}
+		var err error
+		lease, err = apply.ObserveLease(ctx, c.Cluster, release, c.Namespace, forApply, c.Now())
+		return err
+	})
+	return lease, err
 }
 
 // readEarly reads the release's history once, for the render(s) to use,

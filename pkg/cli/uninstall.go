@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+)
+
+// UninstallOptions are `uninstall RELEASE`: plan what helm uninstall
+// deletes and leaves, gate the data it loses, uninstall through Helm, and
+// say what is still there.
+type UninstallOptions struct {
+	*Factory
+	Report report.Request
+	Gate   ackFlags
+	// helm uninstall's flags.
+	KeepHistory, DisableHooks, Wait bool
+	Cascade, Description            string
+	Timeout                         time.Duration
+	DryRun, DetailedExitcode        bool
+
+	// Set by Complete.
+	Request  upgrade.UninstallRequest
+	Config   *upgrade.Config
+	AckSet   *gate.Acks
+	Prompter gate.Prompter
+}
+
+// cascades are helm uninstall's --cascade values.
+var cascades = []string{"background", "orphan", "foreground"}
+
+// newUninstallCommand is `uninstall RELEASE`.
+func newUninstallCommand(f *Factory, runF runFunc) *cobra.Command {
+	o := &UninstallOptions{Factory: f}
+	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
+	cmd := &cobra.Command{
+		Use:   "uninstall RELEASE",
+		Short: "Plan, gate and run helm uninstall of RELEASE: what it deletes (data lost or recreatable), what it leaves and why",
+		Long: `Plan helm uninstall of RELEASE: every object of its last revision that Helm
+deletes, by verdict (data lost: a templated PersistentVolumeClaim and its
+volume, a templated CRD with its custom resources, a templated Namespace, a
+PersistentVolume; recreatable: the rest), and what stays in the cluster and
+why (claims of StatefulSets' volumeClaimTemplates, objects with
+helm.sh/resource-policy: keep, CRDs of the chart's crds/, hook objects).
+Data loss blocks until acknowledged (--ack, --ack-file, the prompt), as for
+an upgrade. Then Helm's own uninstall runs, holding the release's Lease, and
+each planned deletion is read back: an object still there (a finalizer, a
+failed delete) is named with why, and the exit code is 1. What is left in
+the cluster is printed last.`,
+		Args:          releaseArg("uninstall"),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Command = commandLine(displayName(cmd.Root())+" uninstall", args, cmd.Flags())
+			return runVerb(cmd.Context(), o, args, runF)
+		},
+	}
+	fs := cmd.Flags()
+	f.AddFlags(fs)
+	addReportFlags(fs, &o.Report)
+	o.Gate.addFlags(fs)
+	fs.Var(&dryRunFlag{on: &o.DryRun}, "dry-run", "plan and report only; never write to the cluster")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "with --dry-run: exit 0 when nothing is deleted, 2 when blocked, 3 when deletions pass the gate")
+	fs.BoolVar(&o.KeepHistory, "keep-history", false, "remove all associated resources and mark the release as deleted, but retain the release history")
+	fs.StringVar(&o.Cascade, "cascade", "background", "must be \"background\", \"orphan\", or \"foreground\". Selects the deletion cascading strategy for the dependents")
+	fs.BoolVar(&o.DisableHooks, "no-hooks", false, "prevent hooks from running during uninstallation")
+	fs.BoolVar(&o.Wait, "wait", false, "if set, will wait until all the resources are deleted before returning. It will wait for as long as --timeout")
+	fs.DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
+	fs.StringVar(&o.Description, "description", "", "add a custom description")
+	return cmd
+}
+
+// Complete builds the request and the run's configuration.
+func (o *UninstallOptions) Complete(args []string) error {
+	o.Config = o.RunConfig(o.Timeout)
+	acks, err := o.Gate.collect()
+	if err != nil {
+		return err
+	}
+	o.AckSet = acks
+	o.Request = upgrade.UninstallRequest{ReleaseName: args[0], KeepHistory: o.KeepHistory, Cascade: o.Cascade,
+		DisableHooks: o.DisableHooks, Wait: o.Wait, Timeout: o.Timeout, Description: o.Description, ForApply: !o.DryRun}
+	if o.Prompter == nil {
+		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
+	}
+	return nil
+}
+
+// Validate checks the flags' values.
+func (o *UninstallOptions) Validate() error {
+	if err := validateReport(o.Report); err != nil {
+		return err
+	}
+	switch {
+	case !slices.Contains(cascades, o.Cascade):
+		return fmt.Errorf("--cascade %q: want background, orphan or foreground", o.Cascade)
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	case o.DetailedExitcode && !o.DryRun:
+		return errors.New("--detailed-exitcode needs --dry-run")
+	}
+	return nil
+}
+
+// Run plans the uninstall, reports it, gates it and (without --dry-run)
+// runs it.
+func (o *UninstallOptions) Run(ctx context.Context) error {
+	planned, err := o.Config.PlanUninstall(ctx, o.Request)
+	if err != nil {
+		return err
+	}
+	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
+	if err := o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false); err != nil {
+		return err
+	}
+	if o.DryRun {
+		printDecision(o.Streams.ErrOut, decision)
+		switch {
+		case decision.Blocked():
+			return withExitCode(ExitBlocked, nil)
+		case o.DetailedExitcode && planned.Plan.HasChanges():
+			return withExitCode(ExitPending, nil)
+		}
+		return nil
+	}
+	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted before uninstalling; nothing was written: %w", err)
+	}
+	res, err := o.Config.Uninstall(ctx, planned)
+	if err != nil {
+		return err
+	}
+	// What is still in the cluster comes last, for the user to delete on
+	// purpose: Helm's failure, or an object held by a finalizer or not
+	// deleted, fails the run (exit 1), said before the lists.
+	w := o.Streams.ErrOut
+	if res.Failed != "" {
+		fmt.Fprintf(w, "Error: %s\n", res.Failed)
+	} else {
+		fmt.Fprintf(w, "release %q uninstalled\n", o.Request.ReleaseName)
+	}
+	if len(res.Remaining) > 0 {
+		fmt.Fprintf(w, "Error: %d object(s) the uninstall deleted are still in the cluster:\n", len(res.Remaining))
+	}
+	for _, l := range res.Remaining {
+		fmt.Fprintln(w, "not deleted:", l)
+	}
+	for _, l := range res.Left {
+		fmt.Fprintln(w, "left behind:", l)
+	}
+	if res.Failed != "" || len(res.Remaining) > 0 {
+		return withExitCode(ExitError, nil)
+	}
+	return nil
+}
