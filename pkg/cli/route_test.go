@@ -55,6 +55,9 @@ func describe(opts any) string {
 		if o.DryRun {
 			parts = append(parts, "--dry-run")
 		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
 	case *UninstallOptions:
 		parts = []string{"uninstall", o.Request.ReleaseName}
 		if o.DryRun {
