@@ -84,20 +84,26 @@ var guardedKinds = []guarded{
 const (
 	notDryRun = `!(has(request.dryRun) && request.dryRun)`
 	// releaseObject: the object belongs to a Helm release, or is a
-	// Namespace labelled for protection.
+	// Namespace labelled for protection or in one (claims made from a
+	// StatefulSet's volumeClaimTemplates carry no Helm annotation).
 	releaseObject = `oldObject != null && ((has(oldObject.metadata.annotations) && '` + ReleaseAnnotation + `' in oldObject.metadata.annotations) || ` +
-		`(request.resource.resource == 'namespaces' && has(oldObject.metadata.labels) && '` + ProtectLabel + `' in oldObject.metadata.labels && oldObject.metadata.labels['` + ProtectLabel + `'] == 'true'))`
+		`(request.resource.resource == 'namespaces' && has(oldObject.metadata.labels) && '` + ProtectLabel + `' in oldObject.metadata.labels && oldObject.metadata.labels['` + ProtectLabel + `'] == 'true') || ` +
+		`(namespaceObject != null && has(namespaceObject.metadata.labels) && '` + ProtectLabel + `' in namespaceObject.metadata.labels && namespaceObject.metadata.labels['` + ProtectLabel + `'] == 'true'))`
 	// destroysData: a PersistentVolume only with reclaimPolicy Delete; a
 	// StatefulSet unless the delete orphans its pods (the DeleteOptions are
 	// visible as request.options: checked on the 1.37 control plane).
 	destroysData = `(request.resource.resource != 'persistentvolumes' || (has(oldObject.spec.persistentVolumeReclaimPolicy) && oldObject.spec.persistentVolumeReclaimPolicy == 'Delete')) && ` +
 		`(request.resource.resource != 'statefulsets' || !(has(request.options) && request.options != null && ` +
 		`((has(request.options.propagationPolicy) && request.options.propagationPolicy == 'Orphan') || (has(request.options.orphanDependents) && request.options.orphanDependents == true))))`
-	// notInTerminatingNamespace: once a Namespace is being deleted (its own
+	// inTerminatingNamespace: once a Namespace is being deleted (its own
 	// deletion was the decision, guarded when it is protected), the
 	// namespace controller's deletes of its content pass, or the Namespace
 	// would never go.
-	notInTerminatingNamespace = `namespaceObject == null || !has(namespaceObject.status) || !has(namespaceObject.status.phase) || namespaceObject.status.phase != 'Terminating'`
+	inTerminatingNamespace = `namespaceObject != null && has(namespaceObject.status) && has(namespaceObject.status.phase) && namespaceObject.status.phase == 'Terminating'`
+	// guardedDelete is the validation. The namespace is read here, not in
+	// a match condition: match conditions see no namespaceObject (seen on
+	// 1.37: it is null there).
+	guardedDelete = `!variables.guarded || variables.acknowledged`
 	acknowledged              = `has(oldObject.metadata.annotations) && '` + AckAnnotation + `' in oldObject.metadata.annotations && oldObject.metadata.annotations['` + AckAnnotation + `'] == oldObject.metadata.uid`
 	// target is how kubectl names the object: resource.group NAME [-n NS].
 	target = `request.resource.resource + (request.resource.group != '' ? '.' + request.resource.group : '') + ' ' + oldObject.metadata.name + (has(oldObject.metadata.namespace) && oldObject.metadata.namespace != '' ? ' -n ' + oldObject.metadata.namespace : '')`
@@ -151,13 +157,15 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules, MatchPolicy: &equivalent},
 			MatchConditions: []admissionv1.MatchCondition{
 				{Name: "not-dry-run", Expression: notDryRun},
-				{Name: "helm-release-object", Expression: releaseObject},
 				{Name: "destroys-data", Expression: destroysData},
-				{Name: "not-in-terminating-namespace", Expression: notInTerminatingNamespace},
 			},
-			Variables: []admissionv1.Variable{{Name: "destroys", Expression: destroysExpression()}},
+			Variables: []admissionv1.Variable{
+				{Name: "guarded", Expression: "(" + releaseObject + ") && !(" + inTerminatingNamespace + ")"},
+				{Name: "acknowledged", Expression: acknowledged},
+				{Name: "destroys", Expression: destroysExpression()},
+			},
 			Validations: []admissionv1.Validation{{
-				Expression:        acknowledged,
+				Expression:        guardedDelete,
 				MessageExpression: message,
 				Reason:            &reason,
 			}},
