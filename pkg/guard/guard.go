@@ -104,7 +104,7 @@ const (
 	// a match condition: match conditions see no namespaceObject (seen on
 	// 1.37: it is null there).
 	guardedDelete = `!variables.guarded || variables.acknowledged`
-	acknowledged              = `has(oldObject.metadata.annotations) && '` + AckAnnotation + `' in oldObject.metadata.annotations && oldObject.metadata.annotations['` + AckAnnotation + `'] == oldObject.metadata.uid`
+	acknowledged  = `has(oldObject.metadata.annotations) && '` + AckAnnotation + `' in oldObject.metadata.annotations && oldObject.metadata.annotations['` + AckAnnotation + `'] == oldObject.metadata.uid`
 	// target is how kubectl names the object: resource.group NAME [-n NS].
 	target = `request.resource.resource + (request.resource.group != '' ? '.' + request.resource.group : '') + ' ' + oldObject.metadata.name + (has(oldObject.metadata.namespace) && oldObject.metadata.namespace != '' ? ' -n ' + oldObject.metadata.namespace : '')`
 )
