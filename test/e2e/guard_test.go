@@ -222,4 +222,3 @@ func TestGuard(t *testing.T) {
 		}
 	})
 }
-
