@@ -178,6 +178,28 @@ func TestGuard(t *testing.T) {
 		mustBin(t, c, c.Kubectl, "delete", "crd", crd, "--wait=false")
 	})
 
+	t.Run("a protected namespace and what it holds", func(t *testing.T) {
+		pns := c.Namespace(t)
+		mustBin(t, c, c.Kubectl, "label", "namespace", pns, guard.ProtectLabel+"=true")
+		// A claim without the Helm annotation, as a volumeClaimTemplate makes.
+		claim := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data-db-0}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
+		file := filepath.Join(t.TempDir(), "claim.yaml")
+		if err := os.WriteFile(file, []byte(claim), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustBin(t, c, c.Kubectl, "apply", "-n", pns, "-f", file)
+		refused(t, c, "PersistentVolumeClaim "+pns+"/data-db-0", "delete", "-n", pns, "pvc", "data-db-0", "--wait=false")
+		refused(t, c, "Namespace "+pns+":", "delete", "namespace", pns, "--wait=false")
+		// Acknowledged, the Namespace goes, and with it the claim: the
+		// namespace controller's deletes of a terminating namespace pass.
+		mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
+		mustBin(t, c, c.Kubectl, "delete", "namespace", pns, "--wait=false")
+		testcluster.Eventually(t, "the acknowledged namespace is gone", func() (bool, string) {
+			out, err := kubectlErr(t, c, "get", "namespace", pns, "-o", "name")
+			return err != nil && strings.Contains(out, "NotFound"), out
+		})
+	})
+
 	t.Run("guard uninstall removes exactly what it installed", func(t *testing.T) {
 		// Someone else's policy stays.
 		other := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: someone-elses}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'true'}]\n"
