@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/action"
+	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -147,6 +150,36 @@ func TestGuard(t *testing.T) {
 			t.Errorf("the custom resource's UID went from %s to %s", gadgetUID, got)
 		}
 		keptPodsAndClaims(t, c, stsNS, pods, claims)
+	})
+
+	t.Run("helm 4 and the Helm SDK inside a controller are refused", func(t *testing.T) {
+		ns4, nsSDK := c.Namespace(t), c.Namespace(t)
+		mustBin(t, c, c.Helm4, "install", "vol", vol, "-n", ns4)
+		c.Helm(t, "install", "vol", vol, "-n", nsSDK)
+		uid4, uidSDK := uidOf(t, c, "-n", ns4, "pvc", "files"), uidOf(t, c, "-n", nsSDK, "pvc", "files")
+		if out, err := bin(t, c, c.Helm4, "uninstall", "vol", "-n", ns4, "--debug"); err == nil || !strings.Contains(out, "safe-upgrade guard: refusing to delete PersistentVolumeClaim "+ns4+"/files") {
+			t.Errorf("helm4 uninstall: want the guard's refusal, got %v\n%s", err, out)
+		}
+		// As helm-controller does: Helm's uninstall action, in-process.
+		settings := helmcli.New()
+		settings.KubeConfig = c.Kubeconfig
+		settings.SetNamespace(nsSDK)
+		var logs strings.Builder
+		cfg := new(action.Configuration)
+		if err := cfg.Init(settings.RESTClientGetter(), nsSDK, "secret", func(format string, v ...interface{}) {
+			fmt.Fprintf(&logs, format+"\n", v...)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := action.NewUninstall(cfg).Run("vol"); err == nil || !strings.Contains(logs.String(), "safe-upgrade guard: refusing to delete PersistentVolumeClaim "+nsSDK+"/files") {
+			t.Errorf("the SDK's uninstall: want the guard's refusal, got %v\n%s", err, logs.String())
+		}
+		if got := uidOf(t, c, "-n", ns4, "pvc", "files"); got != uid4 {
+			t.Errorf("helm 4's claim: UID %s, was %s", got, uid4)
+		}
+		if got := uidOf(t, c, "-n", nsSDK, "pvc", "files"); got != uidSDK {
+			t.Errorf("the SDK's claim: UID %s, was %s", got, uidSDK)
+		}
 	})
 
 	t.Run("the tool's acknowledged recreate passes", func(t *testing.T) {
