@@ -183,6 +183,10 @@ func TestGuard(t *testing.T) {
 	})
 
 	t.Run("the tool's acknowledged recreate passes", func(t *testing.T) {
+		// Unacknowledged, the gate blocks it before anything reaches the guard.
+		if r := run(t, c, "app", v2, "-n", stsNS); r.Code != 2 {
+			t.Fatalf("without --ack: exit %d, want 2 (blocked by the gate)\n%s", r.Code, r.Stderr)
+		}
 		r := run(t, c, "app", v2, "-n", stsNS, "--ack", "StatefulSet/"+stsNS+"/db")
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
