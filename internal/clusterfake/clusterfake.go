@@ -3,7 +3,7 @@
 // Observers, Counter), for unit tests: each test swaps the one it needs into
 // an offline planner.Cluster. It does not import the planner, so the
 // planner's own tests can use it. Reader fakes live.Reader, what the rollout
-// watch reads through.
+// watch reads through; Resources fakes the guard's guard.Resources.
 package clusterfake
 
 import (

@@ -68,6 +68,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newUninstallCommand,
 		newShowPlanCommand,
 		newShimCommand,
+		newGuardCommand,
 	}
 }
 

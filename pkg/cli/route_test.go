@@ -74,6 +74,14 @@ func describe(opts any) string {
 		parts = []string{"show-plan", o.Path, "-o " + o.Output}
 	case *ShimInstallOptions:
 		parts = []string{"shim install", filepath.Base(o.Dir)}
+	case *GuardOptions:
+		parts = []string{"guard " + o.Verb}
+		if o.DryRun {
+			parts = append(parts, "--dry-run")
+		}
+		if o.Output != "" {
+			parts = append(parts, "-o "+o.Output)
+		}
 	default:
 		parts = []string{"unknown options"}
 	}
@@ -117,6 +125,10 @@ func TestReadingRule(t *testing.T) {
 		{"show-plan FILE named like a command", []string{"show-plan", "recover"}, "show-plan recover -o text"},
 		{"show-plan as the GitHub Action runs it", []string{"show-plan", "plan.age", "-o", "markdown"}, "show-plan plan.age -o markdown"},
 		{"shim install DIR", []string{"shim", "install", "bin"}, "shim install bin"},
+		{"guard install", []string{"guard", "install"}, "guard install"},
+		{"guard install --dry-run -o yaml", []string{"guard", "install", "--dry-run", "-o", "yaml"}, "guard install --dry-run -o yaml"},
+		{"guard flags first", []string{"--kube-context", "prod", "guard", "status"}, "guard status"},
+		{"guard uninstall", []string{"guard", "uninstall"}, "guard uninstall"},
 		{"bool shorthand and a value shorthand before", []string{"-i", "-f", "values.yaml", "demo", "./chart"}, "upgrade demo ./chart"},
 		{"shorthands grouped, the last taking the value", []string{"-if", "values.yaml", "demo", "./chart"}, "upgrade demo ./chart"},
 
@@ -129,6 +141,8 @@ func TestReadingRule(t *testing.T) {
 		{"release upgrade", []string{"upgrade", "./chart"}, "upgrade upgrade ./chart"},
 		{"release upgrade, chart a name", []string{"upgrade", "mychart"}, "upgrade upgrade mychart"},
 		{"release shim", []string{"shim", "./chart"}, "upgrade shim ./chart"},
+		{"release guard, chart path", []string{"guard", "./chart"}, "upgrade guard ./chart"},
+		{"release guard, chart install", []string{"upgrade", "guard", "install"}, "upgrade guard install"},
 		{"release help", []string{"help", "./chart"}, "upgrade help ./chart"},
 		{"release show-plan, upgrade verb", []string{"upgrade", "show-plan", "./chart"}, "upgrade show-plan ./chart"},
 		{"release recover, upgrade verb", []string{"upgrade", "recover", "mychart"}, "upgrade recover mychart"},
@@ -198,6 +212,9 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"shim"}, "shim expects a command: shim install DIR"},
 		{[]string{"shim", "install"}, "accepts 1 arg(s), received 0"},
 		{[]string{"shim", "remove", "dir"}, `unknown command "remove"`},
+		{[]string{"guard"}, "guard expects a command: guard install, guard status or guard uninstall"},
+		{[]string{"guard", "status", "extra"}, `unknown command "extra"`},
+		{[]string{"guard", "status", "-o", "json"}, "unknown shorthand flag: 'o'"},
 		{[]string{"show-plan"}, "show-plan expects FILE"},
 		{[]string{"show-plan", "a", "b"}, "show-plan expects FILE, got 2"},
 		{[]string{"a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
@@ -235,6 +252,9 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},
 		{[]string{"help", "shim", "install"}, []string{"helm safe-upgrade shim install DIR"}},
+		{[]string{"guard", "--help"}, []string{"helm safe-upgrade guard [command]", "install", "status", "uninstall", "ValidatingAdmissionPolicy"}},
+		{[]string{"guard", "install", "--help"}, []string{"helm safe-upgrade guard install [flags]", "--dry-run", "--output", "safe-upgrade.io/ack-delete"}},
+		{[]string{"help", "guard", "uninstall"}, []string{"helm safe-upgrade guard uninstall [flags]"}},
 		{[]string{"demo", "./chart", "--help"}, []string{"helm safe-upgrade upgrade RELEASE CHART [flags]"}},
 	}
 	for _, tt := range tests {

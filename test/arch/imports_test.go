@@ -30,6 +30,9 @@ var rules = []struct {
 	// destructive kinds that planner and apply read): it reads neither the
 	// cluster nor Helm, and knows no stage that uses it.
 	{"pkg/classify", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
+	// The guard builds its policy from the table of destructive kinds and
+	// reaches the cluster through its own small interface.
+	{"pkg/guard", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate"}},
 	// report and gate read the plan model only.
 	{"pkg/report", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
 	{"pkg/gate", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/report", "pkg/watch", "pkg/savedplan"}},

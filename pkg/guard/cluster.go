@@ -1,0 +1,159 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// Resources gives the client of a kind, or an error when the cluster does
+// not serve it (live.Cluster is one).
+type Resources interface {
+	Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error)
+}
+
+// ErrNotServed is matched (errors.Is) by the error of a cluster that does
+// not serve admissionregistration.k8s.io/v1 policies (before 1.30).
+var ErrNotServed = errors.New("the cluster does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or later); the guard cannot be installed there")
+
+// clients returns the policy's and the binding's clients, or ErrNotServed.
+func clients(r Resources) (policy, binding dynamic.ResourceInterface, err error) {
+	if policy, _, err = r.Resource(PolicyGVK, ""); err != nil {
+		return nil, nil, fmt.Errorf("%w (%v)", ErrNotServed, err)
+	}
+	if binding, _, err = r.Resource(BindingGVK, ""); err != nil {
+		return nil, nil, fmt.Errorf("%w (%v)", ErrNotServed, err)
+	}
+	return policy, binding, nil
+}
+
+// ours reports whether obj carries the guard's labels.
+func ours(obj *unstructured.Unstructured) bool {
+	l := obj.GetLabels()
+	return l[managedByLabel] == managedBy && l[ComponentLabel] == component
+}
+
+// Install applies the policy, then the binding (server-side apply, field
+// manager FieldManager, conflicts forced: the guard's fields are the
+// guard's). An object of the same name that is not the guard's is left
+// alone and refused. It returns a line per object applied.
+func Install(ctx context.Context, r Resources) ([]string, error) {
+	policy, binding, err := clients(r)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Objects()
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	var lines []string
+	for i, res := range []dynamic.ResourceInterface{policy, binding} {
+		obj := objs[i]
+		what := obj.GetKind() + " " + obj.GetName()
+		existing, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return lines, fmt.Errorf("%s: reading it: %w", what, err)
+		case !ours(existing):
+			return lines, fmt.Errorf("%s exists and is not the guard's (it lacks the labels %s): remove or rename it first; nothing was changed", what, Selector)
+		}
+		body, err := json.Marshal(obj.Object)
+		if err != nil {
+			return lines, fmt.Errorf("%s: %w", what, err)
+		}
+		if _, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+			return lines, fmt.Errorf("%s: applying it: %w", what, err)
+		}
+		lines = append(lines, what+" applied")
+	}
+	return lines, nil
+}
+
+// Status says whether the guard is installed, and whether it is this
+// version's: one line per object, and whether all is in force.
+func Status(ctx context.Context, r Resources) (lines []string, current bool, err error) {
+	policy, binding, err := clients(r)
+	if err != nil {
+		return nil, false, err
+	}
+	objs, err := Objects()
+	if err != nil {
+		return nil, false, err
+	}
+	current = true
+	for i, res := range []dynamic.ResourceInterface{policy, binding} {
+		want := objs[i]
+		what := want.GetKind() + " " + want.GetName()
+		got, err := res.Get(ctx, want.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			lines = append(lines, what+": not installed")
+			current = false
+			continue
+		case err != nil:
+			return nil, false, fmt.Errorf("%s: reading it: %w", what, err)
+		case !ours(got):
+			lines = append(lines, what+": exists but is not the guard's (no labels "+Selector+")")
+			current = false
+			continue
+		}
+		line := what + ": installed"
+		if d := want.GetAnnotations()[SpecAnnotation]; d != "" && got.GetAnnotations()[SpecAnnotation] != d {
+			line += ", of another version (guard install replaces it)"
+			current = false
+		}
+		if n := typeWarnings(got); n > 0 {
+			line += fmt.Sprintf(", %d type-checking warnings (kubectl get validatingadmissionpolicy %s -o yaml)", n, Name)
+		}
+		lines = append(lines, line)
+	}
+	return lines, current, nil
+}
+
+// typeWarnings counts the API server's type-checking warnings of a policy.
+func typeWarnings(obj *unstructured.Unstructured) int {
+	w, _, _ := unstructured.NestedSlice(obj.Object, "status", "typeChecking", "expressionWarnings")
+	return len(w)
+}
+
+// Uninstall deletes exactly the objects that carry the guard's labels,
+// the binding first, each with a precondition on the UID it read.
+func Uninstall(ctx context.Context, r Resources) ([]string, error) {
+	policy, binding, err := clients(r)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, k := range []struct {
+		res  dynamic.ResourceInterface
+		kind string
+	}{{binding, BindingGVK.Kind}, {policy, PolicyGVK.Kind}} {
+		res := k.res
+		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: Selector})
+		if err != nil {
+			return lines, fmt.Errorf("listing the guard's %ss: %w", k.kind, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			what := k.kind + " " + obj.GetName()
+			uid := obj.GetUID()
+			err := res.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return lines, fmt.Errorf("%s: deleting it: %w", what, err)
+			}
+			lines = append(lines, what+" deleted")
+		}
+	}
+	return lines, nil
+}
