@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -498,7 +499,17 @@ var errLeaseLost = errors.New("the lease was taken over by another run")
 func (h *HeldLease) update(ctx context.Context, edit func(spec map[string]interface{})) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for range 3 {
+	stale := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if stale {
+			// A read inside the retry of a write: it stays on the writing client.
+			cur, err := h.res.Get(ctx, h.obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			h.obj = cur
+		}
+		stale = true
 		obj := h.obj.DeepCopy()
 		if holderOf(obj).Identity != h.identity {
 			return errLeaseLost
@@ -507,19 +518,16 @@ func (h *HeldLease) update(ctx context.Context, edit func(spec map[string]interf
 		edit(spec)
 		obj.Object["spec"] = spec
 		got, err := h.res.Update(ctx, obj, metav1.UpdateOptions{})
-		if err == nil {
-			h.obj = got
-			return nil
-		}
-		if !apierrors.IsConflict(err) {
+		if err != nil {
 			return err
 		}
-		// A read inside the retry of a write: it stays on the writing client.
-		if h.obj, err = h.res.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
-			return err
-		}
+		h.obj = got
+		return nil
+	})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("updating the Lease %s: conflicts: %w", h.obj.GetName(), err)
 	}
-	return fmt.Errorf("updating the Lease %s: conflicts", h.obj.GetName())
+	return err
 }
 
 // Release stops renewing the lease and frees it (its holder cleared; the

@@ -332,3 +332,74 @@ func TestProcessRunning(t *testing.T) {
 		t.Errorf("process %d, ended and waited for, runs", cmd.Process.Pid)
 	}
 }
+
+// TestHeldLeaseUpdateRetriesConflicts: a write of the held lease that
+// conflicts (the object changed since this run read it) is retried on the
+// lease read again, a bounded number of times; a lease another run took
+// over meanwhile is left alone.
+func TestHeldLeaseUpdateRetriesConflicts(t *testing.T) {
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		conflicts int  // updates refused with a conflict before one passes
+		takenOver bool // another run took the lease before the release
+		updates   int
+		fails     bool
+		holder    string // the lease's holder after the release
+	}{
+		{name: "no conflict", updates: 1},
+		{name: "two conflicts", conflicts: 2, updates: 3},
+		{name: "always conflicting", conflicts: 100, updates: 5, fails: true, holder: "run-a"},
+		{name: "taken over meanwhile", takenOver: true, updates: 1, holder: "run-x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			fc := newFakeCluster(t)
+			allowLeases(fc)
+			leasesWithVersions(fc)
+			obs, err := ObserveLease(ctx, fc.Cluster, relName, relNS, true, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := TakeLease(ctx, fc.Cluster, obs, leaseRequest("run-a", now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := fc.client.Resource(live.LeasesGVR).Namespace(relNS)
+			if tt.takenOver {
+				// Written through the versioned fake: the held copy is stale.
+				cur, err := res.Get(ctx, LeaseName(relName), metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = unstructured.SetNestedField(cur.Object, "run-x", "spec", "holderIdentity")
+				if _, err := res.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			updates := 0
+			fc.client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+				updates++
+				if updates <= tt.conflicts {
+					return true, nil, apierrors.NewConflict(live.LeasesGVR.GroupResource(), LeaseName(relName), errors.New("the object has been modified"))
+				}
+				return false, nil, nil
+			})
+			err = held.Release()
+			if (err != nil) != tt.fails || (tt.fails && !strings.Contains(err.Error(), "conflicts")) {
+				t.Fatalf("release: %v, want failure %v", err, tt.fails)
+			}
+			if updates != tt.updates {
+				t.Errorf("%d updates, want %d", updates, tt.updates)
+			}
+			got, err := res.Get(ctx, LeaseName(relName), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h, _, _ := unstructured.NestedString(got.Object, "spec", "holderIdentity"); h != tt.holder {
+				t.Errorf("holder after the release %q, want %q", h, tt.holder)
+			}
+		})
+	}
+}

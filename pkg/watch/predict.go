@@ -34,11 +34,19 @@ const (
 	// expectPartition: a StatefulSet's pods with an ordinal at or above
 	// partition replaced, the others kept.
 	expectPartition
+	// expectReused: a Deployment's template is that of an earlier
+	// ReplicaSet (reused), which the controller scales back up: its
+	// pods (reusedPods) kept, the others replaced.
+	expectReused
 )
 
 type expectation struct {
 	kind      expectKind
 	partition int64
+	// reused is the earlier ReplicaSet scaled back up, reusedPods its
+	// pods before the apply.
+	reused     string
+	reusedPods map[string]bool
 	// claimsKept: a StatefulSet's claims must all be kept.
 	claimsKept bool
 }
@@ -111,6 +119,8 @@ func (e expectation) String() string {
 		s = "every pod replaced"
 	case expectPartition:
 		s = fmt.Sprintf("pods with ordinal %d and above replaced, the others kept", e.partition)
+	case expectReused:
+		s = fmt.Sprintf("pods of the earlier ReplicaSet %s kept and scaled back up, the others replaced", e.reused)
 	}
 	if e.claimsKept {
 		s += ", every claim kept"
@@ -219,7 +229,7 @@ func (t *target) check(oo *plan.ObjectOutcome, pods map[string]*corev1.Pod, clai
 	for name, uid := range t.podsBefore {
 		p := pods[name]
 		kept := p != nil && p.UID == uid && p.DeletionTimestamp == nil
-		below := e.kind == expectPartition && ordinal(name) < e.partition
+		below := e.kind == expectPartition && ordinal(name) < e.partition || e.kind == expectReused && e.reusedPods[name]
 		if below {
 			low++
 		} else {
@@ -245,6 +255,9 @@ func (t *target) check(oo *plan.ObjectOutcome, pods map[string]*corev1.Pod, clai
 	case expectPartition:
 		oo.AsPredicted = keptLow == low && keptHigh == 0 && oo.State == plan.StateCurrent
 		obs = append(obs, fmt.Sprintf("%d of %d pod(s) at or above the partition replaced, %d of %d below kept", high-keptHigh, high, keptLow, low))
+	case expectReused:
+		oo.AsPredicted = keptLow == low && keptHigh == 0 && oo.State == plan.StateCurrent
+		obs = append(obs, fmt.Sprintf("%d of %d pod(s) of ReplicaSet %s kept, %d of %d other(s) replaced", keptLow, low, e.reused, high-keptHigh, high))
 	default:
 		oo.AsPredicted = true
 	}

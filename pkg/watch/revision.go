@@ -2,9 +2,12 @@ package watch
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The labels and annotations the workload controllers mark the revision
@@ -111,4 +114,53 @@ func unreadyBefore(pods []*corev1.Pod) string {
 		return ""
 	}
 	return "it was not ready before the upgrade either: " + worst.text
+}
+
+// reusedReplicaSet finds, among sets (the ReplicaSets of t's namespace),
+// the one owned by Deployment t whose pod template is the one the upgrade
+// applies, as the Deployment controller compares them (semantically
+// equal, the pod-template-hash label aside): the controller scales it
+// back up rather than create a new one, so its pods are kept. It returns
+// its name and pod-template-hash, "" when none is.
+func reusedReplicaSet(t *target, sets []unstructured.Unstructured) (string, string) {
+	want, ok := podTemplate(t.change.After)
+	if !ok {
+		return "", ""
+	}
+	var uid types.UID
+	if t.before != nil {
+		uid = t.before.uid
+	}
+	for i := range sets {
+		rs := &sets[i]
+		owner := metav1.GetControllerOf(rs)
+		if owner == nil || owner.Kind != "Deployment" || owner.Name != t.change.ID.Name || uid != "" && owner.UID != uid {
+			continue
+		}
+		got, ok := podTemplate(rs)
+		if ok && equality.Semantic.DeepEqual(got, want) {
+			return rs.GetName(), rs.GetLabels()[templateHashLabel]
+		}
+	}
+	return "", ""
+}
+
+// podTemplate is o's spec.template without the pod-template-hash label.
+func podTemplate(o *unstructured.Unstructured) (*corev1.PodTemplateSpec, bool) {
+	if o == nil {
+		return nil, false
+	}
+	m, ok, _ := unstructured.NestedMap(o.Object, "spec", "template")
+	if !ok {
+		return nil, false
+	}
+	var tpl corev1.PodTemplateSpec
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tpl) != nil {
+		return nil, false
+	}
+	delete(tpl.Labels, templateHashLabel)
+	if len(tpl.Labels) == 0 {
+		tpl.Labels = nil
+	}
+	return &tpl, true
 }

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -440,5 +442,88 @@ func TestRunKindServedAfterTheApply(t *testing.T) {
 	}
 	if ob := out.Objects[0]; ob.State != plan.StateCurrent || out.TimedOut {
 		t.Errorf("outcome %+v (timed out %v), want the Gadget current", ob, out.TimedOut)
+	}
+}
+
+// TestSnapshotReusedReplicaSet: a Deployment whose new template is that of
+// an earlier ReplicaSet it owns (a drift reverted) is predicted to keep
+// that ReplicaSet's pods, which the controller scales back up, and to
+// replace the others; the ReplicaSets are LISTed once, and only for a
+// Deployment whose template changes.
+func TestSnapshotReusedReplicaSet(t *testing.T) {
+	template := func(image, hash string) map[string]interface{} {
+		labels := map[string]interface{}{"app": "web"}
+		if hash != "" {
+			labels[templateHashLabel] = hash
+		}
+		return map[string]interface{}{"metadata": map[string]interface{}{"labels": labels},
+			"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{"name": "web", "image": image}}}}
+	}
+	spec := func(image string) map[string]interface{} {
+		return map[string]interface{}{"selector": selector, "replicas": int64(1), "template": template(image, "")}
+	}
+	replicaSet := func(name, owner, image, hash string) *unstructured.Unstructured {
+		rs := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+			"metadata": map[string]interface{}{"name": name, "namespace": "ns", "labels": map[string]interface{}{"app": "web", templateHashLabel: hash}},
+			"spec":     map[string]interface{}{"selector": selector, "template": template(image, hash)}}}
+		yes := true
+		rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: types.UID(owner), Controller: &yes}})
+		return rs
+	}
+	pod := func(name, hash string) *unstructured.Unstructured {
+		p := podObj(name, "", "")
+		p.SetLabels(map[string]string{"app": "web", templateHashLabel: hash})
+		return p
+	}
+	tests := []struct {
+		name      string
+		class     plan.Class
+		sets      []*unstructured.Unstructured
+		wantLists int
+		predicted string
+		observed  string
+	}{
+		{"the earlier ReplicaSet scaled back up", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.25", "a"), replicaSet("web-b", "uid-web", "nginx:crash", "b")}, 1,
+			"pods of the earlier ReplicaSet web-a kept and scaled back up, the others replaced",
+			"1 of 1 pod(s) of ReplicaSet web-a kept, 1 of 1 other(s) replaced"},
+		{"no ReplicaSet has the new template", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.24", "a"), replicaSet("web-b", "uid-web", "nginx:crash", "b")}, 1,
+			"every pod replaced", "1 of 2 pod(s) replaced"},
+		{"owned by another Deployment of that name", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-other", "nginx:1.25", "a")}, 1,
+			"every pod replaced", "1 of 2 pod(s) replaced"},
+		{"the template unchanged", plan.ClassInPlace,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.25", "a")}, 0,
+			"no pod replaced", "1 of 2 pod(s) kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := deployment(2, spec("nginx:crash"), nil)
+			cluster := fakeCluster(before, pod("web-a-1", "a"), pod("web-b-1", "b"))
+			for _, rs := range tt.sets {
+				cluster.Put(replicaSetsGVR, rs)
+			}
+			ch := webChange(before, deployment(3, spec("nginx:1.25"), nil))
+			ch.Class = tt.class
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{ch}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if lists, _ := cluster.Calls("replicasets"); lists != tt.wantLists {
+				t.Errorf("%d LISTs of ReplicaSets, want %d", lists, tt.wantLists)
+			}
+			// The controller scaled web-a back up and web-b down.
+			oo := plan.ObjectOutcome{State: plan.StateCurrent}
+			w.targets[0].check(&oo, map[string]*corev1.Pod{"web-a-1": {ObjectMeta: metav1.ObjectMeta{Name: "web-a-1", UID: "uid-web-a-1"}}}, nil, nil)
+			if oo.Predicted != tt.predicted || oo.Observed != tt.observed {
+				t.Errorf("predicted %q, observed %q; want %q, %q", oo.Predicted, oo.Observed, tt.predicted, tt.observed)
+			}
+			if want := tt.class == plan.ClassRolling && tt.predicted != "every pod replaced"; oo.AsPredicted != want {
+				t.Errorf("as predicted %v, want %v", oo.AsPredicted, want)
+			}
+		})
 	}
 }

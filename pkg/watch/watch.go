@@ -283,6 +283,7 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 		}
 		w.followInto(k, nil, v.rv)
 	}
+	sets := map[string][]unstructured.Unstructured{} // ReplicaSets, per namespace
 	for _, t := range w.targets {
 		ns := t.change.ID.Namespace
 		t.before = baselineOf(t.change.Before)
@@ -305,6 +306,9 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 				}
 			}
 			t.unreadyBefore = unreadyBefore(mine)
+			if t.gvk.Kind == "Deployment" && t.change.Class == plan.ClassRolling && t.expect.kind == expectReplaced {
+				w.expectReused(ctx, t, sets, mine)
+			}
 		}
 		if claims := w.views[groupKey{live.ClaimsGVR, ns}]; claims != nil && t.gvk.Kind == "StatefulSet" {
 			w.claimsBefore[ns] = uids(claims.objs)
@@ -314,6 +318,33 @@ func (w *Watcher) Snapshot(ctx context.Context) error {
 		w.baselines(k, v.objs) // the chart's own claims and pods
 	}
 	return nil
+}
+
+// expectReused makes t's expectation, a Deployment whose template
+// changes, that of an earlier ReplicaSet scaled back up when one has the
+// template applied (a drift reverted) and pods: those among mine, t's
+// pods before the apply, are kept. The ReplicaSets of t's namespace are
+// LISTed once, into sets; a LIST that fails leaves every pod replaced.
+func (w *Watcher) expectReused(ctx context.Context, t *target, sets map[string][]unstructured.Unstructured, mine []*corev1.Pod) {
+	ns := t.change.ID.Namespace
+	list, ok := sets[ns]
+	if !ok {
+		w.requests.add(replicaSetsGVR, false)
+		if got, err := w.reader.List(ctx, replicaSetsGVR, ns, metav1.ListOptions{}); err == nil {
+			list = got.Items
+		}
+		sets[ns] = list
+	}
+	name, hash := reusedReplicaSet(t, list)
+	kept := map[string]bool{}
+	for _, p := range mine {
+		if name != "" && hash != "" && p.Labels[templateHashLabel] == hash {
+			kept[p.Name] = true
+		}
+	}
+	if len(kept) > 0 { // scaled down to none, it brings new pods only
+		t.expect.kind, t.expect.reused, t.expect.reusedPods = expectReused, name, kept
+	}
 }
 
 // start begins the life of the watch's LIST+WATCHes, under ctx, with no
@@ -1078,7 +1109,7 @@ func (t *target) detail(obj *unstructured.Unstructured, current bool) string {
 		readyText = "ready"
 	}
 	switch t.expect.kind {
-	case expectReplaced, expectPartition:
+	case expectReplaced, expectPartition, expectReused:
 		return fmt.Sprintf("%d/%d replaced, %s", updated, want, readyText)
 	case expectKeptUntilDeleted:
 		return "0 replaced; pods keep the old template until deleted, " + readyText

@@ -15,7 +15,9 @@ import (
 // to an image that crash-loops (kubectl set image), which the upgrade
 // reverts to the chart's: the crash-looping pod is of the revision the
 // upgrade replaces, so the run waits for the new revision's pods and
-// exits 0, and the revision is deployed, not failed.
+// exits 0, and the revision is deployed, not failed. The template applied
+// is that of the ReplicaSet the drift scaled down, which the controller
+// scales back up: the outcome predicts its pods kept, and they are.
 func TestRolloutRepairsDrift(t *testing.T) {
 	c := testcluster.Get(t)
 	ns, _ := webRelease(t, c, "nginx:1.25")
@@ -42,7 +44,8 @@ func TestRolloutRepairsDrift(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current")
+	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current", "Outcome: 1 as predicted, 0 differ",
+		"Deployment.apps/"+ns+"/web: 3 of 3 pod(s) of ReplicaSet web-", "kept, 1 of 1 other(s) replaced (predicted: pods of the earlier ReplicaSet web-")
 	if last := releaseHistory(t, c, ns, 2)[1]; last.Status != "deployed" {
 		t.Errorf("revision 2 in helm history: %+v, want deployed", last)
 	}
