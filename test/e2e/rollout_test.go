@@ -74,16 +74,26 @@ func healthyImageChange(t *testing.T, flags []string) {
 	// Cost: the LIST of pods before the apply is the one the watch
 	// starts its WATCH from.
 	saysAll(t, "the watch's debug line", r.Stderr, "deployments.apps 1 LIST + 1 WATCH, pods 1 LIST + 1 WATCH")
-	after, _ := c.PodsAndClaims(t, ns, "app=web")
-	if len(after) != 3 {
-		t.Errorf("pods after: %v, want 3", after)
+	// When the run ends every pod of before is replaced: gone, or deleted
+	// and terminating (kwok removes it moments later, the kubelet after its
+	// grace period); the Deployment has 3 pods of the new template.
+	pl, err := c.Clientset(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, uid := range after {
+	running := 0
+	for _, p := range pl.Items {
 		for _, old := range before {
-			if uid == old {
-				t.Errorf("pod %s (UID %s) was there before the upgrade: not replaced", name, uid)
+			if p.UID == old && p.DeletionTimestamp == nil {
+				t.Errorf("pod %s (UID %s) was there before the upgrade: not replaced", p.Name, p.UID)
 			}
 		}
+		if p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	if running != 3 {
+		t.Errorf("pods after, not terminating: %d of %d, want 3", running, len(pl.Items))
 	}
 	var doc outcomeDoc
 	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.Outcome == nil {
