@@ -76,11 +76,20 @@ func (c *Config) watchAlongside(ctx context.Context, w *watch.Watcher, planned *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	seen := make(chan []string, 1)
-	go func() { seen <- w.Alongside(ctx, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer)) }()
+	go func() { seen <- w.Alongside(ctx, c.watchProgress()) }()
 	return func() []string {
 		cancel()
 		return <-seen
 	}
+}
+
+// watchProgress is where the watch shows its progress: redrawn in place on
+// a terminal, a line per change and a heartbeat elsewhere.
+func (c *Config) watchProgress() watch.Progress {
+	if c.Terminal {
+		return watch.NewTerminalProgress(c.Out, c.TerminalSize, c.Sanitizer)
+	}
+	return watch.NewProgress(c.Out, false, c.Sanitizer)
 }
 
 // explainWait adds to err, Helm's failed wait (and, with --atomic, its
@@ -114,7 +123,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	// answering ends the run then, whatever client sends them.
 	w.RequestTimeout = c.RequestTimeout
 	defer c.boundBy(start.Add(timeout + c.RequestTimeout))()
-	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer))
+	out, err := w.Run(ctx, timeout, c.watchProgress())
 	// The watch's cost (make bench reads it): its time after Helm
 	// returned, its requests, and the LISTs and WATCHes per resource.
 	c.logStage("watch", time.Since(start), c.Requests()-before, w.Requests())

@@ -770,7 +770,7 @@ func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 		// current: a ConfigMap that was current at once needs none. Once
 		// shown, a line stays (a terminal's lines are redrawn in place).
 		if t.shown = t.shown || t.workload() || t.last.state != plan.StateCurrent; t.shown {
-			lines = append(lines, Line{ID: t.change.ID.String(), Text: t.last.line()})
+			lines = append(lines, Line{ID: t.change.ID.String(), State: t.last.state, Text: t.last.line()})
 		}
 	}
 	show.Update(lines, elapsed)
