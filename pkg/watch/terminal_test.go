@@ -28,7 +28,8 @@ import (
 func watchScript() [][]Line {
 	db := Line{ID: "StatefulSet.apps/demo/demo-db", State: plan.StateInProgress,
 		Text: "in-progress: 0/1 updated, 0/1 ready — pod demo-db-0 cannot be scheduled (Unschedulable): 0/3 nodes are available: " +
-			"pod has unbound immediate PersistentVolumeClaims. " + strings.TrimSpace(strings.Repeat("waiting for the claim data-demo-db-0 to bind; ", 4))}
+			"1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, " +
+			"3 node(s) had volume node affinity conflict."}
 	cm := Line{ID: "ConfigMap/demo/設定-名前", State: plan.StateInProgress, Text: "in-progress — 設定はまだ読み込まれていません、もう少し待ってください、まだです"}
 	var steps [][]Line
 	for i := 0; i < 24; i++ {
