@@ -1,21 +1,12 @@
 package watch
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
-	"github.com/creack/pty"
-	"golang.org/x/term"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/termtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -64,28 +55,10 @@ func TestTerminalProgress(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			const rows = 12
-			ptmx, tty, err := pty.Open()
-			if errors.Is(err, pty.ErrUnsupported) {
-				t.Skip("no pseudo-terminal here:", err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ptmx.Close()
-			defer tty.Close()
-			if err := pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(tt.cols), Rows: rows}); err != nil {
-				t.Fatal(err)
-			}
-			screen := newScreen(ptmx, tt.cols, rows)
-			out := &countingWriter{w: tty}
+			tm := termtest.Open(t, tt.cols, rows)
+			out := tm.Writer()
 			// The size as the command reads it: from the terminal itself.
-			size := func() (int, int) {
-				cols, rows, err := term.GetSize(int(tty.Fd()))
-				if err != nil {
-					t.Errorf("reading the terminal's size: %v", err)
-				}
-				return cols, rows
-			}
+			size := tm.Size
 			fmt.Fprintln(out, "Watching the rollout (up to 5m0s)…")
 			// Lines that scroll the screen, so that a copy left behind
 			// would reach the scrollback.
@@ -98,18 +71,18 @@ func TestTerminalProgress(t *testing.T) {
 				if tt.resize != 0 && i == len(steps)/2 {
 					// The terminal resized between two redraws, as a
 					// person drags its window: what was drawn is drawn.
-					screen.drain(t, out.n())
-					screen.resize(t, ptmx, tt.resize, rows)
+					tm.Drain(t)
+					tm.Resize(t, tt.resize, rows)
 				}
 				p.Update(lines, time.Duration(i)*time.Second)
 			}
 			p.Done()
-			screen.drain(t, out.n())
+			tm.End(t)
 			width := tt.cols
 			if tt.resize != 0 {
 				width = tt.resize
 			}
-			lines, scrollback := screen.lines()
+			lines, scrollback := tm.Lines()
 			ids := []string{"StatefulSet.apps/demo/demo-db", "Deployment.apps/demo/demo-web", "ConfigMap/demo/設定-名前"}
 			var block []string
 			for _, l := range lines {
@@ -191,84 +164,4 @@ func contains(lines []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// countingWriter counts the bytes written to w, a terminal, as its master
-// reads them: with a "\r" before each "\n" (the line discipline's onlcr).
-type countingWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-	c  int
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, err := c.w.Write(p)
-	c.c += n + bytes.Count(p[:n], []byte("\n"))
-	return n, err
-}
-
-func (c *countingWriter) n() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.c
-}
-
-// screen is a terminal emulator fed from a pseudo-terminal's master.
-type screen struct {
-	mu   sync.Mutex
-	emu  *vt.Emulator
-	read int // bytes the terminal wrote
-}
-
-func newScreen(ptmx *os.File, cols, rows int) *screen {
-	s := &screen{emu: vt.NewEmulator(cols, rows)}
-	s.emu.SetScrollbackSize(10000)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			if n > 0 {
-				s.mu.Lock()
-				_, _ = s.emu.Write(buf[:n])
-				s.read += n
-				s.mu.Unlock()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return s
-}
-
-// drain waits until the emulator has taken the n bytes written.
-func (s *screen) drain(t *testing.T, n int) {
-	t.Helper()
-	testcluster.Eventually(t, "all written on the terminal emulator", func() (bool, string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.read >= n, fmt.Sprintf("it took %d of %d bytes", s.read, n)
-	})
-}
-
-func (s *screen) resize(t *testing.T, ptmx *os.File, cols, rows int) {
-	t.Helper()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.emu.Resize(cols, rows)
-}
-
-// lines are the screen's rows and the scrollback's, right-trimmed.
-func (s *screen) lines() (screen, scrollback []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.emu.Scrollback().Lines() {
-		scrollback = append(scrollback, strings.TrimRight(l.String(), " "))
-	}
-	return strings.Split(s.emu.String(), "\n"), scrollback
 }
