@@ -104,8 +104,9 @@ func containerProblem(pod *corev1.Pod, cs corev1.ContainerStatus) *problem {
 				fatal: fatalWaiting[w.Reason], rank: 5,
 			}
 		case "CrashLoopBackOff":
-			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff): %s, restarted %d time(s)",
-				pod.Name, cs.Name, lastExit(cs.LastTerminationState.Terminated), cs.RestartCount), fatal: true, rank: 5,
+			// The count before the exit: its message is quoted last.
+			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff, restarted %d time(s)): %s",
+				pod.Name, cs.Name, cs.RestartCount, lastExit(cs.LastTerminationState.Terminated)), fatal: true, rank: 5,
 				crashed: &container{namespace: pod.Namespace, pod: pod.Name, name: cs.Name, previous: true}}
 		case "", "ContainerCreating", "PodInitializing":
 			return nil

@@ -999,7 +999,8 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofR
 	for _, p := range mine {
 		pr := podProblem(p)
 		if pr != nil && ofRevision != nil && !ofRevision(p) {
-			pr.text += " (a pod of the revision being replaced)"
+			// Said of the pod, not after the message it quotes.
+			pr.text = "pod " + p.Name + " (of the revision being replaced)" + strings.TrimPrefix(pr.text, "pod "+p.Name)
 			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
 		}
 		if pr != nil && (worst == nil || pr.rank > worst.rank) {

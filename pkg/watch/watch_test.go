@@ -52,7 +52,7 @@ func TestPodProblem(t *testing.T) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: 3,
 				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boot\nno database\n"}}}}
-		}), want: []string{"container web is crash-looping (CrashLoopBackOff): last exited with code 1 (Error): no database, restarted 3 time(s)"}, wantFatal: true},
+		}), want: []string{"container web is crash-looping (CrashLoopBackOff, restarted 3 time(s)): last exited with code 1 (Error): no database"}, wantFatal: true},
 		{name: "unschedulable waits for the timeout", pod: pod("a", func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
@@ -225,7 +225,7 @@ func TestEvaluate(t *testing.T) {
 		// why it is not ready yet, not a failure.
 		{"old pod cannot pull, of the revision replaced", rolling, []*corev1.Pod{pod("web-old", waiting("ImagePullBackOff", "Back-off pulling image"))},
 			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateInProgress, "1/3 updated, 3/3 ready, 3 old pending termination",
-			"pod web-old: image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image (a pod of the revision being replaced)", false},
+			"pod web-old (of the revision being replaced): image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image", false},
 		{"progress deadline", deadline, nil, nil, plan.StateFailed, "1/3 updated, 2/3 ready, 2 old pending termination", "ProgressDeadlineExceeded", true},
 	}
 	for _, tt := range tests {
