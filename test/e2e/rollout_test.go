@@ -244,7 +244,7 @@ func TestRolloutOnDelete(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, []string{
-		"StatefulSet.apps/" + ns + "/kafka: 0 replaced; pods keep the old template until deleted, 2/2 ready",
+		"StatefulSet.apps/" + ns + "/kafka: current: 0 replaced; pods keep the old template until deleted, 2/2 ready",
 		"StatefulSet.apps/" + ns + "/kafka: 2 of 2 pod(s) kept (predicted: 0 replaced; pods keep the old template until deleted)",
 		"Outcome: 1 as predicted, 0 differ",
 	}...)
