@@ -63,7 +63,7 @@ func (f *Factory) RunConfig(timeout time.Duration) *upgrade.Config {
 	c := upgrade.NewConfig(f.Settings, f.Streams.ErrOut, f.UserAgent, f.Masker)
 	c.Command = f.Command
 	c.RequestTimeout = timeout
-	c.Terminal = f.Streams.ErrTTY
+	c.Terminal, c.TerminalSize = f.Streams.CanRedraw(), f.Streams.ErrSize
 	c.Caller, c.Announce = f.Caller, f.Announce
 	if f.Streams.ErrTTY {
 		c.Progress = func(format string, args ...interface{}) {

@@ -24,21 +24,42 @@ type Streams struct {
 	ErrTTY bool
 	// NoColor is set from the NO_COLOR convention.
 	NoColor bool
+	// Dumb: TERM=dumb, a terminal that cannot move its cursor.
+	Dumb bool
+	// ErrSize reports ErrOut's terminal's columns and rows now (0 when
+	// unknown); nil when none is known.
+	ErrSize func() (cols, rows int)
 }
 
 // System returns the process's standard streams with TTY detection.
 func System() Streams {
 	_, noColor := os.LookupEnv("NO_COLOR")
+	errFd := int(os.Stderr.Fd())
+	errTTY := term.IsTerminal(errFd)
 	return Streams{
 		In:      os.Stdin,
 		Out:     os.Stdout,
 		ErrOut:  os.Stderr,
 		InTTY:   term.IsTerminal(int(os.Stdin.Fd())),
 		OutTTY:  term.IsTerminal(int(os.Stdout.Fd())),
-		ErrTTY:  term.IsTerminal(int(os.Stderr.Fd())),
+		ErrTTY:  errTTY,
 		NoColor: noColor,
+		// A console that cannot take escape sequences is dumb too.
+		Dumb: os.Getenv("TERM") == "dumb" || errTTY && !enableVT(os.Stderr),
+		ErrSize: func() (int, int) {
+			cols, rows, err := term.GetSize(errFd)
+			if err != nil {
+				return 0, 0
+			}
+			return cols, rows
+		},
 	}
 }
+
+// CanRedraw reports whether progress on ErrOut may be redrawn in place:
+// a terminal that moves its cursor, and no NO_COLOR, whose users ask for
+// plain output.
+func (s Streams) CanRedraw() bool { return s.ErrTTY && !s.Dumb && !s.NoColor }
 
 // CanPrompt reports whether a person can answer a question: never without a
 // terminal on both ends.

@@ -37,7 +37,7 @@ type ObjectOutcome struct {
 	ID manifest.ObjectID
 	// State is one of the State constants.
 	State string
-	// Detail is the workload's last progress, e.g. "3/3 replaced, ready".
+	// Detail is the workload's last progress, e.g. "3/3 updated, 3/3 ready".
 	Detail string
 	// Reason says, in words, why the object failed or is not current (the
 	// image that cannot be pulled, the exit code of a crash loop, the

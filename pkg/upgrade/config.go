@@ -82,9 +82,13 @@ type Config struct {
 	// release storage, discovery) as it ends those that do. Set it before
 	// Connect; 0 leaves requests unbounded but by their contexts.
 	RequestTimeout time.Duration
-	// Terminal is true when Out is a terminal: the rollout watch then
-	// redraws one line per object in place, instead of a line per change.
+	// Terminal is true when Out is a terminal that can move its cursor
+	// (not TERM=dumb, no NO_COLOR): the rollout watch then redraws one line
+	// per object in place, cut to TerminalSize's width, instead of a line
+	// per change.
 	Terminal bool
+	// TerminalSize reports Out's terminal's size now; nil: 80 columns.
+	TerminalSize func() (cols, rows int)
 	// Caller, when set, names who ran the upgrade (the helm shim's parent
 	// process, e.g. helmfile): the release description says so.
 	Caller string

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
@@ -76,11 +78,20 @@ func (c *Config) watchAlongside(ctx context.Context, w *watch.Watcher, planned *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	seen := make(chan []string, 1)
-	go func() { seen <- w.Alongside(ctx, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer)) }()
+	go func() { seen <- w.Alongside(ctx, c.watchProgress()) }()
 	return func() []string {
 		cancel()
 		return <-seen
 	}
+}
+
+// watchProgress is where the watch shows its progress: redrawn in place on
+// a terminal, a line per change and a heartbeat elsewhere.
+func (c *Config) watchProgress() watch.Progress {
+	if c.Terminal {
+		return watch.NewTerminalProgress(c.Out, c.TerminalSize, c.Sanitizer)
+	}
+	return watch.NewProgress(c.Out, false, c.Sanitizer)
 }
 
 // explainWait adds to err, Helm's failed wait (and, with --atomic, its
@@ -114,7 +125,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	// answering ends the run then, whatever client sends them.
 	w.RequestTimeout = c.RequestTimeout
 	defer c.boundBy(start.Add(timeout + c.RequestTimeout))()
-	out, err := w.Run(ctx, timeout, watch.NewProgress(c.Out, c.Terminal, c.Sanitizer))
+	out, err := w.Run(ctx, timeout, c.watchProgress())
 	// The watch's cost (make bench reads it): its time after Helm
 	// returned, its requests, and the LISTs and WATCHes per resource.
 	c.logStage("watch", time.Since(start), c.Requests()-before, w.Requests())
@@ -129,7 +140,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	}
 	cleanOutcome(out, c.Sanitizer)
 	planned.Plan.Outcome = out
-	writeOutcome(c.Out, out)
+	writeOutcome(c.Out, out, planned.Plan)
 	if out.OK() {
 		return nil
 	}
@@ -160,8 +171,10 @@ func (c *Config) texts(lines []string, limit int) string {
 	return strings.Join(out, "; ")
 }
 
-// writeOutcome prints the rollout's end and the prediction check.
-func writeOutcome(w io.Writer, o *plan.Outcome) {
+// writeOutcome prints the rollout's end, one line per object with its
+// whole text (the live lines were cut to the terminal), in summaryOrder,
+// and the prediction check; p is the plan applied (nil: plan order).
+func writeOutcome(w io.Writer, o *plan.Outcome, p *plan.Plan) {
 	current := 0
 	for _, ob := range o.Objects {
 		if ob.State == plan.StateCurrent {
@@ -169,13 +182,12 @@ func writeOutcome(w io.Writer, o *plan.Outcome) {
 		}
 	}
 	fmt.Fprintf(w, "Rollout: %d of %d object(s) current, %d failed or not ready (%s)\n", current, len(o.Objects), o.Failed, o.Elapsed.Round(time.Second))
-	for _, ob := range o.Objects {
-		switch {
-		case ob.State == plan.StateCurrent && ob.Detail != "":
-			fmt.Fprintf(w, "  %s: %s\n", ob.ID, ob.Detail)
-		case ob.State != plan.StateCurrent:
-			fmt.Fprintf(w, "  %s: %s: %s\n", ob.ID, ob.State, joinNonEmpty(ob.Detail, ob.Reason))
+	for _, ob := range summaryOrder(o.Objects, p) {
+		text := ob.State
+		if more := joinNonEmpty(ob.Detail, ob.Reason); more != "" {
+			text += ": " + more
 		}
+		fmt.Fprintf(w, "  %s: %s\n", ob.ID, text)
 	}
 	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ\n", o.AsPredicted, o.Differ)
 	for _, ob := range o.Objects {
@@ -188,6 +200,34 @@ func writeOutcome(w io.Writer, o *plan.Outcome) {
 			fmt.Fprintf(w, "  WARNING: %s: predicted %s, observed %s\n", ob.ID, ob.Predicted, ob.Observed)
 		}
 	}
+}
+
+// summaryOrder is objs in the order the summary reads: failed, not ready,
+// unknown, then current, those the plan recreates (deleted and created
+// again: its destructive changes) first; the plan's order within each.
+func summaryOrder(objs []plan.ObjectOutcome, p *plan.Plan) []plan.ObjectOutcome {
+	recreated := map[manifest.ObjectID]bool{}
+	if p != nil {
+		for _, ch := range p.Changes {
+			recreated[ch.ID] = ch.Class == plan.ClassRecreateRequired
+		}
+	}
+	rank := func(ob plan.ObjectOutcome) int {
+		switch {
+		case ob.State == plan.StateFailed:
+			return 0
+		case ob.State == plan.StateInProgress:
+			return 1
+		case ob.State != plan.StateCurrent:
+			return 2
+		case recreated[ob.ID]:
+			return 3
+		}
+		return 4
+	}
+	out := append([]plan.ObjectOutcome(nil), objs...)
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out
 }
 
 func joinNonEmpty(parts ...string) string {

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
@@ -18,20 +19,20 @@ import (
 )
 
 func TestProgress(t *testing.T) {
-	first := []Line{{ID: "Deployment.apps/ns/web", Text: "in-progress: 1/3 replaced, 3/3 ready"}, {ID: "ConfigMap/ns/cfg", Text: "current"}}
-	second := []Line{{ID: "Deployment.apps/ns/web", Text: "current: 3/3 replaced, ready"}, {ID: "ConfigMap/ns/cfg", Text: "current"}}
+	first := []Line{{ID: "Deployment.apps/ns/web", Text: "in-progress: 1/3 updated, 3/3 ready"}, {ID: "ConfigMap/ns/cfg", Text: "current"}}
+	second := []Line{{ID: "Deployment.apps/ns/web", Text: "current: 3/3 updated, 3/3 ready"}, {ID: "ConfigMap/ns/cfg", Text: "current"}}
 	tests := []struct {
 		name string
 		tty  bool
 		want string
 	}{
-		{"plain: a line per change", false, "Deployment.apps/ns/web: in-progress: 1/3 replaced, 3/3 ready (1s)\n" +
+		{"plain: a line per change", false, "Deployment.apps/ns/web: in-progress: 1/3 updated, 3/3 ready (1s)\n" +
 			"ConfigMap/ns/cfg: current (1s)\n" +
-			"Deployment.apps/ns/web: current: 3/3 replaced, ready (2s)\n"},
-		{"terminal: redrawn in place", true, "\r\x1b[2K  Deployment.apps/ns/web: in-progress: 1/3 replaced, 3/3 ready (1s)\n" +
-			"\r\x1b[2K  ConfigMap/ns/cfg: current (1s)\n" +
-			"\x1b[2A\r\x1b[2K  Deployment.apps/ns/web: current: 3/3 replaced, ready (2s)\n" +
-			"\r\x1b[2K  ConfigMap/ns/cfg: current (2s)\n"},
+			"Deployment.apps/ns/web: current: 3/3 updated, 3/3 ready (2s)\n"},
+		{"terminal: redrawn in place", true, "\r\x1b[J  Deployment.apps/ns/web: in-progress: 1/3 updated, 3/3 ready (1s)\n" +
+			"  ConfigMap/ns/cfg: current (1s)\n" +
+			"\r\x1b[2A\x1b[J  Deployment.apps/ns/web: current: 3/3 updated, 3/3 ready (2s)\n" +
+			"  ConfigMap/ns/cfg: current (2s)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +45,24 @@ func TestProgress(t *testing.T) {
 				t.Errorf("got %q\nwant %q", buf.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestProgressOffTerminal: off a terminal, the lines of a watch of
+// watchScript, second by second: a line when an object's text changes
+// (never for the clock alone), and every Heartbeat one naming what is
+// still awaited.
+func TestProgressOffTerminal(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, false, redact.NewSanitizer(redact.NewMasker()))
+	for i, lines := range watchScript() {
+		p.Update(lines, time.Duration(i)*time.Second+300*time.Millisecond)
+	}
+	p.Done()
+	golden.Assert(t, "testdata/progress-off-terminal.golden", buf.Bytes())
+	// At 10s and 20s, something still awaited each time.
+	if beats := strings.Count(buf.String(), "still waiting for"); beats != 2 {
+		t.Errorf("%d heartbeats in %d seconds, want 2, every %s", beats, len(watchScript()), Heartbeat)
 	}
 }
 
@@ -74,7 +93,13 @@ func TestProgressHostileText(t *testing.T) {
 			cluster.Put(deploymentsGVR, deployment(2, webSpec, stuck))
 			cluster.Put(live.PodsGVR, pod)
 			var shown strings.Builder
-			out, err := w.Run(ctx, time.Minute, NewProgress(&shown, tty, san))
+			// A terminal wide enough for the whole text: what is
+			// checked is its escaping, not its cut.
+			show := NewProgress(&shown, false, san)
+			if tty {
+				show = NewTerminalProgress(&shown, func() (int, int) { return 1 << 20, 0 }, san)
+			}
+			out, err := w.Run(ctx, time.Minute, show)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +108,7 @@ func TestProgressHostileText(t *testing.T) {
 			}
 			got := shown.String()
 			// The terminal's own redraw: cursor up, carriage return, clear line.
-			own := regexp.MustCompile(`\x1b\[\d+A|\r\x1b\[2K`)
+			own := regexp.MustCompile(`\r(\x1b\[\d+A)?\x1b\[J`)
 			if bad := injection.UnsafeLines(own.ReplaceAllString(got, "")); bad != "" {
 				t.Errorf("progress: %s", bad)
 			}

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -70,7 +71,7 @@ func podProblem(pod *corev1.Pod) *problem {
 	for _, c := range pod.Status.Conditions {
 		switch {
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
-			found = append(found, problem{text: fmt.Sprintf("pod %s cannot be scheduled (Unschedulable): %s", pod.Name, c.Message), rank: 2})
+			found = append(found, problem{text: fmt.Sprintf("pod %s cannot be scheduled (Unschedulable): %s", pod.Name, schedulerReasons(c.Message)), rank: 2})
 		case c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && pod.Status.Phase == corev1.PodRunning && len(found) == 0:
 			found = append(found, problem{text: fmt.Sprintf("pod %s is running but not ready (readiness failing): %s", pod.Name, readyMessage(c)), rank: 1})
 		}
@@ -103,8 +104,9 @@ func containerProblem(pod *corev1.Pod, cs corev1.ContainerStatus) *problem {
 				fatal: fatalWaiting[w.Reason], rank: 5,
 			}
 		case "CrashLoopBackOff":
-			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff): %s, restarted %d time(s)",
-				pod.Name, cs.Name, lastExit(cs.LastTerminationState.Terminated), cs.RestartCount), fatal: true, rank: 5,
+			// The count before the exit: its message is quoted last.
+			return &problem{text: fmt.Sprintf("pod %s: container %s is crash-looping (CrashLoopBackOff, restarted %d time(s)): %s",
+				pod.Name, cs.Name, cs.RestartCount, lastExit(cs.LastTerminationState.Terminated)), fatal: true, rank: 5,
 				crashed: &container{namespace: pod.Namespace, pod: pod.Name, name: cs.Name, previous: true}}
 		case "", "ContainerCreating", "PodInitializing":
 			return nil
@@ -169,8 +171,33 @@ func eventNote(events []corev1.Event, pods map[string]bool) string {
 	if best == nil {
 		return ""
 	}
-	return fmt.Sprintf("event %s on pod %s: %s", best.Reason, best.InvolvedObject.Name, best.Message)
+	msg := best.Message
+	if best.Reason == "FailedScheduling" {
+		msg = schedulerReasons(msg)
+	}
+	return fmt.Sprintf("event %s on pod %s: %s", best.Reason, best.InvolvedObject.Name, msg)
 }
+
+// schedulerReasons is the scheduler's message of a pod it cannot place
+// without what its PostFilter plugins (preemption) appended: the
+// scheduler's FitError joins their message to its own after a space
+// ("0/3 nodes are available: pod has unbound immediate
+// PersistentVolumeClaims. not found", "…. preemption: 0/3 nodes are
+// available: 3 Preemption is not helpful for scheduling."), which says
+// nothing of why the pod does not fit and reads as part of the reasons.
+// Another message is left as it is.
+func schedulerReasons(msg string) string {
+	m := fitMessage.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	return m[1]
+}
+
+// fitMessage is the scheduler's "0/N nodes are available: <reasons>."
+// and what follows it; no reason holds ". " (node names, taints and
+// plugin texts do not).
+var fitMessage = regexp.MustCompile(`^(\d+/\d+ nodes are available:.*?\.)(?: .*)?$`)
 
 // eventTime is when an event was last seen, from whichever field its
 // reporter set.

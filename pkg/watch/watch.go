@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -801,7 +802,7 @@ func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 		// current: a ConfigMap that was current at once needs none. Once
 		// shown, a line stays (a terminal's lines are redrawn in place).
 		if t.shown = t.shown || t.workload() || t.last.state != plan.StateCurrent; t.shown {
-			lines = append(lines, Line{ID: t.change.ID.String(), Text: t.last.line()})
+			lines = append(lines, Line{ID: t.change.ID.String(), State: t.last.state, Text: t.last.line()})
 		}
 	}
 	show.Update(lines, elapsed)
@@ -1024,12 +1025,13 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofR
 		return status{state: plan.StateInProgress, reason: res.Message}
 	}
 	mine := t.podsOf(obj, pods)
-	s := status{state: plan.StateInProgress, detail: t.detail(obj, res.Status == kstatus.CurrentStatus)}
+	s := status{state: plan.StateInProgress, detail: t.detail(obj)}
 	var worst *problem
 	for _, p := range mine {
 		pr := podProblem(p)
 		if pr != nil && ofRevision != nil && !ofRevision(p) {
-			pr.text += " (a pod of the revision being replaced)"
+			// Said of the pod, not after the message it quotes.
+			pr.text = "pod " + p.Name + " (of the revision being replaced)" + strings.TrimPrefix(pr.text, "pod "+p.Name)
 			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
 		}
 		if pr != nil && (worst == nil || pr.rank > worst.rank) {
@@ -1054,11 +1056,16 @@ func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofR
 		s.state, s.reason = plan.StateFailed, worst.text
 	case worst != nil:
 		s.reason = worst.text
-	default:
+	case !countsOnly.MatchString(res.Message):
 		s.reason = res.Message
 	}
 	return s
 }
+
+// countsOnly matches kstatus's messages that only count pods ("Updated:
+// 1/3", "Replicas: 4/3", "Pending termination: 1"), which the detail
+// says in the workload's terms.
+var countsOnly = regexp.MustCompile(`^[A-Za-z ]+: \d+(/\d+)?$`)
 
 // failedMessage is kstatus's message with the reason of the condition
 // behind it (ProgressDeadlineExceeded, BackoffLimitExceeded, ...).
@@ -1095,44 +1102,84 @@ func (t *target) podsOf(obj *unstructured.Unstructured, pods []*corev1.Pod) []*c
 	return append(fresh, old...)
 }
 
-// detail is a workload's progress: pods replaced and ready.
-func (t *target) detail(obj *unstructured.Unstructured, current bool) string {
+// detail is a workload's progress in its own terms: pods updated (of the
+// new revision), ready, and those beyond the desired count.
+func (t *target) detail(obj *unstructured.Unstructured) string {
 	if t.gvk.Kind == "Job" {
 		active, _, _ := unstructured.NestedInt64(obj.Object, "status", "active")
 		succeeded, _, _ := unstructured.NestedInt64(obj.Object, "status", "succeeded")
 		failed, _, _ := unstructured.NestedInt64(obj.Object, "status", "failed")
 		return fmt.Sprintf("%d active, %d succeeded, %d failed", active, succeeded, failed)
 	}
-	want, updated, ready := counts(t.gvk.Kind, obj)
-	readyText := fmt.Sprintf("%d/%d ready", ready, want)
-	if current {
-		readyText = "ready"
-	}
+	r := counts(t.gvk.Kind, obj)
 	switch t.expect.kind {
 	case expectReplaced, expectPartition, expectReused:
-		return fmt.Sprintf("%d/%d replaced, %s", updated, want, readyText)
+		return r.words(t.gvk.Kind, true)
 	case expectKeptUntilDeleted:
-		return "0 replaced; pods keep the old template until deleted, " + readyText
+		return "0 replaced; pods keep the old template until deleted, " + r.words(t.gvk.Kind, false)
 	case expectKept:
-		return "no pod replaced, " + readyText
+		return "no pod replaced, " + r.words(t.gvk.Kind, false)
 	}
-	return readyText
+	return r.words(t.gvk.Kind, false)
 }
 
-// counts are a workload's desired, updated and ready pods from its status.
-func counts(kind string, obj *unstructured.Unstructured) (want, updated, ready int64) {
+// replicas are a workload's pod counts from its status: desired, all not
+// terminating (total), of the newest revision (updated), ready.
+type replicas struct {
+	desired, total, updated, ready int64
+}
+
+// words say r as kubectl rollout status does, in short: "1/3 updated, 3
+// ready, 2 old pending termination"; updated: say how many are of the new
+// revision. A ready count above the desired one always comes with why: old
+// pods still there (a surge), or more pods than desired (a scale-down).
+func (r replicas) words(kind string, updated bool) string {
+	var parts []string
+	// "N/M" only with N ≤ M: more comes with the count of the surplus.
+	of := func(n int64, what string) string {
+		if n <= r.desired {
+			return fmt.Sprintf("%d/%d %s", n, r.desired, what)
+		}
+		return fmt.Sprintf("%d %s", n, what)
+	}
+	if updated {
+		parts = append(parts, of(r.updated, "updated"))
+	}
+	parts = append(parts, of(r.ready, "ready"))
+	var old int64
+	if updated && r.total > r.updated {
+		old = r.total - r.updated
+		// A Deployment's controller scales the old ReplicaSets down; a
+		// StatefulSet's or DaemonSet's replaces each old pod in turn.
+		switch kind {
+		case "Deployment", "ReplicaSet":
+			parts = append(parts, fmt.Sprintf("%d old pending termination", old))
+		default:
+			parts = append(parts, fmt.Sprintf("%d old to replace", old))
+		}
+	}
+	if surplus := max(r.total, r.ready, r.updated) - r.desired; surplus > old {
+		parts = append(parts, fmt.Sprintf("%d above the %d desired, being removed", surplus-old, r.desired))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// counts are a workload's pod counts from its status; a spec without
+// replicas wants one.
+func counts(kind string, obj *unstructured.Unstructured) replicas {
 	get := func(path ...string) int64 {
 		v, _, _ := unstructured.NestedInt64(obj.Object, path...)
 		return v
 	}
 	if kind == "DaemonSet" {
-		return get("status", "desiredNumberScheduled"), get("status", "updatedNumberScheduled"), get("status", "numberReady")
+		return replicas{desired: get("status", "desiredNumberScheduled"), total: get("status", "currentNumberScheduled"),
+			updated: get("status", "updatedNumberScheduled"), ready: get("status", "numberReady")}
 	}
 	want, ok, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
 	if !ok {
 		want = 1
 	}
-	return want, get("status", "updatedReplicas"), get("status", "readyReplicas")
+	return replicas{desired: want, total: get("status", "replicas"), updated: get("status", "updatedReplicas"), ready: get("status", "readyReplicas")}
 }
 
 // templateChanged reports whether a change's predicted pod template differs

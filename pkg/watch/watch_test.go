@@ -52,7 +52,7 @@ func TestPodProblem(t *testing.T) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: 3,
 				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boot\nno database\n"}}}}
-		}), want: []string{"container web is crash-looping (CrashLoopBackOff): last exited with code 1 (Error): no database, restarted 3 time(s)"}, wantFatal: true},
+		}), want: []string{"container web is crash-looping (CrashLoopBackOff, restarted 3 time(s)): last exited with code 1 (Error): no database"}, wantFatal: true},
 		{name: "unschedulable waits for the timeout", pod: pod("a", func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
@@ -92,6 +92,40 @@ func TestPodProblem(t *testing.T) {
 			}
 			if got.fatal != tt.wantFatal {
 				t.Errorf("fatal = %v, want %v", got.fatal, tt.wantFatal)
+			}
+		})
+	}
+}
+
+// TestSchedulerReasons: the scheduler's reasons for a pod it cannot place
+// are quoted without what its preemption appended after them.
+func TestSchedulerReasons(t *testing.T) {
+	tests := []struct{ name, msg, want string }{
+		{"unbound claim, a PostFilter's error", "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+			"0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."},
+		{"preemption's message", "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+			"0/3 nodes are available: 3 Insufficient cpu."},
+		{"a taint's dotted key", "0/2 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. preemption: not eligible",
+			"0/2 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."},
+		{"nothing appended", "0/3 nodes are available: 3 Insufficient cpu.", "0/3 nodes are available: 3 Insufficient cpu."},
+		{"another message, as it is", "binding rejected: running Bind plugin. not found", "binding rejected: running Bind plugin. not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := schedulerReasons(tt.msg); got != tt.want {
+				t.Errorf("%q: %q, want %q", tt.msg, got, tt.want)
+			}
+			p := pod("a", func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: tt.msg}}
+			})
+			if got := podProblem(p).text; got != "pod a cannot be scheduled (Unschedulable): "+tt.want {
+				t.Errorf("problem %q", got)
+			}
+			ev := corev1.Event{Type: corev1.EventTypeWarning, Reason: "FailedScheduling", Message: tt.msg,
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "a"}}
+			if got := eventNote([]corev1.Event{ev}, map[string]bool{"a": true}); got != "event FailedScheduling on pod a: "+tt.want {
+				t.Errorf("event note %q", got)
 			}
 		})
 	}
@@ -181,18 +215,18 @@ func TestEvaluate(t *testing.T) {
 		wantReason  string
 		wantTrouble bool
 	}{
-		{"rolled and ready", done, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateCurrent, "3/3 replaced, ready", "", false},
-		{"rolling", rolling, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateInProgress, "1/3 replaced, 3/3 ready", "", false},
+		{"rolled and ready", done, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateCurrent, "3/3 updated, 3/3 ready", "", false},
+		{"rolling", rolling, []*corev1.Pod{pod("web-1", nil)}, nil, plan.StateInProgress, "1/3 updated, 3/3 ready, 3 old pending termination", "", false},
 		{"new pod cannot pull", rolling, []*corev1.Pod{pod("web-1", nil), pod("web-new", waiting("ImagePullBackOff", "Back-off pulling image"))},
-			nil, plan.StateFailed, "1/3 replaced, 3/3 ready", "pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff)", true},
+			nil, plan.StateFailed, "1/3 updated, 3/3 ready, 3 old pending termination", "pod web-new: image nginx:pull-error cannot be pulled (ImagePullBackOff)", true},
 		{"new pod cannot pull, of the new revision", rolling, []*corev1.Pod{pod("web-new", waiting("ImagePullBackOff", "Back-off pulling image"))},
-			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateFailed, "1/3 replaced, 3/3 ready", "cannot be pulled", true},
+			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateFailed, "1/3 updated, 3/3 ready, 3 old pending termination", "cannot be pulled", true},
 		// A pod broken before the upgrade, which the upgrade replaces:
 		// why it is not ready yet, not a failure.
 		{"old pod cannot pull, of the revision replaced", rolling, []*corev1.Pod{pod("web-old", waiting("ImagePullBackOff", "Back-off pulling image"))},
-			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateInProgress, "1/3 replaced, 3/3 ready",
-			"pod web-old: image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image (a pod of the revision being replaced)", false},
-		{"progress deadline", deadline, nil, nil, plan.StateFailed, "1/3 replaced, 2/3 ready", "ProgressDeadlineExceeded", true},
+			func(p *corev1.Pod) bool { return p.Name == "web-new" }, plan.StateInProgress, "1/3 updated, 3/3 ready, 3 old pending termination",
+			"pod web-old (of the revision being replaced): image nginx:pull-error cannot be pulled (ImagePullBackOff): Back-off pulling image", false},
+		{"progress deadline", deadline, nil, nil, plan.StateFailed, "1/3 updated, 2/3 ready, 2 old pending termination", "ProgressDeadlineExceeded", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +235,36 @@ func TestEvaluate(t *testing.T) {
 			got := evaluate(tg, obj, tt.pods, tt.ofRevision)
 			if got.state != tt.wantState || got.detail != tt.wantDetail || !strings.Contains(got.reason, tt.wantReason) || got.trouble != tt.wantTrouble {
 				t.Errorf("got %+v, want state %s, detail %q, reason with %q, trouble %v", got, tt.wantState, tt.wantDetail, tt.wantReason, tt.wantTrouble)
+			}
+		})
+	}
+}
+
+// TestReplicaWords: a workload's pods in its own terms, never more ready
+// (or updated) than desired without why.
+func TestReplicaWords(t *testing.T) {
+	tests := []struct {
+		name    string
+		kind    string
+		updated bool
+		r       replicas
+		want    string
+	}{
+		{"rolled", "Deployment", true, replicas{desired: 3, total: 3, updated: 3, ready: 3}, "3/3 updated, 3/3 ready"},
+		{"surge pod up", "Deployment", true, replicas{desired: 2, total: 3, updated: 2, ready: 3}, "2/2 updated, 3 ready, 1 old pending termination"},
+		{"rolling", "Deployment", true, replicas{desired: 3, total: 4, updated: 1, ready: 3}, "1/3 updated, 3/3 ready, 3 old pending termination"},
+		{"nothing ready yet", "Deployment", true, replicas{desired: 2, total: 2, updated: 2}, "2/2 updated, 0/2 ready"},
+		{"scaled down", "Deployment", true, replicas{desired: 2, total: 4, updated: 4, ready: 4}, "4 updated, 4 ready, 2 above the 2 desired, being removed"},
+		{"status behind: more ready than pods", "Deployment", true, replicas{desired: 2, total: 2, updated: 2, ready: 3}, "2/2 updated, 3 ready, 1 above the 2 desired, being removed"},
+		{"StatefulSet rolling", "StatefulSet", true, replicas{desired: 3, total: 3, updated: 1, ready: 2}, "1/3 updated, 2/3 ready, 2 old to replace"},
+		{"DaemonSet rolling", "DaemonSet", true, replicas{desired: 4, total: 4, updated: 3, ready: 4}, "3/4 updated, 4/4 ready, 1 old to replace"},
+		{"kept, scaling down", "StatefulSet", false, replicas{desired: 2, total: 3, updated: 0, ready: 3}, "3 ready, 1 above the 2 desired, being removed"},
+		{"kept", "StatefulSet", false, replicas{desired: 2, total: 2, ready: 1}, "1/2 ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.words(tt.kind, tt.updated); got != tt.want {
+				t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
 			}
 		})
 	}

@@ -125,7 +125,7 @@ func TestRollbackImage(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("rollback: exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, "rolled back to revision 1: revision 3", "Deployment.apps/"+ns+"/web: current: 3/3 replaced, ready", "Outcome: 1 as predicted, 0 differ")
+	saysAll(t, "stderr", r.Stderr, "rolled back to revision 1: revision 3", "Deployment.apps/"+ns+"/web: current: 3/3 updated, 3/3 ready", "Outcome: 1 as predicted, 0 differ")
 	if h := c.Helm(t, "history", "app", "-n", ns); !strings.Contains(h, "Rollback to 1") {
 		t.Errorf("helm history lacks the rollback:\n%s", h)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,4 +101,11 @@ spec:
 		"it was not ready before the upgrade either: pod db-0 cannot be scheduled (Unschedulable)"}
 	saysAll(t, "stderr", r.Stderr, want...)
 	saysAll(t, "revision 2's description", releaseHistory(t, c, ns, 2)[1].Description, want[1])
+	// The scheduler's reasons, without what its preemption appends to
+	// them ("… preemption: 0/3 nodes are available: 3 Preemption is not
+	// helpful for scheduling.", issue 42).
+	saysAll(t, "stderr", r.Stderr, "cannot be scheduled (Unschedulable): 0/3 nodes are available: 3 Insufficient cpu.")
+	if strings.Contains(r.Stderr, "preemption:") {
+		t.Errorf("stderr quotes the scheduler's preemption message:\n%s", r.Stderr)
+	}
 }

@@ -54,7 +54,7 @@ func TestRolloutFollowsCreatedObjects(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, "Rollout: 6 of 6 object(s) current",
-		"PersistentVolumeClaim/"+ns+"/cache: not bound: StorageClass "+class+" binds it when a pod using it is scheduled (WaitForFirstConsumer)")
+		"PersistentVolumeClaim/"+ns+"/cache: current: not bound: StorageClass "+class+" binds it when a pod using it is scheduled (WaitForFirstConsumer)")
 	var doc outcomeDoc
 	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.Outcome == nil {
 		t.Fatalf("JSON document without outcome (%v):\n%s", err, r.Stdout)

@@ -70,7 +70,7 @@ func healthyImageChange(t *testing.T, flags []string) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current: 3/3 replaced, ready", "Outcome: 1 as predicted, 0 differ")
+	saysAll(t, "stderr", r.Stderr, "Deployment.apps/"+ns+"/web: current: 3/3 updated, 3/3 ready", "Outcome: 1 as predicted, 0 differ")
 	// Cost: the LIST of pods before the apply is the one the watch
 	// starts its WATCH from.
 	saysAll(t, "the watch's debug line", r.Stderr, "deployments.apps 1 LIST + 1 WATCH, pods 1 LIST + 1 WATCH")
@@ -103,7 +103,7 @@ func healthyImageChange(t *testing.T, flags []string) {
 	if o.AsPredicted != 1 || o.Differ != 0 || o.Failed != 0 || len(o.Objects) != 1 {
 		t.Fatalf("outcome %+v, want one object as predicted", o)
 	}
-	if ob := o.Objects[0]; ob.State != "current" || ob.Detail != "3/3 replaced, ready" || ob.Predicted != "every pod replaced" ||
+	if ob := o.Objects[0]; ob.State != "current" || ob.Detail != "3/3 updated, 3/3 ready" || ob.Predicted != "every pod replaced" ||
 		ob.Observed != "3 of 3 pod(s) replaced" || ob.PodsBefore != 3 || ob.PodsKept != 0 {
 		t.Errorf("outcome of Deployment web: %+v", ob)
 	}
@@ -254,7 +254,7 @@ func TestRolloutOnDelete(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	saysAll(t, "stderr", r.Stderr, []string{
-		"StatefulSet.apps/" + ns + "/kafka: 0 replaced; pods keep the old template until deleted, ready",
+		"StatefulSet.apps/" + ns + "/kafka: current: 0 replaced; pods keep the old template until deleted, 2/2 ready",
 		"StatefulSet.apps/" + ns + "/kafka: 2 of 2 pod(s) kept (predicted: 0 replaced; pods keep the old template until deleted)",
 		"Outcome: 1 as predicted, 0 differ",
 	}...)
