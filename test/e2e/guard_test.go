@@ -197,6 +197,59 @@ func TestGuard(t *testing.T) {
 		keptPodsAndClaims(t, c, stsNS, pods, claims)
 	})
 
+	t.Run("the tool acknowledges to the guard the deletes its gate acknowledged", func(t *testing.T) {
+		// helm uninstall deletes a templated claim and CRD: unacknowledged,
+		// the gate blocks and nothing is annotated; acknowledged, the tool
+		// annotates exactly those and the guard lets Helm's deletes pass.
+		uns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", uns)
+		ucrd := uns + "gadgets.guard.example.com"
+		before := auditMark(t, c)
+		if r := run(t, c, "uninstall", "vol", "-n", uns); r.Code != 2 {
+			t.Fatalf("unacknowledged uninstall: exit %d, want 2 (blocked by the gate)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		assertOnlyDryRunWrites(t, c, uns, before)
+		for _, obj := range [][]string{{"-n", uns, "pvc", "files"}, {"crd", ucrd}} {
+			if got := mustBin(t, c, c.Kubectl, append([]string{"get", "-o", "jsonpath={.metadata.annotations}"}, obj...)...); strings.Contains(got, guard.AckAnnotation) {
+				t.Errorf("the blocked uninstall annotated %v: %s", obj, got)
+			}
+		}
+		r := run(t, c, append([]string{"uninstall", "vol", "-n", uns}, destructiveAcks(t, c, 2, "uninstall", "vol", "-n", uns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged uninstall: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		for _, obj := range [][]string{{"-n", uns, "pvc", "files"}, {"crd", ucrd}} {
+			testcluster.Eventually(t, "the acknowledged delete went through", func() (bool, string) {
+				out, err := kubectlErr(t, c, append([]string{"get", "-o", "name"}, obj...)...)
+				return err != nil && strings.Contains(out, "NotFound"), out
+			})
+		}
+
+		// An upgrade that drops the templated claim, acknowledged.
+		gns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", gns)
+		gcrd := gns + "gadgets.guard.example.com"
+		dropped := map[string]string{}
+		for k, v := range guardVolumeChart {
+			if k != "pvc.yaml" {
+				dropped[k] = v
+			}
+		}
+		vol2 := writeChart(t, "vol", "1.1.0", dropped)
+		r = run(t, c, append([]string{"vol", vol2, "-n", gns}, destructiveAcks(t, c, 1, "vol", vol2, "-n", gns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged upgrade dropping the claim: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		testcluster.Eventually(t, "the dropped claim is deleted", func() (bool, string) {
+			out, err := kubectlErr(t, c, "get", "-n", gns, "pvc", "files", "-o", "name")
+			return err != nil && strings.Contains(out, "NotFound"), out
+		})
+		// What was not deleted was not acknowledged.
+		if got := mustBin(t, c, c.Kubectl, "get", "crd", gcrd, "-o", "jsonpath={.metadata.annotations}"); strings.Contains(got, guard.AckAnnotation) {
+			t.Errorf("the upgrade annotated the CRD it keeps: %s", got)
+		}
+	})
+
 	t.Run("the acknowledgement is bound to the object's UID", func(t *testing.T) {
 		// The claim's UID on the ConfigMap's twin: another claim.
 		twin := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: twin, annotations: {meta.helm.sh/release-name: vol}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
@@ -280,4 +333,16 @@ func TestGuard(t *testing.T) {
 			t.Fatalf("guard uninstall: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
+}
+
+// destructiveAcks plans args and returns the --ack flags of its destructive
+// changes, which must number want.
+func destructiveAcks(t *testing.T, c *testcluster.Cluster, want int, args ...string) []string {
+	t.Helper()
+	p, _ := planJSON(t, c, args...)
+	acks := p.ackFlags()
+	if len(acks) != 2*want {
+		t.Fatalf("plan of %v: acks %q, want %d destructive changes", args, acks, want)
+	}
+	return acks
 }
