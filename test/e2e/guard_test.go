@@ -244,6 +244,23 @@ func TestGuard(t *testing.T) {
 			out, err := kubectlErr(t, c, "get", "-n", gns, "pvc", "files", "-o", "name")
 			return err != nil && strings.Contains(out, "NotFound"), out
 		})
+		// Helm fails (a pre-upgrade hook) before its delete: the
+		// acknowledgement written is removed from the claim still there.
+		fns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", fns)
+		failing := map[string]string{"hook.yaml": strings.Replace(migrateHook("migrate:crash"), "spec:\n  template:", "spec:\n  backoffLimit: 0\n  template:", 1)}
+		for k, v := range dropped {
+			failing[k] = v
+		}
+		vol3 := writeChart(t, "vol", "1.2.0", failing)
+		r = run(t, c, append([]string{"vol", vol3, "-n", fns, "--debug"}, destructiveAcks(t, c, 1, "vol", vol3, "-n", fns)...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "acknowledged to the guard") {
+			t.Fatalf("acknowledged upgrade whose hook fails: exit %d, want 1 and the acknowledgement logged\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := mustBin(t, c, c.Kubectl, "get", "-n", fns, "pvc", "files", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(got, guard.AckAnnotation) {
+			t.Errorf("after Helm failed the claim still carries the acknowledgement: %s", got)
+		}
+
 		// What was not deleted was not acknowledged.
 		if got := mustBin(t, c, c.Kubectl, "get", "crd", gcrd, "-o", "jsonpath={.metadata.annotations}"); strings.Contains(got, guard.AckAnnotation) {
 			t.Errorf("the upgrade annotated the CRD it keeps: %s", got)
