@@ -218,12 +218,8 @@ func TestGuard(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("acknowledged uninstall: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 		}
-		for _, obj := range [][]string{{"-n", uns, "pvc", "files"}, {"crd", ucrd}} {
-			testcluster.Eventually(t, "the acknowledged delete went through", func() (bool, string) {
-				out, err := kubectlErr(t, c, append([]string{"get", "-o", "name"}, obj...)...)
-				return err != nil && strings.Contains(out, "NotFound"), out
-			})
-		}
+		gone(t, c, "-n", uns, "pvc", "files")
+		gone(t, c, "crd", ucrd)
 
 		// An upgrade that drops the templated claim, acknowledged.
 		gns := c.Namespace(t)
@@ -240,10 +236,17 @@ func TestGuard(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("acknowledged upgrade dropping the claim: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 		}
-		testcluster.Eventually(t, "the dropped claim is deleted", func() (bool, string) {
-			out, err := kubectlErr(t, c, "get", "-n", gns, "pvc", "files", "-o", "name")
-			return err != nil && strings.Contains(out, "NotFound"), out
-		})
+		gone(t, c, "-n", gns, "pvc", "files")
+		// A rollback to a revision without the claim, acknowledged.
+		rns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol2, "-n", rns)
+		c.Helm(t, "upgrade", "vol", vol, "-n", rns)
+		r = run(t, c, append([]string{"rollback", "vol", "1", "-n", rns}, destructiveAcks(t, c, 1, "rollback", "vol", "1", "-n", rns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged rollback dropping the claim: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		gone(t, c, "-n", rns, "pvc", "files")
+
 		// Helm fails (a pre-upgrade hook) before its delete: the
 		// acknowledgement written is removed from the claim still there.
 		fns := c.Namespace(t)
@@ -301,10 +304,7 @@ func TestGuard(t *testing.T) {
 		// namespace controller's deletes of a terminating namespace pass.
 		mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
 		mustBin(t, c, c.Kubectl, "delete", "namespace", pns, "--wait=false")
-		testcluster.Eventually(t, "the acknowledged namespace is gone", func() (bool, string) {
-			out, err := kubectlErr(t, c, "get", "namespace", pns, "-o", "name")
-			return err != nil && strings.Contains(out, "NotFound"), out
-		})
+		gone(t, c, "namespace", pns)
 	})
 
 	t.Run("guard uninstall removes exactly what it installed", func(t *testing.T) {
@@ -362,4 +362,13 @@ func destructiveAcks(t *testing.T, c *testcluster.Cluster, want int, args ...str
 		t.Fatalf("plan of %v: acks %q, want %d destructive changes", args, acks, want)
 	}
 	return acks
+}
+
+// gone waits until kubectl get args finds nothing.
+func gone(t *testing.T, c *testcluster.Cluster, args ...string) {
+	t.Helper()
+	testcluster.Eventually(t, strings.Join(args, " ")+" is deleted", func() (bool, string) {
+		out, err := kubectlErr(t, c, append([]string{"get", "-o", "name"}, args...)...)
+		return err != nil && strings.Contains(out, "NotFound"), out
+	})
 }
