@@ -18,10 +18,14 @@ type Resources struct {
 }
 
 // Resource implements guard.Resources.
-func (r Resources) Resource(gvk schema.GroupVersionKind, _ string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+// A namespace given is a namespaced kind's: its client is the namespace's.
+func (r Resources) Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	gvr, ok := r.Served[gvk]
 	if !ok {
 		return nil, nil, fmt.Errorf("no matches for kind %q in version %q", gvk.Kind, gvk.GroupVersion())
+	}
+	if namespace != "" {
+		return r.Dynamic.Resource(gvr).Namespace(namespace), &meta.RESTMapping{Resource: gvr, GroupVersionKind: gvk, Scope: meta.RESTScopeNamespace}, nil
 	}
 	return r.Dynamic.Resource(gvr), &meta.RESTMapping{Resource: gvr, GroupVersionKind: gvk, Scope: meta.RESTScopeRoot}, nil
 }

@@ -53,6 +53,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	// answering; releasing the lease would only wait another --timeout.
 	unanswered := false
 	defer func() { c.releaseLease(lease, unanswered) }()
+	// Helm's upgrade and rollback delete with background propagation.
+	acks, err := c.ackGuardedDeletes(ctx, planned.Plan, false)
+	if err != nil {
+		return err
+	}
 	w := c.watcher(ctx, planned)
 	defer w.Stop() // its WATCHes of pods, when the run ends before the watch
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
@@ -79,6 +84,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}, c.Out)
 	troubles := seen()
 	if err != nil {
+		if left := c.revokeGuardAcks(ctx, acks); left != "" {
+			err = fmt.Errorf("%w; %s", err, left)
+		}
 		if w != nil {
 			// The watch's cost, as the success path's stage line says it.
 			c.Logf("stage watch (until Helm failed): %s", w.Requests())

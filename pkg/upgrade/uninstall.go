@@ -224,6 +224,10 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 		return nil, err
 	}
 	defer c.releaseLease(lease, false)
+	acks, err := c.ackGuardedDeletes(ctx, planned.Plan, req.Cascade == "orphan")
+	if err != nil {
+		return nil, err
+	}
 	c.progress("Uninstalling %s through Helm", req.ReleaseName)
 	u := action.NewUninstall(c.Helm)
 	u.KeepHistory, u.DisableHooks, u.Wait, u.Timeout = req.KeepHistory, req.DisableHooks, req.Wait, req.Timeout
@@ -236,6 +240,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	out := &UninstallResult{Response: res, Remaining: remaining, Left: planned.Left}
 	if helmErr != nil {
 		out.Failed = fmt.Sprintf("helm uninstall %s: %s", req.ReleaseName, c.Sanitizer.Text(helmErr.Error(), redact.MessageLimit))
+		if left := c.revokeGuardAcks(ctx, acks); left != "" {
+			out.Failed += "; " + left
+		}
 	}
 	if err != nil {
 		if out.Failed != "" {

@@ -197,6 +197,79 @@ func TestGuard(t *testing.T) {
 		keptPodsAndClaims(t, c, stsNS, pods, claims)
 	})
 
+	t.Run("the tool acknowledges to the guard the deletes its gate acknowledged", func(t *testing.T) {
+		// helm uninstall deletes a templated claim and CRD: unacknowledged,
+		// the gate blocks and nothing is annotated; acknowledged, the tool
+		// annotates exactly those and the guard lets Helm's deletes pass.
+		uns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", uns)
+		ucrd := uns + "gadgets.guard.example.com"
+		before := auditMark(t, c)
+		if r := run(t, c, "uninstall", "vol", "-n", uns); r.Code != 2 {
+			t.Fatalf("unacknowledged uninstall: exit %d, want 2 (blocked by the gate)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		assertOnlyDryRunWrites(t, c, uns, before)
+		for _, obj := range [][]string{{"-n", uns, "pvc", "files"}, {"crd", ucrd}} {
+			if got := mustBin(t, c, c.Kubectl, append([]string{"get", "-o", "jsonpath={.metadata.annotations}"}, obj...)...); strings.Contains(got, guard.AckAnnotation) {
+				t.Errorf("the blocked uninstall annotated %v: %s", obj, got)
+			}
+		}
+		r := run(t, c, append([]string{"uninstall", "vol", "-n", uns}, destructiveAcks(t, c, 2, "uninstall", "vol", "-n", uns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged uninstall: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		gone(t, c, "-n", uns, "pvc", "files")
+		gone(t, c, "crd", ucrd)
+
+		// An upgrade that drops the templated claim, acknowledged.
+		gns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", gns)
+		gcrd := gns + "gadgets.guard.example.com"
+		dropped := map[string]string{}
+		for k, v := range guardVolumeChart {
+			if k != "pvc.yaml" {
+				dropped[k] = v
+			}
+		}
+		vol2 := writeChart(t, "vol", "1.1.0", dropped)
+		r = run(t, c, append([]string{"vol", vol2, "-n", gns}, destructiveAcks(t, c, 1, "vol", vol2, "-n", gns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged upgrade dropping the claim: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		gone(t, c, "-n", gns, "pvc", "files")
+		// A rollback to a revision without the claim, acknowledged.
+		rns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol2, "-n", rns)
+		c.Helm(t, "upgrade", "vol", vol, "-n", rns)
+		r = run(t, c, append([]string{"rollback", "vol", "1", "-n", rns}, destructiveAcks(t, c, 1, "rollback", "vol", "1", "-n", rns)...)...)
+		if r.Code != 0 {
+			t.Fatalf("acknowledged rollback dropping the claim: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		gone(t, c, "-n", rns, "pvc", "files")
+
+		// Helm fails (a pre-upgrade hook) before its delete: the
+		// acknowledgement written is removed from the claim still there.
+		fns := c.Namespace(t)
+		c.Helm(t, "install", "vol", vol, "-n", fns)
+		failing := map[string]string{"hook.yaml": strings.Replace(migrateHook("migrate:crash"), "spec:\n  template:", "spec:\n  backoffLimit: 0\n  template:", 1)}
+		for k, v := range dropped {
+			failing[k] = v
+		}
+		vol3 := writeChart(t, "vol", "1.2.0", failing)
+		r = run(t, c, append([]string{"vol", vol3, "-n", fns, "--debug"}, destructiveAcks(t, c, 1, "vol", vol3, "-n", fns)...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "acknowledged to the guard") {
+			t.Fatalf("acknowledged upgrade whose hook fails: exit %d, want 1 and the acknowledgement logged\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := mustBin(t, c, c.Kubectl, "get", "-n", fns, "pvc", "files", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(got, guard.AckAnnotation) {
+			t.Errorf("after Helm failed the claim still carries the acknowledgement: %s", got)
+		}
+
+		// What was not deleted was not acknowledged.
+		if got := mustBin(t, c, c.Kubectl, "get", "crd", gcrd, "-o", "jsonpath={.metadata.annotations}"); strings.Contains(got, guard.AckAnnotation) {
+			t.Errorf("the upgrade annotated the CRD it keeps: %s", got)
+		}
+	})
+
 	t.Run("the acknowledgement is bound to the object's UID", func(t *testing.T) {
 		// The claim's UID on the ConfigMap's twin: another claim.
 		twin := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: twin, annotations: {meta.helm.sh/release-name: vol}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
@@ -231,10 +304,7 @@ func TestGuard(t *testing.T) {
 		// namespace controller's deletes of a terminating namespace pass.
 		mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
 		mustBin(t, c, c.Kubectl, "delete", "namespace", pns, "--wait=false")
-		testcluster.Eventually(t, "the acknowledged namespace is gone", func() (bool, string) {
-			out, err := kubectlErr(t, c, "get", "namespace", pns, "-o", "name")
-			return err != nil && strings.Contains(out, "NotFound"), out
-		})
+		gone(t, c, "namespace", pns)
 	})
 
 	t.Run("guard uninstall removes exactly what it installed", func(t *testing.T) {
@@ -279,5 +349,26 @@ func TestGuard(t *testing.T) {
 		if r := run(t, c, "guard", "uninstall"); r.Code != 0 || strings.Count(r.Stdout, " deleted") != 2 {
 			t.Fatalf("guard uninstall: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
+	})
+}
+
+// destructiveAcks plans args and returns the --ack flags of its destructive
+// changes, which must number want.
+func destructiveAcks(t *testing.T, c *testcluster.Cluster, want int, args ...string) []string {
+	t.Helper()
+	p, _ := planJSON(t, c, args...)
+	acks := p.ackFlags()
+	if len(acks) != 2*want {
+		t.Fatalf("plan of %v: acks %q, want %d destructive changes", args, acks, want)
+	}
+	return acks
+}
+
+// gone waits until kubectl get args finds nothing.
+func gone(t *testing.T, c *testcluster.Cluster, args ...string) {
+	t.Helper()
+	testcluster.Eventually(t, strings.Join(args, " ")+" is deleted", func() (bool, string) {
+		out, err := kubectlErr(t, c, append([]string{"get", "-o", "name"}, args...)...)
+		return err != nil && strings.Contains(out, "NotFound"), out
 	})
 }

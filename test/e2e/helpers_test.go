@@ -170,3 +170,19 @@ func (c jsonChange) paths() []string {
 	}
 	return out
 }
+
+// ackFlags are the --ack flags, bound to their fingerprints, of the plan's
+// destructive changes.
+func (p *jsonPlan) ackFlags() []string {
+	var acks []string
+	for _, ch := range p.Changes {
+		if ch.Destructive {
+			id := ch.Kind + "/" + ch.Name
+			if ch.Namespace != "" {
+				id = ch.Kind + "/" + ch.Namespace + "/" + ch.Name
+			}
+			acks = append(acks, "--ack", id+"@"+ch.Fingerprint)
+		}
+	}
+	return acks
+}

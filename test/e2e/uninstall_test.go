@@ -85,16 +85,7 @@ func TestUninstallGatesDataLoss(t *testing.T) {
 	if p.Release.Operation != "uninstall" {
 		t.Errorf("operation %q, want uninstall", p.Release.Operation)
 	}
-	var acks []string
-	for _, ch := range p.Changes {
-		if ch.Destructive {
-			id := ch.Kind + "/" + ch.Name
-			if ch.Namespace != "" {
-				id = ch.Kind + "/" + ch.Namespace + "/" + ch.Name
-			}
-			acks = append(acks, "--ack", id+"@"+ch.Fingerprint)
-		}
-	}
+	acks := p.ackFlags()
 	for _, want := range []struct{ kind, name, class string }{
 		{"PersistentVolumeClaim", "scratch", "data-loss"},
 		{"CustomResourceDefinition", "gadgets." + group, "data-loss"},
