@@ -132,6 +132,10 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		case o.DetailedExitcode && planned.Plan.HasChanges():
 			return withExitCode(ExitPending, nil)
 		}
+		if o.HelmOut != nil {
+			// helm uninstall --dry-run prints the same line.
+			fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
+		}
 		return nil
 	}
 	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
@@ -148,10 +152,13 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	// purpose: Helm's failure, or an object held by a finalizer or not
 	// deleted, fails the run (exit 1), said before the lists.
 	w := o.Streams.ErrOut
-	if res.Failed != "" {
+	switch {
+	case res.Failed != "":
 		fmt.Fprintf(w, "Error: %s\n", res.Failed)
-	} else {
-		fmt.Fprintf(w, "release %q uninstalled\n", o.Request.ReleaseName)
+	case o.HelmOut != nil:
+		fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
+	default:
+		fmt.Fprintln(w, uninstalledLine(o.Request.ReleaseName))
 	}
 	if len(res.Remaining) > 0 {
 		fmt.Fprintf(w, "Error: %d object(s) the uninstall deleted are still in the cluster:\n", len(res.Remaining))
@@ -166,4 +173,10 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, nil)
 	}
 	return nil
+}
+
+// uninstalledLine is what helm uninstall prints for a release it
+// uninstalled (cmd/helm/uninstall.go of Helm 3 and 4), which scripts parse.
+func uninstalledLine(name string) string {
+	return fmt.Sprintf("release %q uninstalled", name)
 }

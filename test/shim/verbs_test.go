@@ -1,0 +1,97 @@
+package shim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+)
+
+// TestRollbackUninstallThroughShim (issue 34): helm rollback and helm
+// uninstall through the drop-in helm, Helm 3 as the real helm, go through
+// the gate. A rollback of an image change applies: Helm's line on stdout,
+// history "Rollback to 1". An uninstall that would delete a templated claim
+// is blocked (exit 2, nothing on stdout, no write, the release and the
+// claim still there), as Helmsman's namespace-change reinstall would be;
+// with the claim acknowledged in the ack file of the working directory,
+// helm delete (an alias) uninstalls and prints Helm's line.
+func TestRollbackUninstallThroughShim(t *testing.T) {
+	c := testcluster.Get(t)
+	dirs := tool.Dirs(t, c, c.Helm3)
+	ns, dir := c.Namespace(t), t.TempDir()
+	env := shimtest.Env(t, c, []string{dirs.Shim, dirs.Real})
+	helm := func(args ...string) result {
+		return shimtest.Run(t, dir, env, filepath.Join(dirs.Shim, "helm"), "helm", args...)
+	}
+	chart := shimtest.Chart(c, "shim-verbs")
+	c.Helm(t, "install", "app", chart, "-n", ns)
+	c.Helm(t, "upgrade", "app", chart, "-n", ns, "--set", "image.tag=1.28")
+
+	r := helm("rollback", "app", "1", "-n", ns)
+	if r.Code != 0 || r.Stdout != "Rollback was a success! Happy Helming!\n" {
+		t.Fatalf("helm rollback app 1: want exit 0 and Helm's line alone on stdout\n%s", r)
+	}
+	if hist := c.Helm(t, "history", "app", "-n", ns); !strings.Contains(hist, "Rollback to 1") {
+		t.Errorf("helm history: want revision 3 \"Rollback to 1\"\n%s", hist)
+	}
+	cs := c.Clientset(t)
+	web, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "app-web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := web.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+		t.Errorf("after the rollback the image is %s, want revision 1's nginx:1.27", img)
+	}
+
+	// Unacknowledged, uninstall and its alias are blocked; --dry-run exits 0
+	// as Helm's does, and neither writes.
+	events := len(c.AuditEvents(t, nil))
+	claim := "PersistentVolumeClaim/" + ns + "/app-data"
+	for _, args := range [][]string{{"uninstall", "app", "-n", ns}, {"-n", ns, "un", "app"}} {
+		r := helm(args...)
+		if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, claim) || !strings.Contains(r.Stderr, ".safe-upgrade-acks.yaml in the working directory (none found)") {
+			t.Errorf("helm %s without acks: want exit 2, nothing on stdout, the claim and the ack-file rule on stderr\n%s", strings.Join(args, " "), r)
+		}
+	}
+	if r := helm("uninstall", "app", "-n", ns, "--dry-run"); r.Code != 0 || r.Stdout != "" || !strings.Contains(r.Stderr, "exit 0 as helm uninstall --dry-run") {
+		t.Errorf("helm uninstall --dry-run, blocked: want exit 0 and nothing on stdout\n%s", r)
+	}
+	if writes, seen := shimtest.ToolWroteSince(t, c, ns, events); len(writes) > 0 || !seen {
+		t.Errorf("blocked uninstalls: the tool's writes %q (and it sent requests: %v; want none and true)", writes, seen)
+	}
+	if st := c.Helm(t, "status", "app", "-n", ns); !strings.Contains(st, "STATUS: deployed") {
+		t.Errorf("after the blocked uninstalls: want the release deployed\n%s", st)
+	}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "app-data", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the blocked uninstall deleted the claim: %v", err)
+	}
+
+	acks := "- kind: PersistentVolumeClaim\n  namespace: " + ns + "\n  name: app-data\n  reason: scratch data; reinstalled in the new namespace\n"
+	if err := os.WriteFile(filepath.Join(dir, ".safe-upgrade-acks.yaml"), []byte(acks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = helm("delete", "app", "-n", ns)
+	if r.Code != 0 || r.Stdout != "release \"app\" uninstalled\n" {
+		t.Fatalf("helm delete app with the ack file: want exit 0 and Helm's line alone on stdout\n%s", r)
+	}
+	if list := c.Helm(t, "list", "-q", "-n", ns); strings.TrimSpace(list) != "" {
+		t.Errorf("helm list after the uninstall: %q, want no release", list)
+	}
+	testcluster.Eventually(t, "the claim deleted", func() (bool, string) {
+		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "app-data", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "claim: " + errString(err)
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "still there"
+	}
+	return err.Error()
+}
