@@ -95,3 +95,44 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestHelmsmanReinstallThroughShim: Helmsman's move of a release to another
+// namespace (helm uninstall in the old one, then the install in the new)
+// through the drop-in helm. The release holds a templated claim: the
+// uninstall is blocked naming it, nothing is installed in the new
+// namespace and the old release and claim are still there; with the claim
+// acknowledged in the ack file beside the desired-state file, the release
+// is reinstalled in the new namespace.
+func TestHelmsmanReinstallThroughShim(t *testing.T) {
+	c := testcluster.Get(t)
+	p := newProject(t, c, c.Helm3)
+	old := c.Namespace(t)
+	c.Helm(t, "install", "demo", shimtest.Chart(c, "shim-verbs"), "-n", old)
+	p.env = append(p.env, "OLD_NS="+old)
+
+	r := p.script(t, "helmsman.sh", "shim-verbs", "reinstall")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "PersistentVolumeClaim/"+old+"/demo-data") || strings.Contains(r.Stdout, "uninstalled") {
+		t.Fatalf("helmsman reinstall without acks: want exit 2, the claim named, no uninstall\n%s", r)
+	}
+	if list := c.Helm(t, "list", "-q", "-n", p.ns); strings.TrimSpace(list) != "" {
+		t.Errorf("the blocked reinstall installed in the new namespace: %q", list)
+	}
+	if _, err := c.Clientset(t).CoreV1().PersistentVolumeClaims(old).Get(t.Context(), "demo-data", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the blocked reinstall deleted the claim: %v", err)
+	}
+
+	acks := "- kind: PersistentVolumeClaim\n  namespace: " + old + "\n  name: demo-data\n  reason: moves to the new namespace with a new claim\n"
+	if err := os.WriteFile(filepath.Join(p.dir, ".safe-upgrade-acks.yaml"), []byte(acks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = p.script(t, "helmsman.sh", "shim-verbs", "reinstall")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "release \"demo\" uninstalled\n") || !strings.Contains(r.Stdout, "STATUS: deployed") {
+		t.Fatalf("helmsman reinstall with the ack file: want exit 0, uninstalled, then deployed\n%s", r)
+	}
+	if list := c.Helm(t, "list", "-q", "-n", old); strings.TrimSpace(list) != "" {
+		t.Errorf("the release is still in the old namespace: %q", list)
+	}
+	if list := c.Helm(t, "list", "-q", "-n", p.ns); strings.TrimSpace(list) != "demo" {
+		t.Errorf("helm list in the new namespace: %q, want demo", list)
+	}
+}
