@@ -146,7 +146,7 @@ func TestGateArgs(t *testing.T) {
 			args: []string{"un", "--dry-run", "r"}, want: []string{"--dry-run", "r"}, dryRun: true},
 		// An unknown flag goes on to the tool's command, which refuses it.
 		{name: "unknown flag passed on", verb: "helm uninstall",
-			args: []string{"uninstall", "r", "--ignore-not-found"}, want: []string{"r", "--ignore-not-found"}},
+			args: []string{"delete", "--purge", "r"}, want: []string{"--purge", "r"}},
 		{name: "output refused, named by the verb", verb: "helm rollback",
 			args: []string{"rollback", "r", "-o", "json"}, err: "helm rollback -o json: not supported"},
 	} {

@@ -108,6 +108,16 @@ func rollbackUninstall(t *testing.T, c *testcluster.Cluster, realHelm string, ru
 		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "app-data", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "claim: " + errString(err)
 	})
+
+	// Gone: an error (exit 1), unless --ignore-not-found, which prints
+	// Helm's line as the real helm does.
+	if r := helm("uninstall", "app", "-n", ns); r.Code != 1 || r.Stdout != "" || !strings.Contains(r.Stderr, "not found in namespace") {
+		t.Errorf("helm uninstall of a release that is gone: want exit 1 and the error\n%s", r)
+	}
+	real := shimtest.Run(t, dir, env, filepath.Join(dirs.Real, "helm"), "helm", "uninstall", "app", "-n", ns, "--ignore-not-found")
+	if r := helm("uninstall", "app", "-n", ns, "--ignore-not-found"); r.Code != 0 || r.Stdout != real.Stdout || real.Code != 0 {
+		t.Errorf("helm uninstall --ignore-not-found of a release that is gone: want exit 0 and the real helm's stdout\n=== real\n%s\n=== shim\n%s", real, r)
+	}
 }
 
 func errString(err error) string {
