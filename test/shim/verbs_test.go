@@ -3,6 +3,7 @@ package shim
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,11 +17,12 @@ import (
 // TestRollbackUninstallThroughShim (issue 34): helm rollback and helm
 // uninstall through the drop-in helm, Helm 3 and Helm 4 as the real helm, go through
 // the gate. A rollback of an image change applies: Helm's line on stdout,
-// history "Rollback to 1". An uninstall that would delete a templated claim
-// is blocked (exit 2, nothing on stdout, no write, the release and the
-// claim still there), as Helmsman's namespace-change reinstall would be;
-// with the claim acknowledged in the ack file of the working directory,
-// helm delete (an alias) uninstalls and prints Helm's line.
+// history "Rollback to 1". An uninstall, or a rollback, that would delete
+// a templated claim is blocked (exit 2, nothing on stdout, no write, the
+// release and the claim still there), as Helmsman's namespace-change
+// reinstall would be; with the claim acknowledged in the ack file of the
+// working directory, the rollback applies, and helm delete (an alias)
+// uninstalls and prints Helm's line.
 func TestRollbackUninstallThroughShim(t *testing.T) {
 	c := testcluster.Get(t)
 	for _, real := range []struct {
@@ -53,6 +55,9 @@ func rollbackUninstall(t *testing.T, c *testcluster.Cluster, realHelm string, ru
 	chart := shimtest.Chart(c, "shim-verbs")
 	run(t, "install", "app", chart, "-n", ns)
 	run(t, "upgrade", "app", chart, "-n", ns, "--set", "image.tag=1.28")
+	// "added": revision 2 adds the claim, which a rollback to 1 deletes.
+	run(t, "install", "added", chart, "-n", ns, "--set", "data.enabled=false")
+	run(t, "upgrade", "added", chart, "-n", ns, "--set", "data.enabled=true")
 
 	r := helm("rollback", "app", "1", "-n", ns)
 	if r.Code != 0 || r.Stdout != "Rollback was a success! Happy Helming!\n" {
@@ -74,9 +79,13 @@ func rollbackUninstall(t *testing.T, c *testcluster.Cluster, realHelm string, ru
 	// as Helm's does, and neither writes.
 	events := len(c.AuditEvents(t, nil))
 	claim := "PersistentVolumeClaim/" + ns + "/app-data"
-	for _, args := range [][]string{{"uninstall", "app", "-n", ns}, {"-n", ns, "un", "app"}} {
+	for _, args := range [][]string{{"uninstall", "app", "-n", ns}, {"-n", ns, "un", "app"}, {"rollback", "added", "1", "-n", ns}} {
 		r := helm(args...)
-		if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, claim) || !strings.Contains(r.Stderr, ".safe-upgrade-acks.yaml in the working directory (none found)") {
+		want := claim
+		if args[0] == "rollback" {
+			want = "PersistentVolumeClaim/" + ns + "/added-data"
+		}
+		if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, ".safe-upgrade-acks.yaml in the working directory (none found)") {
 			t.Errorf("helm %s without acks: want exit 2, nothing on stdout, the claim and the ack-file rule on stderr\n%s", strings.Join(args, " "), r)
 		}
 	}
@@ -89,20 +98,33 @@ func rollbackUninstall(t *testing.T, c *testcluster.Cluster, realHelm string, ru
 	if st := run(t, "status", "app", "-n", ns); !strings.Contains(st, "STATUS: deployed") {
 		t.Errorf("after the blocked uninstalls: want the release deployed\n%s", st)
 	}
-	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "app-data", metav1.GetOptions{}); err != nil {
-		t.Fatalf("the blocked uninstall deleted the claim: %v", err)
+	for _, name := range []string{"app-data", "added-data"} {
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+			t.Fatalf("a blocked command deleted the claim %s: %v", name, err)
+		}
+	}
+	if hist := run(t, "history", "added", "-n", ns); strings.Contains(hist, "Rollback") {
+		t.Errorf("the blocked rollback made a revision:\n%s", hist)
 	}
 
-	acks := "- kind: PersistentVolumeClaim\n  namespace: " + ns + "\n  name: app-data\n  reason: scratch data; reinstalled in the new namespace\n"
+	acks := "- kind: PersistentVolumeClaim\n  namespace: " + ns + "\n  name: app-data\n  reason: scratch data; reinstalled in the new namespace\n" +
+		"- kind: PersistentVolumeClaim\n  namespace: " + ns + "\n  name: added-data\n  reason: revision 1 had no claim\n"
 	if err := os.WriteFile(filepath.Join(dir, ".safe-upgrade-acks.yaml"), []byte(acks), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	r = helm("rollback", "added", "1", "-n", ns)
+	if r.Code != 0 || r.Stdout != "Rollback was a success! Happy Helming!\n" {
+		t.Fatalf("helm rollback added 1 with the ack file: want exit 0 and Helm's line alone on stdout\n%s", r)
+	}
+	if hist := run(t, "history", "added", "-n", ns); !strings.Contains(hist, "Rollback to 1") {
+		t.Errorf("helm history added: want \"Rollback to 1\"\n%s", hist)
 	}
 	r = helm("delete", "app", "-n", ns)
 	if r.Code != 0 || r.Stdout != "release \"app\" uninstalled\n" {
 		t.Fatalf("helm delete app with the ack file: want exit 0 and Helm's line alone on stdout\n%s", r)
 	}
-	if list := run(t, "list", "-q", "-n", ns); strings.TrimSpace(list) != "" {
-		t.Errorf("helm list after the uninstall: %q, want no release", list)
+	if list := run(t, "list", "-q", "-n", ns); slices.Contains(strings.Fields(list), "app") {
+		t.Errorf("helm list after the uninstall: %q, want no release app", list)
 	}
 	testcluster.Eventually(t, "the claim deleted", func() (bool, string) {
 		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "app-data", metav1.GetOptions{})
