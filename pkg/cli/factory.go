@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -39,6 +40,10 @@ type Factory struct {
 	// Caller and Announce are the helm shim's (see upgrade.Config).
 	Caller   string
 	Announce func(rel *release.Release, installed bool) error
+	// HelmOut, when set, receives the lines Helm itself prints after a
+	// verb without an Announce (uninstall's "release ... uninstalled"):
+	// the helm shim's stdout, which scripts parse.
+	HelmOut io.Writer
 
 	config *upgrade.Config
 }

@@ -222,6 +222,17 @@ func (f *Factory) executeTree(argv0 string, args []string, build BuildInfo, runF
 	return f.execute(argv0, root, route(root, args), build)
 }
 
+// executeVerb runs the one command newCmd makes with args, without the
+// tree and its reading rule: the drop-in helm's rollback and uninstall,
+// whose command the shim has already told apart (helm un NAME is never an
+// upgrade of the release "un").
+func (f *Factory) executeVerb(argv0 string, newCmd func(*Factory, runFunc) *cobra.Command, args []string, build BuildInfo) int {
+	f.UserAgent = "helm-safe-upgrade/" + build.Version
+	cmd := newCmd(f, nil)
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: commandName(argv0)}
+	return f.execute(argv0, cmd, args, build)
+}
+
 // execute runs one upgrade with args over o, without the tree: the drop-in
 // helm's gate, whose arguments are always helm upgrade's RELEASE CHART.
 func (o *UpgradeOptions) execute(argv0 string, args []string, build BuildInfo) int {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/release"
@@ -35,12 +36,13 @@ const (
 )
 
 // ackRule is the one rule for where the shim's acknowledgements come from,
-// shown when an upgrade is blocked.
+// shown when a gated command is blocked.
 const ackRule = "acknowledgements come from the file " + AckFileEnv + " names, else " + DefaultAckFile + " in the working directory"
 
 // ShimOptions is the drop-in helm: the binary invoked as helm. It serves
-// `helm upgrade` through the gate (plan → gate → apply as helm
-// safe-upgrade, Helm's lines on stdout, the report on stderr), `helm diff
+// `helm upgrade`, `helm rollback` and `helm uninstall` through the gate
+// (plan → gate → apply as helm safe-upgrade's upgrade, rollback and
+// uninstall, Helm's lines on stdout, the report on stderr), `helm diff
 // upgrade` as a plan when no helm-diff plugin is installed (or
 // SAFE_UPGRADE_DIFF=1), adds a diff row to `helm plugin list` then, and
 // hands every other command to the real helm unchanged. It parses no flag
@@ -113,7 +115,7 @@ func (o *ShimOptions) Complete() error {
 		}
 		o.ServeDiff = serve
 	}
-	if o.Command == shim.Upgrade || (o.Command == shim.DiffUpgrade && o.ServeDiff) {
+	if shim.Gated(o.Command) || (o.Command == shim.DiffUpgrade && o.ServeDiff) {
 		file, err := o.ackFile()
 		if err != nil {
 			return err
@@ -137,6 +139,10 @@ func (o *ShimOptions) Run() int {
 	switch {
 	case o.Command == shim.Upgrade:
 		return o.upgrade()
+	case o.Command == shim.Rollback:
+		return o.verb("rollback", newRollbackCommand)
+	case o.Command == shim.Uninstall:
+		return o.verb("uninstall", newUninstallCommand)
 	case o.Command == shim.DiffUpgrade && o.ServeDiff:
 		return o.diff()
 	case o.Command == shim.PluginList && o.ServeDiff:
@@ -232,32 +238,78 @@ func (o *ShimOptions) pluginList() int {
 // upgrade serves helm upgrade: the gate's plan, report (on stderr: stdout is
 // Helm's), gate and apply, then Helm's own lines on stdout.
 func (o *ShimOptions) upgrade() int {
-	inv, err := shim.UpgradeArgs(o.Args, o.cmdIndex)
+	inv, streams, err := o.gated("upgrade")
 	if err != nil {
 		return exitCode(err, o.Streams.ErrOut, false)
 	}
-	if inv.Args, err = o.force(inv); err != nil {
-		return exitCode(err, o.Streams.ErrOut, false)
-	}
-	streams := o.Streams
-	streams.Out, streams.OutTTY = o.Streams.ErrOut, o.Streams.ErrTTY
-	streams.NoColor = streams.NoColor || inv.NoColor
 	u := o.gateOptions(streams)
 	u.Announce = func(rel *release.Release, installed bool) error {
 		return writeHelmStatus(o.Streams.Out, rel, installed, u.Render.HideNotes)
 	}
 	code := u.execute("helm-safe-upgrade", o.withAckFile(inv), o.Build)
-	if code == ExitBlocked {
-		o.explainAcks()
-		if inv.DryRun {
-			// helm upgrade --dry-run succeeds whatever the upgrade would do,
-			// and scripts run it as a check that must pass: the report
-			// above says what the real upgrade would be blocked on.
-			fmt.Fprintln(o.Streams.ErrOut, "helm (safe-upgrade shim): --dry-run: nothing was written; exit 0 as helm upgrade --dry-run, though the upgrade itself would be blocked as above")
-			return ExitOK
-		}
+	return o.blocked("upgrade", inv, code)
+}
+
+// gated returns the tool's arguments for the gated command line helm VERB
+// (shim.GateArgs, --force decided by force) and the streams of the gate's
+// run: its report on stderr, as stdout is Helm's.
+func (o *ShimOptions) gated(verb string) (shim.Invocation, iostreams.Streams, error) {
+	inv, err := shim.GateArgs(o.Args, o.cmdIndex, "helm "+verb)
+	if err != nil {
+		return inv, iostreams.Streams{}, err
+	}
+	if inv.Args, err = o.force(inv); err != nil {
+		return inv, iostreams.Streams{}, err
+	}
+	streams := o.Streams
+	streams.Out, streams.OutTTY = o.Streams.ErrOut, o.Streams.ErrTTY
+	streams.NoColor = streams.NoColor || inv.NoColor
+	return inv, streams, nil
+}
+
+// blocked returns the exit code of helm VERB served through the gate:
+// after a blocked command, where acknowledgements come from; a blocked
+// --dry-run exits 0, as Helm's does.
+func (o *ShimOptions) blocked(verb string, inv shim.Invocation, code int) int {
+	if code != ExitBlocked {
+		return code
+	}
+	o.explainAcks()
+	if inv.DryRun {
+		// helm VERB --dry-run succeeds whatever the command would do, and
+		// scripts run it as a check that must pass: the report above says
+		// what the real command would be blocked on.
+		fmt.Fprintf(o.Streams.ErrOut, "helm (safe-upgrade shim): --dry-run: nothing was written; exit 0 as helm %[1]s --dry-run, though the %[1]s itself would be blocked as above\n", verb)
+		return ExitOK
 	}
 	return code
+}
+
+// verb serves helm rollback or helm uninstall (name) as helm safe-upgrade's
+// command of that name (newCmd): plan, report on stderr, gate, apply, then Helm's
+// own line on stdout ("Rollback was a success! Happy Helming!", "release
+// ... uninstalled"). Blocked, it writes nothing and exits 2.
+func (o *ShimOptions) verb(name string, newCmd func(*Factory, runFunc) *cobra.Command) int {
+	inv, streams, err := o.gated(name)
+	if err != nil {
+		return exitCode(err, o.Streams.ErrOut, false)
+	}
+	f := NewFactory(streams)
+	f.Masker, f.Caller, f.HelmOut = o.Masker, shim.Caller(o.PPID), o.Streams.Out
+	rolledBack := false
+	if name == "rollback" {
+		// As for upgrade, the shim ends where helm rollback does, with its
+		// line (cmd/helm/rollback.go of Helm 3 and 4).
+		f.Announce = func(*release.Release, bool) error {
+			rolledBack = true
+			return nil
+		}
+	}
+	code := f.executeVerb("helm-safe-upgrade", newCmd, o.withAckFile(inv), o.Build)
+	if name == "rollback" && code == ExitOK && (rolledBack || inv.DryRun) {
+		fmt.Fprintln(o.Streams.Out, "Rollback was a success! Happy Helming!")
+	}
+	return o.blocked(name, inv, code)
 }
 
 // force returns inv's arguments with or without its --force
@@ -301,7 +353,7 @@ func (o *ShimOptions) withAckFile(inv shim.Invocation) []string {
 	return append(inv.Args, "--ack-file="+o.AckFile)
 }
 
-// explainAcks says, after a blocked upgrade, where acknowledgements come from.
+// explainAcks says, after a blocked command, where acknowledgements come from.
 func (o *ShimOptions) explainAcks() {
 	found := "none found"
 	if o.AckFile != "" {

@@ -230,6 +230,40 @@ func TestShimUpgradeGate(t *testing.T) {
 	}
 }
 
+// TestShimRollbackUninstallFlags runs helm rollback and helm uninstall (and
+// its aliases) through the shim up to where the tool's command reads its
+// flags: served by the gate, never handed to the real helm, and a flag or
+// argument the tool's command refuses fails before anything is read or
+// written. The gate itself runs against a cluster in test/shim.
+func TestShimRollbackUninstallFlags(t *testing.T) {
+	e, _ := newShimEnv(t, false)
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"rollback: unknown flag refused", []string{"rollback", "r", "1", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{"rollback: Helm 3's --recreate-pods refused", []string{"rollback", "r", "--recreate-pods"}, "unknown flag: --recreate-pods"},
+		{"rollback: bad revision", []string{"-n", "ns", "rollback", "r", "one"}, `REVISION "one" is not a revision number`},
+		{"rollback: -o json refused", []string{"rollback", "r", "-o", "json"}, "helm rollback -o json: not supported through the safe-upgrade shim"},
+		{"rollback: bad wait strategy", []string{"rollback", "r", "--wait=soon"}, "--wait=soon"},
+		{"delete: Helm 2's --purge refused", []string{"delete", "--purge", "r"}, "unknown flag: --purge"},
+		{"delete: one release at a time", []string{"delete", "a", "b"}, "uninstall expects RELEASE, got 2 argument(s)"},
+		{"del: bad cascade", []string{"del", "r", "--cascade", "sideways"}, `--cascade "sideways"`},
+		{"un: bad release name", []string{"un", "Not_A_Release"}, `uninstall "Not_A_Release"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.run(t, tt.args...)
+			if r.Code != ExitError || r.Exec != nil || r.Stdout != "" {
+				t.Fatalf("exit %d (want %d), exec %v, stdout %q\nstderr:\n%s", r.Code, ExitError, r.Exec, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, r.Stderr)
+			}
+		})
+	}
+}
+
 // TestShimDiff serves helm diff upgrade offline with helm-diff's exit codes.
 func TestShimDiff(t *testing.T) {
 	e, _ := newShimEnv(t, false)

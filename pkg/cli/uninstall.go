@@ -24,10 +24,10 @@ type UninstallOptions struct {
 	Report report.Request
 	Gate   ackFlags
 	// helm uninstall's flags.
-	KeepHistory, DisableHooks, Wait bool
-	Cascade, Description            string
-	Timeout                         time.Duration
-	DryRun, DetailedExitcode        bool
+	KeepHistory, DisableHooks, Wait, IgnoreNotFound bool
+	Cascade, Description                            string
+	Timeout                                         time.Duration
+	DryRun, DetailedExitcode                        bool
 
 	// Set by Complete.
 	Request  upgrade.UninstallRequest
@@ -78,6 +78,7 @@ the cluster is printed last.`,
 	fs.BoolVar(&o.Wait, "wait", false, "if set, will wait until all the resources are deleted before returning. It will wait for as long as --timeout")
 	fs.DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
 	fs.StringVar(&o.Description, "description", "", "add a custom description")
+	fs.BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, `treat "release not found" as a successful uninstall`)
 	return cmd
 }
 
@@ -117,6 +118,14 @@ func (o *UninstallOptions) Validate() error {
 // runs it.
 func (o *UninstallOptions) Run(ctx context.Context) error {
 	planned, err := o.Config.PlanUninstall(ctx, o.Request)
+	if o.IgnoreNotFound && errors.Is(err, render.ErrReleaseNotFound) {
+		// As Helm: nothing to do, and its line all the same.
+		fmt.Fprintf(o.Streams.ErrOut, "%s (--ignore-not-found)\n", err)
+		if o.HelmOut != nil {
+			fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -131,6 +140,10 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 			return withExitCode(ExitBlocked, nil)
 		case o.DetailedExitcode && planned.Plan.HasChanges():
 			return withExitCode(ExitPending, nil)
+		}
+		if o.HelmOut != nil {
+			// helm uninstall --dry-run prints the same line.
+			fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
 		}
 		return nil
 	}
@@ -148,10 +161,13 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	// purpose: Helm's failure, or an object held by a finalizer or not
 	// deleted, fails the run (exit 1), said before the lists.
 	w := o.Streams.ErrOut
-	if res.Failed != "" {
+	switch {
+	case res.Failed != "":
 		fmt.Fprintf(w, "Error: %s\n", res.Failed)
-	} else {
-		fmt.Fprintf(w, "release %q uninstalled\n", o.Request.ReleaseName)
+	case o.HelmOut != nil:
+		fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
+	default:
+		fmt.Fprintln(w, uninstalledLine(o.Request.ReleaseName))
 	}
 	if len(res.Remaining) > 0 {
 		fmt.Fprintf(w, "Error: %d object(s) the uninstall deleted are still in the cluster:\n", len(res.Remaining))
@@ -166,4 +182,10 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, nil)
 	}
 	return nil
+}
+
+// uninstalledLine is what helm uninstall prints for a release it
+// uninstalled (cmd/helm/uninstall.go of Helm 3 and 4), which scripts parse.
+func uninstalledLine(name string) string {
+	return fmt.Sprintf("release %q uninstalled", name)
 }

@@ -1,6 +1,6 @@
 // Package shim is the pure core of the drop-in `helm`: the binary invoked
-// under the name helm serves `helm upgrade` (and, on request, `helm diff
-// upgrade`) through the safe-upgrade gate and hands every other command to
+// under the name helm serves `helm upgrade`, `helm rollback` and `helm
+// uninstall` (and, on request, `helm diff upgrade`) through the safe-upgrade gate and hands every other command to
 // the real helm. This package decides which command a helm command line is,
 // finds the real helm and the full tool, names the caller, and is the
 // dispatcher (cmd/helm-shim) that hands each command to one of them;
@@ -49,7 +49,15 @@ const (
 	DiffUpgrade
 	// PluginList: helm plugin list (helm plugin ls).
 	PluginList
+	// Rollback: helm rollback, served through the gate.
+	Rollback
+	// Uninstall: helm uninstall (and its aliases delete, del, un), served
+	// through the gate.
+	Uninstall
 )
+
+// uninstallWords are helm uninstall's name and aliases (Helm 3 and 4).
+var uninstallWords = map[string]bool{"uninstall": true, "delete": true, "del": true, "un": true}
 
 // Classify returns what args (without argv[0]) ask for and the index of
 // the command word in args (-1 for none). Help (-h, --help) is always
@@ -68,6 +76,10 @@ func Classify(args []string) (Command, int) {
 	switch {
 	case first == "upgrade":
 		return Upgrade, words[0]
+	case first == "rollback":
+		return Rollback, words[0]
+	case uninstallWords[first]:
+		return Uninstall, words[0]
 	case first == "diff" && second == "upgrade":
 		return DiffUpgrade, words[0]
 	case first == "plugin" && (second == "list" || second == "ls"):

@@ -43,10 +43,16 @@ type Dispatcher struct {
 	Exec func(path string, argv, env []string) error
 }
 
-// Served reports whether the full tool handles cmd: upgrades, and the two
-// commands whose answer depends on whether the tool serves helm diff.
+// Served reports whether the full tool handles cmd: the commands that
+// write through the gate (upgrade, rollback, uninstall), and the two whose
+// answer depends on whether the tool serves helm diff.
 func Served(cmd Command) bool {
-	return cmd == Upgrade || cmd == DiffUpgrade || cmd == PluginList
+	return Gated(cmd) || cmd == DiffUpgrade || cmd == PluginList
+}
+
+// Gated reports whether cmd writes to the cluster through the gate.
+func Gated(cmd Command) bool {
+	return cmd == Upgrade || cmd == Rollback || cmd == Uninstall
 }
 
 // Run hands the command over and returns the exit code (1) when it cannot.
@@ -124,7 +130,7 @@ func ToolBeside(self string) (string, error) {
 		err = errors.New("a directory")
 	}
 	if err != nil {
-		return "", fmt.Errorf("helm upgrade and helm diff upgrade are served by %s, which must be beside the shim's file %s: %w; reinstall the shim with `helm safe-upgrade shim install DIR`", tool, resolved, err)
+		return "", fmt.Errorf("helm upgrade, rollback, uninstall and diff upgrade are served by %s, which must be beside the shim's file %s: %w; reinstall the shim with `helm safe-upgrade shim install DIR`", tool, resolved, err)
 	}
 	return tool, nil
 }

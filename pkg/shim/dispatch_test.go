@@ -65,6 +65,14 @@ func TestDispatcher(t *testing.T) {
 		self: dispatcher, args: []string{"plugin", "ls"},
 		want: &execCall{tool, []string{"helm", "plugin", "ls"}, []string{"A=1", DispatcherEnv + "=" + dispatcher}},
 	}, {
+		name: "rollback goes to the tool",
+		self: dispatcher, args: []string{"rollback", "r", "1"},
+		want: &execCall{tool, []string{"helm", "rollback", "r", "1"}, []string{"A=1", DispatcherEnv + "=" + dispatcher}},
+	}, {
+		name: "uninstall's alias goes to the tool",
+		self: dispatcher, args: []string{"-n", "old", "delete", "r"},
+		want: &execCall{tool, []string{"helm", "-n", "old", "delete", "r"}, []string{"A=1", DispatcherEnv + "=" + dispatcher}},
+	}, {
 		name: "help of upgrade is Helm's",
 		self: dispatcher, args: []string{"upgrade", "--help"}, env: map[string]string{"PATH": filepath.Dir(real)},
 		want: &execCall{real, []string{"helm", "upgrade", "--help"}, helmEnv},

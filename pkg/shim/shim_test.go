@@ -45,6 +45,17 @@ func TestClassify(t *testing.T) {
 		{[]string{"template", "upgrade", "c"}, PassThrough, 0}, // a release named upgrade
 		{[]string{"--unknown-global", "upgrade", "r", "c"}, PassThrough, -1},
 		{[]string{"--", "upgrade"}, PassThrough, -1},
+		{[]string{"rollback", "r", "1"}, Rollback, 0},
+		{[]string{"-n", "ns", "rollback", "r", "--wait"}, Rollback, 2},
+		{[]string{"rollback", "--help"}, PassThrough, -1},
+		{[]string{"uninstall", "r", "-n", "old"}, Uninstall, 0},
+		{[]string{"delete", "r"}, Uninstall, 0},
+		{[]string{"--namespace", "ns", "del", "r"}, Uninstall, 2},
+		{[]string{"un", "r", "--keep-history"}, Uninstall, 0},
+		{[]string{"history", "r"}, PassThrough, 0},
+		{[]string{"get", "manifest", "uninstall"}, PassThrough, 0}, // a release named uninstall
+		{[]string{"plugin", "uninstall", "diff"}, PassThrough, 0},
+		{[]string{"repo", "remove", "x"}, PassThrough, 0},
 		{nil, PassThrough, -1},
 	} {
 		got, idx := Classify(tt.args)
@@ -102,6 +113,60 @@ func TestUpgradeArgs(t *testing.T) {
 			}
 			if !reflect.DeepEqual(inv.Force, tt.force) || inv.Forced != tt.forced {
 				t.Errorf("force %q forced=%v, want %q forced=%v", inv.Force, inv.Forced, tt.force, tt.forced)
+			}
+		})
+	}
+}
+
+func TestGateArgs(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		verb   string
+		want   []string
+		dryRun bool
+		force  []string
+		err    string
+	}{
+		{name: "rollback's flags pass on", verb: "helm rollback",
+			args: []string{"-n", "ns", "rollback", "r", "1", "--wait", "--timeout", "2m", "--cleanup-on-fail", "--no-hooks", "--history-max=5"},
+			want: []string{"-n", "ns", "r", "1", "--wait", "--timeout", "2m", "--cleanup-on-fail", "--no-hooks", "--history-max=5"}},
+		{name: "rollback's force is the shim's decision", verb: "helm rollback",
+			args: []string{"rollback", "r", "--force"}, want: []string{"r"}, force: []string{"--force"}},
+		{name: "rollback's helm 4 wait strategy", verb: "helm rollback",
+			args: []string{"rollback", "r", "--wait=legacy"}, want: []string{"r", "--wait"}},
+		{name: "rollback dry run", verb: "helm rollback",
+			args: []string{"rollback", "r", "2", "--dry-run"}, want: []string{"r", "2", "--dry-run"}, dryRun: true},
+		{name: "uninstall's flags pass on", verb: "helm uninstall",
+			args: []string{"uninstall", "r", "--namespace", "old", "--keep-history", "--cascade", "foreground", "--description=x", "--timeout=1m"},
+			want: []string{"r", "--namespace", "old", "--keep-history", "--cascade", "foreground", "--description=x", "--timeout=1m"}},
+		{name: "an alias's flags pass on", verb: "helm uninstall",
+			args: []string{"--kube-context", "k", "del", "r", "--wait=hookOnly", "--color", "never"}, want: []string{"--kube-context", "k", "r"}},
+		{name: "uninstall dry run", verb: "helm uninstall",
+			args: []string{"un", "--dry-run", "r"}, want: []string{"--dry-run", "r"}, dryRun: true},
+		// An unknown flag goes on to the tool's command, which refuses it.
+		{name: "unknown flag passed on", verb: "helm uninstall",
+			args: []string{"delete", "--purge", "r"}, want: []string{"--purge", "r"}},
+		{name: "output refused, named by the verb", verb: "helm rollback",
+			args: []string{"rollback", "r", "-o", "json"}, err: "helm rollback -o json: not supported"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, idx := Classify(tt.args)
+			if !Gated(cmd) {
+				t.Fatalf("Classify(%q) = %v, not a gated command", tt.args, cmd)
+			}
+			inv, err := GateArgs(tt.args, idx, tt.verb)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(inv.Args, tt.want) || inv.DryRun != tt.dryRun || !reflect.DeepEqual(inv.Force, tt.force) {
+				t.Errorf("got %q dryRun=%v force=%q, want %q dryRun=%v force=%q", inv.Args, inv.DryRun, inv.Force, tt.want, tt.dryRun, tt.force)
 			}
 		})
 	}

@@ -138,6 +138,16 @@ func helm4Global(a arg, next nextArg, inv *Invocation) (bool, error) {
 // legacy) or nothing (hookOnly). --force and --force-replace are taken out
 // into Force: whether Helm gets them is the shim's decision.
 func UpgradeArgs(args []string, cmd int) (Invocation, error) {
+	return GateArgs(args, cmd, "helm upgrade")
+}
+
+// GateArgs turns a gated command line (Gated: helm upgrade, rollback or
+// uninstall, named by verb in errors; the command word at index cmd) into
+// the arguments of helm safe-upgrade's command of the same name, as
+// UpgradeArgs says. Every other flag is passed on as it is: the tool's
+// command refuses one it does not have (exit 1, nothing written), as for an
+// upgrade.
+func GateArgs(args []string, cmd int, verb string) (Invocation, error) {
 	var inv Invocation
 	err := walk(args, map[int]bool{cmd: true}, func(a arg, next nextArg) error {
 		if handled, err := helm4Global(a, next, &inv); handled || err != nil {
@@ -150,7 +160,7 @@ func UpgradeArgs(args []string, cmd int) (Invocation, error) {
 				return err
 			}
 			if v != "table" {
-				return fmt.Errorf("helm upgrade %s %s: not supported through the safe-upgrade shim: it would print the release's manifest and values, Secret values included (use -o table, Helm's default, and helm get ... after the upgrade)", a.raw, v)
+				return fmt.Errorf("%s %s %s: not supported through the safe-upgrade shim: it would print the release's manifest and values, Secret values included (use -o table, Helm's default, and helm get ... after the upgrade)", verb, a.raw, v)
 			}
 			return nil
 		case "wait":

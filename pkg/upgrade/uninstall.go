@@ -106,13 +106,21 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 
 // lastRevision is the revision helm uninstall deletes: the newest, whatever
 // its status, refused when the release is not installed.
+// noReleaseError is the error of an uninstall of a release without
+// history: it matches render.ErrReleaseNotFound, which helm uninstall
+// --ignore-not-found treats as success.
+type noReleaseError string
+
+func (e noReleaseError) Error() string { return string(e) }
+func (noReleaseError) Unwrap() error   { return render.ErrReleaseNotFound }
+
 func (c *Config) lastRevision(name string) (*release.Release, error) {
 	hist, err := render.History(c.Helm.Releases, name)
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 	}
 	if len(hist) == 0 {
-		return nil, fmt.Errorf("release %q: not found in namespace %s; nothing to uninstall", name, c.Namespace)
+		return nil, noReleaseError(fmt.Sprintf("release %q: not found in namespace %s; nothing to uninstall", name, c.Namespace))
 	}
 	if hist[0].Info.Status == release.StatusUninstalled {
 		return nil, fmt.Errorf("release %q in namespace %s: already uninstalled (history kept); nothing to uninstall", name, c.Namespace)

@@ -3,8 +3,10 @@
 # §6b): it refuses to start unless `helm plugin list` shows diff, plans with
 # helm diff upgrade --suppress-secrets, and applies with helm upgrade
 # --install, adding --force when run with --force-upgrades (the flag of the
-# "recreated my Kafka StatefulSet" report).
-# Usage: helmsman.sh plan|apply|apply-force   (REL, CHART, NS, VALUES from the environment)
+# "recreated my Kafka StatefulSet" report). reinstall is its move of a
+# release to another namespace (release.go: reInstall): helm uninstall
+# --namespace OLD_NS, then the install in NS.
+# Usage: helmsman.sh plan|apply|apply-force|reinstall   (REL, CHART, NS, VALUES, OLD_NS from the environment)
 set -uo pipefail
 helm version --short >/dev/null || exit 1
 if ! helm plugin list | grep -q diff; then
@@ -16,5 +18,7 @@ case "$1" in
   plan) helm diff upgrade "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --suppress-secrets --no-color --context 3 ;;
   apply) helm upgrade --install "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --timeout 300s --history-max 5 ;;
   apply-force) helm upgrade --install "$REL" "$CHART" --namespace "$NS" -f "$VALUES" --timeout 300s --history-max 5 --force ;;
-  *) echo "usage: helmsman.sh plan|apply|apply-force" >&2; exit 1 ;;
+  reinstall) helm uninstall --namespace "$OLD_NS" "$REL" &&
+    helm upgrade "$REL" "$CHART" --install --namespace "$NS" -f "$VALUES" --timeout 300s --history-max 5 ;;
+  *) echo "usage: helmsman.sh plan|apply|apply-force|reinstall" >&2; exit 1 ;;
 esac
