@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -320,7 +321,7 @@ func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
 			Name:      next.Name,
 			Namespace: next.Namespace,
 			Revision:  next.Version,
-			Chart:     next.Chart.Metadata.Name + "-" + next.Chart.Metadata.Version,
+			Chart:     chartRef(next.Chart),
 			Operation: plan.InstallOrUpgrade(res.Install),
 		},
 		NextManifest: next.Manifest,
@@ -373,4 +374,15 @@ func (c *Config) warnSecretCopies(p *plan.Plan) {
 	for _, w := range p.SecretCopies {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
+}
+
+// chartRef names a release's chart as NAME-VERSION. A stored release record
+// can be written by anyone who may write Secrets in its namespace (a
+// rollback's target, the revision an uninstall deletes): one without its
+// chart is named, not dereferenced.
+func chartRef(ch *chart.Chart) string {
+	if ch == nil || ch.Metadata == nil {
+		return "(no chart recorded)"
+	}
+	return ch.Metadata.Name + "-" + ch.Metadata.Version
 }

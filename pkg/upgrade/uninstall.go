@@ -79,7 +79,7 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	// to nothing, every object goes through the planner's delete path.
 	in := planner.Input{
 		Release: plan.Release{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, CurrentRevision: rel.Version,
-			Chart: rel.Chart.Metadata.Name + "-" + rel.Chart.Metadata.Version, Operation: plan.OperationUninstall, ApplyMethod: plan.ApplyMethodCSA},
+			Chart: chartRef(rel.Chart), Operation: plan.OperationUninstall, ApplyMethod: plan.ApplyMethodCSA},
 		PreviousManifest: rel.Manifest,
 		Hooks:            hookManifests(rel.Hooks), // pre/post-delete run from them
 		PreviousHooks:    hookManifests(rel.Hooks),
