@@ -30,7 +30,7 @@ type Request struct {
 	// client getter the recreate step builds its clients from.
 	Config *action.Configuration
 	// Cluster is the connection the recreate step reads and deletes with
-	// (upgrade.Config.Connect builds it, once per run).
+	// (verb.Config.Connect builds it, once per run).
 	Cluster *live.Cluster
 	// Settings is Helm's environment. May be nil. The revisions kept are
 	// Render.MaxHistory (--history-max, whose default is HELM_MAX_HISTORY).

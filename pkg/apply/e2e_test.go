@@ -107,7 +107,7 @@ func (e *e2e) apply(t *testing.T, opts render.Options, rendered *render.Result, 
 }
 
 // cluster is the connection the recreate step uses, from the same kubeconfig
-// as the Helm configuration (upgrade.Config.Connect builds it in the tool).
+// as the Helm configuration (verb.Config.Connect builds it in the tool).
 func (e *e2e) cluster(t *testing.T) *live.Cluster {
 	t.Helper()
 	rc, err := e.cfg.RESTClientGetter.ToRESTConfig()

@@ -160,7 +160,7 @@ func nonEmpty(parts ...string) []string {
 	return out
 }
 
-// identityPattern matches a holder identity as leaseRequest (pkg/upgrade)
+// identityPattern matches a holder identity as leaseRequest (pkg/verb)
 // writes it: "USER on HOST (pid N, run R)".
 var identityPattern = regexp.MustCompile(`^.* on (\S+) \(pid (\d+), run [0-9a-f]+\)$`)
 

@@ -17,7 +17,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // Factory is what every command of the tree shares, as kubectl's and the
@@ -37,7 +37,7 @@ type Factory struct {
 	// Command is the command line without flag values (see commandLine):
 	// what a writing verb's Lease shows other users.
 	Command string
-	// Caller and Announce are the helm shim's (see upgrade.Config).
+	// Caller and Announce are the helm shim's (see verb.Config).
 	Caller   string
 	Announce func(rel *release.Release, installed bool) error
 	// HelmOut, when set, receives the lines Helm itself prints after a
@@ -45,7 +45,7 @@ type Factory struct {
 	// the helm shim's stdout, which scripts parse.
 	HelmOut io.Writer
 
-	config *upgrade.Config
+	config *verb.Config
 }
 
 // NewFactory returns a factory with Helm's environment (HELM_NAMESPACE,
@@ -61,11 +61,11 @@ func (f *Factory) AddFlags(fs *pflag.FlagSet) { f.Settings.AddFlags(fs) }
 
 // RunConfig returns the run's configuration, every request bounded by
 // timeout; a run makes one, and its Sanitizer masks the errors exit prints.
-func (f *Factory) RunConfig(timeout time.Duration) *upgrade.Config {
+func (f *Factory) RunConfig(timeout time.Duration) *verb.Config {
 	if f.config != nil {
 		return f.config
 	}
-	c := upgrade.NewConfig(f.Settings, f.Streams.ErrOut, f.UserAgent, f.Masker)
+	c := verb.NewConfig(f.Settings, f.Streams.ErrOut, f.UserAgent, f.Masker)
 	c.Command = f.Command
 	c.RequestTimeout = timeout
 	c.Terminal, c.TerminalSize = f.Streams.CanRedraw(), f.Streams.ErrSize

@@ -12,7 +12,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // guardAction is what a guard command does with the cluster's policies.
@@ -32,7 +32,7 @@ type GuardOptions struct {
 	Timeout time.Duration
 
 	// Set by Complete (not with --dry-run).
-	Config *upgrade.Config
+	Config *verb.Config
 }
 
 const guardLong = `The guard is a ValidatingAdmissionPolicy and its binding

@@ -10,7 +10,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // RecoverOptions are `recover RELEASE` (and the upgrade's --recover, its
@@ -23,7 +23,7 @@ type RecoverOptions struct {
 
 	// Set by Complete.
 	Release  string
-	Config   *upgrade.Config
+	Config   *verb.Config
 	Prompter gate.Prompter
 }
 

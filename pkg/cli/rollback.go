@@ -13,12 +13,12 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // RollbackOptions are `rollback RELEASE [REVISION]`: helm rollback,
 // planned, gated and applied as an upgrade to the stored revision (see
-// upgrade.Rollback). Once complete it is run by the upgrade's Options, so
+// verb.Rollback). Once complete it is run by the upgrade's Options, so
 // the report, the gate, the prompt, --dry-run and the exit codes are the
 // upgrade's.
 type RollbackOptions struct {
@@ -132,7 +132,7 @@ func (o *RollbackOptions) Complete(args []string) error {
 		return err
 	}
 	u.AckSet = acks
-	u.Request = upgrade.RollbackRequest(o.Release, upgrade.Rollback{Revision: o.Revision}, u.Render, o.Apply, !o.DryRun)
+	u.Request = verb.RollbackRequest(o.Release, verb.Rollback{Revision: o.Revision}, u.Render, o.Apply, !o.DryRun)
 	if u.Request.ServerDryRun, err = planner.ParseServerDryRun(o.ServerDryRun); err != nil {
 		return err
 	}

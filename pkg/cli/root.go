@@ -2,7 +2,7 @@
 // CLI manner, one file per verb (upgrade.go, recover.go, uninstall.go, showplan.go,
 // shim_install.go; the drop-in helm in shim.go), each with Options whose
 // Complete → Validate → Run turn the flags into the plain requests the
-// actions of pkg/upgrade only read. What the verbs share (Helm's settings,
+// actions of pkg/verb only read. What the verbs share (Helm's settings,
 // the run's configuration, the exit code) is the Factory. It owns every
 // flag (the upgrade's in upgradeflags.go) and holds no logic of its own
 // beyond the flags and wiring the stages together.

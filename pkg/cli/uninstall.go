@@ -13,7 +13,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // UninstallOptions are `uninstall RELEASE`: plan what helm uninstall
@@ -30,8 +30,8 @@ type UninstallOptions struct {
 	DryRun, DetailedExitcode                        bool
 
 	// Set by Complete.
-	Request  upgrade.UninstallRequest
-	Config   *upgrade.Config
+	Request  verb.UninstallRequest
+	Config   *verb.Config
 	AckSet   *gate.Acks
 	Prompter gate.Prompter
 }
@@ -90,7 +90,7 @@ func (o *UninstallOptions) Complete(args []string) error {
 		return err
 	}
 	o.AckSet = acks
-	o.Request = upgrade.UninstallRequest{ReleaseName: args[0], KeepHistory: o.KeepHistory, Cascade: o.Cascade,
+	o.Request = verb.UninstallRequest{ReleaseName: args[0], KeepHistory: o.KeepHistory, Cascade: o.Cascade,
 		DisableHooks: o.DisableHooks, Wait: o.Wait, Timeout: o.Timeout, Description: o.Description, ForApply: !o.DryRun}
 	if o.Prompter == nil {
 		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)

@@ -16,7 +16,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // UpgradeOptions holds the flags and, after Complete, the dependencies of one
@@ -31,8 +31,8 @@ type UpgradeOptions struct {
 
 	// Set by Complete. Request is built once from the flags; the actions
 	// only read it.
-	Config   *upgrade.Config
-	Request  upgrade.PlanRequest
+	Config   *verb.Config
+	Request  verb.PlanRequest
 	AckSet   *gate.Acks
 	Prompter gate.Prompter
 }
@@ -144,11 +144,11 @@ func (o *UpgradeOptions) Validate() error {
 // ask for; with --plan it carries the saved plan, read and checked for
 // release in the release namespace. Offline plans are never applied:
 // --offline implies --dry-run.
-func (o *UpgradeOptions) planRequest(release, chart string) (upgrade.PlanRequest, error) {
+func (o *UpgradeOptions) planRequest(release, chart string) (verb.PlanRequest, error) {
 	if o.Offline {
 		o.DryRun = true
 	}
-	req := upgrade.PlanRequest{ReleaseName: release, ChartRef: chart, Render: o.Render, Rules: o.Rules,
+	req := verb.PlanRequest{ReleaseName: release, ChartRef: chart, Render: o.Render, Rules: o.Rules,
 		Apply: o.Apply, SavedMaxAge: o.PlanMaxAge, ForApply: !o.DryRun && !o.Recover}
 	if o.Offline {
 		from := o.From
@@ -219,7 +219,7 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 
 // gateAndApply asks for the acknowledgements still missing (on a terminal),
 // and applies the plan the gate lets through.
-func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *upgrade.Planned, decision gate.Decision) error {
+func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *verb.Planned, decision gate.Decision) error {
 	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *upgrade.Plan
 
 // savePlan saves planned with --plan-out, with who made it and its report
 // as printed; without --plan-out it does nothing.
-func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned) error {
+func (o *UpgradeOptions) savePlan(ctx context.Context, planned *verb.Planned) error {
 	if o.SavedPlanToWrite == "" {
 		return nil
 	}
@@ -243,7 +243,7 @@ func (o *UpgradeOptions) savePlan(ctx context.Context, planned *upgrade.Planned)
 	if err != nil {
 		return err
 	}
-	return o.Config.SavePlan(ctx, upgrade.SaveRequest{Path: o.SavedPlanToWrite, Keys: o.PlanKeys,
+	return o.Config.SavePlan(ctx, verb.SaveRequest{Path: o.SavedPlanToWrite, Keys: o.PlanKeys,
 		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }
 

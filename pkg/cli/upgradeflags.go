@@ -16,12 +16,12 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // The upgrade command's flags: every flag it accepts is registered and
 // checked here (Helm's global flags by helm's EnvSettings). Complete turns
-// them into the actions' requests (upgrade.PlanRequest, report.Request,
+// them into the actions' requests (verb.PlanRequest, report.Request,
 // the gate's acks); no stage package knows a flag.
 
 // runFlags are the run's own flags (helm upgrade's render flags are
@@ -41,7 +41,7 @@ type runFlags struct {
 	FailOnStaleConfig bool
 	// Apply is how the plan is applied: --force-replace (--force),
 	// --no-watch, --watch-timeout.
-	Apply upgrade.ApplyMode
+	Apply verb.ApplyMode
 	// Rules are the ignore rules: --ignore and --rules.
 	Rules planner.UserRules
 	// ServerDryRun is --server-dry-run: needed (default) or all.
@@ -64,7 +64,7 @@ type runFlags struct {
 	// Offline compares the base From with the chart without any cluster
 	// access (pre-merge mode).
 	Offline bool
-	From    upgrade.OfflineBase
+	From    verb.OfflineBase
 }
 
 // addFlags registers the run's flags.
@@ -101,7 +101,7 @@ func (f *runFlags) addPlanFlags(fs *pflag.FlagSet) {
 // addApplyFlags registers the apply flags of helm upgrade that are not
 // render flags — Helm 4's --force-replace and Helm 3's name of it, --force
 // (both set Force; off unless given) — and the rollout watch's.
-func addApplyFlags(fs *pflag.FlagSet, m *upgrade.ApplyMode) {
+func addApplyFlags(fs *pflag.FlagSet, m *verb.ApplyMode) {
 	fs.BoolVar(&m.Force, "force-replace", false, "pass --force-replace to Helm: it replaces every object that exists with PUT, changed or not (client-side apply only); the plan checks each PUT with a dry-run and is still gated")
 	fs.BoolVar(&m.Force, "force", false, "Helm 3's name of --force-replace")
 	fs.BoolVar(&m.Watch.Off, "no-watch", false, "end when Helm returns, without watching the rollout (pods replaced, ready, failures) nor checking the prediction")

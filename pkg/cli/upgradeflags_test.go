@@ -13,7 +13,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/upgrade"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
 // The release the flag tests set Helm's actions up for.
@@ -119,7 +119,7 @@ func TestHistoryMaxDefault(t *testing.T) {
 }
 
 // TestHelmClientFlags: Helm's client-rate flags are the command's, and
-// reach the settings the run's Config is built from (pkg/upgrade's
+// reach the settings the run's Config is built from (pkg/verb's
 // TestClientRate checks the Config then honours them).
 func TestHelmClientFlags(t *testing.T) {
 	t.Setenv("HELM_QPS", "")
@@ -200,7 +200,7 @@ func TestApplyFlags(t *testing.T) {
 		{[]string{"--force-replace=false"}, false},
 	}
 	for _, tt := range tests {
-		var m upgrade.ApplyMode
+		var m verb.ApplyMode
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		addApplyFlags(fs, &m)
 		if err := fs.Parse(tt.args); err != nil {

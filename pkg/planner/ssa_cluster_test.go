@@ -37,7 +37,7 @@ func noAdmission(l Live) Cluster {
 }
 
 // liveCluster connects to the control plane as the tool does
-// (upgrade.Config.Connect): a dynamic client over a raw REST client, which
+// (verb.Config.Connect): a dynamic client over a raw REST client, which
 // also reads the OpenAPI documents.
 func liveCluster(t *testing.T, c *testcluster.Cluster) *live.Cluster {
 	t.Helper()

@@ -14,7 +14,7 @@ const module = "github.com/safe-upgrade/helm-safe-upgrade/"
 // above are the stages a bottom package must never reach: they sit higher in
 // the pipe cmd → cli → upgrade → apply → planner/render → classify/gate/apis/
 // report → live/plan → manifest → predict/redact.
-var above = []string{"pkg/cli", "pkg/upgrade", "pkg/apply", "pkg/planner", "pkg/render", "pkg/classify", "pkg/gate", "pkg/report", "pkg/watch", "pkg/savedplan", "pkg/shim"}
+var above = []string{"pkg/cli", "pkg/verb", "pkg/apply", "pkg/planner", "pkg/render", "pkg/classify", "pkg/gate", "pkg/report", "pkg/watch", "pkg/savedplan", "pkg/shim"}
 
 // rules: each package and the packages it must not depend on, directly or
 // through another.
@@ -22,20 +22,20 @@ var rules = []struct {
 	pkg       string
 	forbidden []string
 }{
-	{"pkg/planner", []string{"pkg/apply", "pkg/upgrade", "pkg/cli"}},
-	{"pkg/render", []string{"pkg/classify", "pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli"}},
-	{"pkg/apply", []string{"pkg/upgrade", "pkg/cli"}},
-	{"pkg/upgrade", []string{"pkg/cli"}},
+	{"pkg/planner", []string{"pkg/apply", "pkg/verb", "pkg/cli"}},
+	{"pkg/render", []string{"pkg/classify", "pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli"}},
+	{"pkg/apply", []string{"pkg/verb", "pkg/cli"}},
+	{"pkg/verb", []string{"pkg/cli"}},
 	// classify judges what it is handed (and holds the one table of
 	// destructive kinds that planner and apply read): it reads neither the
 	// cluster nor Helm, and knows no stage that uses it.
-	{"pkg/classify", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
+	{"pkg/classify", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
 	// The guard builds its policy from the table of destructive kinds and
 	// reaches the cluster through its own small interface.
-	{"pkg/guard", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate"}},
+	{"pkg/guard", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/report", "pkg/gate"}},
 	// report and gate read the plan model only.
-	{"pkg/report", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
-	{"pkg/gate", []string{"pkg/planner", "pkg/apply", "pkg/upgrade", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/report", "pkg/watch", "pkg/savedplan"}},
+	{"pkg/report", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
+	{"pkg/gate", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/report", "pkg/watch", "pkg/savedplan"}},
 	{"pkg/live", above},
 	{"pkg/plan", above},
 	{"pkg/manifest", append([]string{"pkg/live", "pkg/plan"}, above...)},

@@ -401,7 +401,7 @@ func BenchmarkWatch(b *testing.B) {
 	})
 }
 
-// watchStage is the tool's debug line of the watch stage (pkg/upgrade).
+// watchStage is the tool's debug line of the watch stage (pkg/verb).
 var watchStage = regexp.MustCompile(`debug: stage watch: (\S+), (\d+) request\(s\); (.*)`)
 
 // maxPerKind is the most LISTs and WATCHes of one resource in a

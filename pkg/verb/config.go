@@ -18,7 +18,7 @@
 // command layer (pkg/cli), which owns every flag; they read them and never
 // change them. The command layer never builds a client or reads the
 // release storage itself.
-package upgrade
+package verb
 
 import (
 	"context"

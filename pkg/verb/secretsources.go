@@ -1,4 +1,4 @@
-package upgrade
+package verb
 
 // The Secret values the run's sanitiser learns outside the planner (hooks,
 // stored revisions a failed render may echo) and the errors it cleans.
