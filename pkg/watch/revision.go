@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,4 +182,31 @@ func podTemplate(o *unstructured.Unstructured) (*corev1.PodTemplateSpec, bool) {
 		tpl.Labels = nil
 	}
 	return &tpl, true
+}
+
+// expectReused makes t's expectation, a Deployment whose template
+// changes, that of an earlier ReplicaSet scaled back up when one has the
+// template applied (a drift reverted) and pods: those among mine, t's
+// pods before the apply, are kept. The ReplicaSets of t's namespace are
+// LISTed once, into sets; a LIST that fails leaves every pod replaced.
+func (w *Watcher) expectReused(ctx context.Context, t *target, sets map[string][]unstructured.Unstructured, mine []*corev1.Pod) {
+	ns := t.change.ID.Namespace
+	list, ok := sets[ns]
+	if !ok {
+		w.requests.add(replicaSetsGVR, false)
+		if got, err := w.reader.List(ctx, replicaSetsGVR, ns, metav1.ListOptions{}); err == nil {
+			list = got.Items
+		}
+		sets[ns] = list
+	}
+	name, hash := reusedReplicaSet(t, list)
+	kept := map[string]bool{}
+	for _, p := range mine {
+		if name != "" && hash != "" && p.Labels[templateHashLabel] == hash {
+			kept[p.Name] = true
+		}
+	}
+	if len(kept) > 0 { // scaled down to none, it brings new pods only
+		t.expect.kind, t.expect.reused, t.expect.reusedPods = expectReused, name, kept
+	}
 }
