@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,27 +37,14 @@ func (w *Watcher) revision(t *target, obj *unstructured.Unstructured) func(*core
 	if t.gvk.Kind == "Job" || obj == nil {
 		return nil
 	}
+	if of := revisionLabel(t.gvk.Kind, obj); of != nil {
+		return of
+	}
 	fresh := func(p *corev1.Pod) bool {
 		uid, before := t.podsBefore[p.Name]
 		return !before || uid != p.UID
 	}
-	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	if observed < obj.GetGeneration() {
-		return fresh
-	}
-	labelled := func(label, value string) func(*corev1.Pod) bool {
-		return func(p *corev1.Pod) bool { return p.Labels[label] == value }
-	}
-	switch t.gvk.Kind {
-	case "StatefulSet":
-		if rev, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision"); rev != "" {
-			return labelled(revisionHashLabel, rev) // the ControllerRevision's name
-		}
-	case "DaemonSet":
-		if gen := obj.GetAnnotations()[templateGenerationAnno]; gen != "" {
-			return labelled(templateGenerationLabel, gen)
-		}
-	case "Deployment":
+	if t.gvk.Kind == "Deployment" && observed(obj) {
 		return func(p *corev1.Pod) bool {
 			if fresh(p) {
 				return true
@@ -65,6 +54,36 @@ func (w *Watcher) revision(t *target, obj *unstructured.Unstructured) func(*core
 		}
 	}
 	return fresh
+}
+
+// revisionLabel tells the pods of the revision a StatefulSet's or
+// DaemonSet's controller rolls out now, from obj's status and labels
+// alone; nil for another kind, or when the controller has not seen obj's
+// generation yet.
+func revisionLabel(kind string, obj *unstructured.Unstructured) func(*corev1.Pod) bool {
+	if obj == nil || !observed(obj) {
+		return nil
+	}
+	labelled := func(label, value string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return p.Labels[label] == value }
+	}
+	switch kind {
+	case "StatefulSet":
+		if rev, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision"); rev != "" {
+			return labelled(revisionHashLabel, rev) // the ControllerRevision's name
+		}
+	case "DaemonSet":
+		if gen := obj.GetAnnotations()[templateGenerationAnno]; gen != "" {
+			return labelled(templateGenerationLabel, gen)
+		}
+	}
+	return nil
+}
+
+// observed reports whether obj's controller has seen its generation.
+func observed(obj *unstructured.Unstructured) bool {
+	gen, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	return gen >= obj.GetGeneration()
 }
 
 // newReplicaSetHash is the pod-template-hash of the ReplicaSet of
@@ -163,4 +182,31 @@ func podTemplate(o *unstructured.Unstructured) (*corev1.PodTemplateSpec, bool) {
 		tpl.Labels = nil
 	}
 	return &tpl, true
+}
+
+// expectReused makes t's expectation, a Deployment whose template
+// changes, that of an earlier ReplicaSet scaled back up when one has the
+// template applied (a drift reverted) and pods: those among mine, t's
+// pods before the apply, are kept. The ReplicaSets of t's namespace are
+// LISTed once, into sets; a LIST that fails leaves every pod replaced.
+func (w *Watcher) expectReused(ctx context.Context, t *target, sets map[string][]unstructured.Unstructured, mine []*corev1.Pod) {
+	ns := t.change.ID.Namespace
+	list, ok := sets[ns]
+	if !ok {
+		w.requests.add(replicaSetsGVR, false)
+		if got, err := w.reader.List(ctx, replicaSetsGVR, ns, metav1.ListOptions{}); err == nil {
+			list = got.Items
+		}
+		sets[ns] = list
+	}
+	name, hash := reusedReplicaSet(t, list)
+	kept := map[string]bool{}
+	for _, p := range mine {
+		if name != "" && hash != "" && p.Labels[templateHashLabel] == hash {
+			kept[p.Name] = true
+		}
+	}
+	if len(kept) > 0 { // scaled down to none, it brings new pods only
+		t.expect.kind, t.expect.reused, t.expect.reusedPods = expectReused, name, kept
+	}
 }
