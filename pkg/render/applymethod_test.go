@@ -1,62 +1,13 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
-
-// encodeRecord encodes a release record as Helm's storage drivers do:
-// base64(gzip(JSON)), or base64(JSON) when not compressed.
-func encodeRecord(t *testing.T, json string, compress bool) string {
-	t.Helper()
-	b := []byte(json)
-	if compress {
-		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		if _, err := w.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		b = buf.Bytes()
-	}
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func TestDecodeApplyMethod(t *testing.T) {
-	// A Helm 4 (v4.3.1) record, trimmed: apply_method sits at the top level
-	// of pkg/release/v1.Release.
-	helm4 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h4","apply_method":"ssa"}`
-	helm3 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h3"}`
-	for _, tc := range []struct {
-		name, data, want string
-	}{
-		{"helm4 gzip", encodeRecord(t, helm4, true), plan.ApplyMethodSSA},
-		{"helm4 plain", encodeRecord(t, helm4, false), plan.ApplyMethodSSA},
-		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), plan.ApplyMethodCSA},
-		{"helm3", encodeRecord(t, helm3, true), ""},
-	} {
-		got, err := decodeApplyMethod(tc.data)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"%%%", encodeRecord(t, "not json", true)} {
-		if _, err := decodeApplyMethod(bad); err == nil {
-			t.Errorf("decodeApplyMethod(%q): no error", bad)
-		}
-	}
-}
 
 // TestServerSideApply checks Helm 4's getUpgradeServerSideValue, with the
 // tool's one difference: an install under "auto" stays client-side.
