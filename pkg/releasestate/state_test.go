@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -21,7 +22,8 @@ import (
 func TestRead(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	store := storage.Init(driver.NewMemory())
+	cfg := &action.Configuration{Releases: storage.Init(driver.NewMemory())}
+	store := cfg.Releases
 	for v, status := range []release.Status{release.StatusSuperseded, release.StatusDeployed, release.StatusFailed} {
 		if err := store.Create(&release.Release{Name: relName, Namespace: relNS, Version: v + 1, Info: &release.Info{Status: status}}); err != nil {
 			t.Fatal(err)
@@ -29,12 +31,15 @@ func TestRead(t *testing.T) {
 	}
 
 	fc := newFakeCluster(t)
-	s, err := Read(ctx, fc.Cluster, store, relName, relNS, true, now)
+	s, err := Read(ctx, fc.Cluster, cfg, relName, relNS, true, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Lease == nil || s.Lease.Live() != nil || s.HistoryErr != nil || len(s.History) != 3 || s.History[0].Version != 3 || s.From == nil || s.From.Version != 2 {
 		t.Errorf("state %+v, want a free lease, revisions 3..1 and an upgrade from revision 2", s)
+	}
+	if r := s.Recorded; r == nil || r.Version != 3 || !r.OK || r.Err != nil || r.Method != "" {
+		t.Errorf("recorded apply method %+v, want revision 3's, known (the memory driver holds no Helm 4 record)", r)
 	}
 	for _, a := range fc.client.Actions() {
 		if a.GetVerb() != "get" {
@@ -51,7 +56,7 @@ func TestRead(t *testing.T) {
 	if err := fc.client.Tracker().Create(live.SecretsGVR, secret, relNS); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Read(ctx, fc.Cluster, store, relName, relNS, false, now)
+	_, err = Read(ctx, fc.Cluster, cfg, relName, relNS, false, now)
 	var je *JournalError
 	if !errors.As(err, &je) || je.Journal.Revision != 4 {
 		t.Fatalf("Read with a journal: %v, want a *JournalError", err)

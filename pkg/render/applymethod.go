@@ -58,6 +58,16 @@ func RecordedServerSide(ctx context.Context, cfg *action.Configuration, serverSi
 	if cfg == nil || cfg.Releases == nil || rel == nil {
 		return false
 	}
-	method, ok, err := releasestate.RecordedApplyMethod(ctx, cfg, rel.Namespace, rel)
+	method, ok, err := recordedApplyMethod(ctx, cfg, rel.Namespace, rel)
 	return ok && err == nil && method == plan.ApplyMethodSSA
+}
+
+// recordedApplyMethod is the apply method Helm 4 recorded with rel
+// (releasestate's RecordedApplyMethod): as read with the history when cfg's
+// storage is a snapshot that holds it, so a plan reads the record once.
+func recordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns string, rel *release.Release) (string, bool, error) {
+	if s, ok := cfg.Releases.Driver.(*snapshot); ok && s.recorded != nil && s.recorded.Version == rel.Version {
+		return s.recorded.Method, s.recorded.OK, s.recorded.Err
+	}
+	return releasestate.RecordedApplyMethod(ctx, cfg, ns, rel)
 }

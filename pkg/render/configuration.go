@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // renderClient is the kube client Helm's action runs with while planning.
@@ -53,18 +54,25 @@ func (*renderClient) Delete(kube.ResourceList) (*kube.Result, []error) {
 type snapshot struct {
 	name string
 	rels []*release.Release
+	// recorded is the apply method of the last revision, as read with
+	// the history (nil: not read).
+	recorded *releasestate.Recorded
 }
 
 // Snapshot returns a copy of cfg whose release storage is a read-only
 // snapshot of hist, the release's history read once (releasestate's
-// ReadHistory): Render given the copy reads the same revisions from memory,
-// and so does a second render. cfg itself when it has no storage.
-func Snapshot(cfg *action.Configuration, hist []*release.Release) *action.Configuration {
+// Read), with recorded, the apply method Helm 4 recorded with its last
+// revision as read then (nil: not read): Render given the copy reads the
+// same revisions, and that method, from memory, and so does a second
+// render. cfg itself when it has no storage.
+func Snapshot(cfg *action.Configuration, hist []*release.Release, recorded *releasestate.Recorded) *action.Configuration {
 	if cfg == nil || cfg.Releases == nil {
 		return cfg
 	}
 	run := *cfg
-	run.Releases = storage.Init(newSnapshot(cfg.Releases.Name(), hist))
+	snap := newSnapshot(cfg.Releases.Name(), hist)
+	snap.recorded = recorded
+	run.Releases = storage.Init(snap)
 	run.Releases.Log = cfg.Releases.Log
 	return &run
 }

@@ -211,7 +211,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if len(hist) > 0 {
 		res.Last = hist[0]
 	}
-	run.Releases = Snapshot(cfg, hist).Releases
+	run.Releases = Snapshot(cfg, hist, nil).Releases
 
 	if res.Last == nil || res.Last.Info.Status == release.StatusUninstalled {
 		if !opts.Install {
@@ -222,7 +222,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err := releasestate.CheckPending(hist, name, ns); err != nil {
 		return nil, err
 	}
-	method, ok, err := releasestate.RecordedApplyMethod(ctx, cfg, ns, res.Last)
+	method, ok, err := recordedApplyMethod(ctx, cfg, ns, res.Last)
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: reading its apply method: %w", name, ns, err)
 	}

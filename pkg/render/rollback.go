@@ -44,7 +44,7 @@ func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, v
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}
-	method, _, err := releasestate.RecordedApplyMethod(ctx, cfg, ns, current)
+	method, _, err := recordedApplyMethod(ctx, cfg, ns, current)
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: reading its apply method: %w", name, ns, err)
 	}

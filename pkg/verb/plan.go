@@ -209,7 +209,7 @@ func (c *Config) connectToPlan(ctx context.Context, release string, forApply boo
 			return err
 		}
 		var err error
-		state, err = releasestate.Read(ctx, c.Cluster, c.Helm.Releases, release, c.Namespace, forApply, c.Now())
+		state, err = releasestate.Read(ctx, c.Cluster, c.Helm, release, c.Namespace, forApply, c.Now())
 		return err
 	})
 	return state, err
@@ -226,7 +226,7 @@ func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releases
 	if c.Cluster == nil || state.HistoryErr != nil {
 		return c.Helm, nil
 	}
-	helm, prev := render.Snapshot(c.Helm, state.History), state.From
+	helm, prev := render.Snapshot(c.Helm, state.History, state.Recorded), state.From
 	if prev == nil {
 		return helm, nil
 	}
