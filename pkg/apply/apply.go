@@ -20,13 +20,14 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // Request is one reviewed plan to apply.
 type Request struct {
 	// Config is the Helm configuration of the release namespace (see
-	// render.NewConfiguration): release storage, kube client, and the REST
+	// releasestate.NewConfiguration): release storage, kube client, and the REST
 	// client getter the recreate step builds its clients from.
 	Config *action.Configuration
 	// Cluster is the connection the recreate step reads and deletes with
@@ -109,7 +110,7 @@ type Request struct {
 // when the release's last revision or its status changed since the plan,
 // both before starting and again when Helm stores the new revision, and
 // refuses a pending release with the `helm rollback` hint
-// (*render.PendingError).
+// (*releasestate.PendingError).
 //
 // Before the upgrade, each change in Recreate is recreated safely: a
 // dry-run create of the planned object and a dry-run delete must pass; what
@@ -199,14 +200,14 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 			return nil, fmt.Errorf("release %q: connecting for the recreate step: %w", name, err)
 		}
 		rec = &recreator{cluster: cluster, out: out, log: log, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
-		if rec.deployed, rec.deployedVersion, err = deployedOf(req.Config.Releases, name, ns, cluster); err != nil {
+		if rec.deployed, rec.deployedVersion, err = releasestate.DeployedOf(req.Config.Releases, name, ns, cluster); err != nil {
 			return nil, fmt.Errorf("%w; nothing was written", err)
 		}
 		secrets := cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns)
 		if left, err := readJournal(ctx, cluster, ns, name); err != nil {
 			return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 		} else if left != nil {
-			return nil, &JournalError{Name: name, Namespace: ns, journal: left}
+			return nil, &releasestate.JournalError{Name: name, Namespace: ns, Journal: &left.rec}
 		}
 		if targets, err = rec.prepare(ctx, req.Recreate, next.Manifest); err != nil {
 			return nil, err
@@ -241,7 +242,7 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	if rec != nil && rec.journal != nil {
 		err := rec.run(targets)
 		if err == nil {
-			jr.rec.Step = StepUpgrading
+			jr.rec.Step = releasestate.StepUpgrading
 			err = jr.save(context.WithoutCancel(ctx))
 		}
 		if err != nil {

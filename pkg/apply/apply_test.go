@@ -29,6 +29,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -363,7 +364,7 @@ func TestApplyRefuses(t *testing.T) {
 		{
 			name:    "pending upgrade since the plan",
 			after:   func(t *testing.T, f *fixture) { helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade) },
-			wantIs:  render.ErrReleasePending,
+			wantIs:  releasestate.ErrReleasePending,
 			wantErr: []string{"is pending-upgrade at revision 2", "helm rollback app 1 -n demo"},
 		},
 		{
@@ -598,7 +599,7 @@ func TestApplyRecreateRefusedBeforeAnyDelete(t *testing.T) {
 	}{
 		{"journal forbidden", func(t *testing.T, fc *fakeCluster) {
 			fc.client.PrependReactor("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewForbidden(live.SecretsGVR.GroupResource(), JournalName(relName), errors.New("RBAC"))
+				return true, nil, apierrors.NewForbidden(live.SecretsGVR.GroupResource(), releasestate.JournalName(relName), errors.New("RBAC"))
 			})
 		}, "writing the recreate journal Secret demo/safe-upgrade-journal.app: secrets \"safe-upgrade-journal.app\" is forbidden: RBAC; nothing was deleted and the Helm upgrade was not started"},
 		{"live object drifted at a field the chart sets", func(t *testing.T, fc *fakeCluster) {
@@ -647,15 +648,15 @@ func TestApplyRefusesWithLeftoverJournal(t *testing.T) {
 	f.seed(t)
 	rendered := f.plan(t, render.Options{})
 	fc := newFakeCluster(t)
-	writeJournal(t, fc, StepUpgrading, true)
+	writeJournal(t, fc, releasestate.StepUpgrading, true)
 	req := f.request(t, rendered)
 	req.Recreate = []plan.Change{recreateChange("apps", "StatefulSet", relNS, "app-db")}
 	rendered.Next.Manifest += plannedObjects
 	kube0, store0 := f.writes()
 	_, err := apply(context.Background(), req, io.Discard, func(action.RESTClientGetter) (*live.Cluster, error) { return fc.Cluster, nil })
-	var je *JournalError
+	var je *releasestate.JournalError
 	if !errors.As(err, &je) || !strings.Contains(err.Error(), "--recover") || !strings.Contains(err.Error(), "StatefulSet.apps/demo/app-db") {
-		t.Fatalf("error %v, want a *JournalError naming --recover and the object", err)
+		t.Fatalf("error %v, want a *releasestate.JournalError naming --recover and the object", err)
 	}
 	if kube1, store1 := f.writes(); kube1 != kube0 || store1 != store0 || len(fc.deletes) > 0 {
 		t.Errorf("writes: kube %d→%d, storage %d→%d, deletes %v", kube0, kube1, store0, store1, fc.deletes)

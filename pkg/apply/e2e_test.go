@@ -39,6 +39,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -66,7 +67,7 @@ func newE2E(t *testing.T, name, chart string) *e2e {
 	}
 	getter := genericclioptions.NewConfigFlags(false)
 	getter.KubeConfig, getter.Namespace = &c.Kubeconfig, &e.ns
-	if e.cfg, err = render.NewConfiguration(getter, e.ns, "secret", t.Logf); err != nil {
+	if e.cfg, err = releasestate.NewConfiguration(getter, e.ns, "secret", t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	e.settings = cli.New()
@@ -364,7 +365,7 @@ func (e *e2e) node(t *testing.T) string {
 // assertNoJournal fails when the recreate journal of the release remains.
 func (e *e2e) assertNoJournal(t *testing.T) {
 	t.Helper()
-	_, err := e.c.Clientset(t).CoreV1().Secrets(e.ns).Get(t.Context(), apply.JournalName(e.name), metav1.GetOptions{})
+	_, err := e.c.Clientset(t).CoreV1().Secrets(e.ns).Get(t.Context(), releasestate.JournalName(e.name), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the recreate journal remains: %v", err)
 	}
@@ -593,11 +594,11 @@ func testKilledApplyRecovers(t *testing.T, helm func(*testcluster.Cluster) func(
 		t.Fatalf("--recover while the killed apply's Lease is live: exit %d, want 1 saying its holder no longer runs and when the Lease is stale:\n%s", code, stderr)
 	}
 	testcluster.Eventually(t, "the killed apply's Lease stale", func() (bool, string) {
-		l, err := e.c.Clientset(t).CoordinationV1().Leases(e.ns).Get(t.Context(), apply.LeaseName(e.name), metav1.GetOptions{})
+		l, err := e.c.Clientset(t).CoordinationV1().Leases(e.ns).Get(t.Context(), releasestate.LeaseName(e.name), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return time.Since(l.Spec.RenewTime.Time) > apply.LeaseDuration, l.Spec.RenewTime.String()
+		return time.Since(l.Spec.RenewTime.Time) > releasestate.LeaseDuration, l.Spec.RenewTime.String()
 	})
 	// Both forms: RELEASE CHART --recover, and RELEASE --recover (a
 	// recovery applies no chart).

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
 	chart3 "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -92,9 +92,7 @@ func (h *helm4) started() bool { return h.store.started() }
 
 func (h *helm4) describe(version int, line string) {
 	next := h.store.next
-	if err := editRecord(h.req.Config, next.Namespace, next.Name, version, func(info *release.Info) {
-		info.Description = lineFirst(line, info.Description)
-	}); err != nil {
+	if err := releasestate.DescribeFailed(h.req.Config, next.Namespace, next.Name, version, line); err != nil {
 		h.cfg.Logger().Warn(fmt.Sprintf("adding the restore to the description of revision %d: %v", version, err))
 	}
 }
@@ -315,53 +313,3 @@ func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h logHandler) WithGroup(string) slog.Handler { return h }
-
-// editRecord changes the status and description of a stored revision
-// (edit gets them and changes them in place). A record Helm 4 wrote (it has
-// an apply_method) is rewritten through Helm 4's storage, which keeps every
-// field of it: Helm 3's drops apply_method, and Helm 4's next `helm upgrade`
-// of a server-side release would then apply client-side. Other records are
-// rewritten through Helm 3's storage, as Helm 3 wrote them.
-func editRecord(cfg *action.Configuration, ns, name string, version int, edit func(*release.Info)) error {
-	if store, err := storage4For(cfg, ns); err != nil {
-		return err
-	} else if store != nil {
-		r, err := store.Get(name, version)
-		if err != nil {
-			return err
-		}
-		rel, err := v1Release(r)
-		if err != nil || rel == nil || rel.Info == nil {
-			return fmt.Errorf("release record %s.v%d: %w", name, version, err)
-		}
-		if rel.ApplyMethod != "" {
-			info := release.Info{Status: release.Status(rel.Info.Status), Description: rel.Info.Description}
-			edit(&info)
-			rel.Info.Status, rel.Info.Description = rcommon4.Status(info.Status), info.Description
-			return store.Update(rel)
-		}
-	}
-	rel, err := cfg.Releases.Get(name, version)
-	if err != nil {
-		return err
-	}
-	edit(rel.Info)
-	return cfg.Releases.Update(rel)
-}
-
-// storage4For returns Helm 4's storage over the same Secrets or ConfigMaps
-// as cfg's (nil for the other drivers).
-func storage4For(cfg *action.Configuration, ns string) (*storage4.Storage, error) {
-	name := cfg.Releases.Name()
-	if name != driver3.SecretsDriverName && name != driver3.ConfigMapsDriverName {
-		return nil, nil
-	}
-	cs, err := cfg.KubernetesClientSet()
-	if err != nil {
-		return nil, err
-	}
-	if name == driver3.SecretsDriverName {
-		return storage4.Init(driver4.NewSecrets(cs.CoreV1().Secrets(ns))), nil
-	}
-	return storage4.Init(driver4.NewConfigMaps(cs.CoreV1().ConfigMaps(ns))), nil
-}

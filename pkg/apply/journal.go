@@ -3,9 +3,7 @@ package apply
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -14,98 +12,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
-// The write-ahead journal of a recreate: a Secret in the release namespace,
-// written before the first delete, holding every live object the recreate
-// deletes (as it was, minus what the server sets), so that a failure or a
-// kill at any later point can put them back.
-const (
-	// JournalType is the Secret type of a journal.
-	JournalType = "helm-safe-upgrade.io/journal"
-	// JournalReleaseLabel labels a journal with its release's name.
-	JournalReleaseLabel = "helm-safe-upgrade.io/release"
-	journalKey          = "journal.json"
-	journalManagedBy    = "helm-safe-upgrade"
-)
-
-// JournalName is the name of the journal Secret of a release.
-func JournalName(release string) string { return "safe-upgrade-journal." + release }
-
-// Step is how far an apply with recreates got.
-type Step string
-
-// Steps, in order. The journal is removed once the revision is deployed.
-const (
-	// StepDeleting: written before the first delete; each object is marked
-	// Deleted once its delete was accepted.
-	StepDeleting Step = "deleting"
-	// StepUpgrading: every object is gone; Helm's upgrade runs.
-	StepUpgrading Step = "upgrading"
-	// StepRestoring: the apply failed; the objects are being put back.
-	StepRestoring Step = "restoring"
-)
+// The recreate's write-ahead journal (its stored form and reading are
+// releasestate's): apply writes it before the first delete, and restores
+// from it after a failure or a kill.
 
 // journalObject is one object the recreate deletes.
-type journalObject struct {
-	APIVersion string    `json:"apiVersion"`
-	Kind       string    `json:"kind"`
-	Namespace  string    `json:"namespace,omitempty"`
-	Name       string    `json:"name"`
-	UID        types.UID `json:"uid"`
-	// Deleted is set once the delete was accepted (a kill between the
-	// delete and this mark leaves it false: restore looks at the cluster).
-	Deleted bool `json:"deleted"`
-	// Object is the live object as it was, ready to be created again.
-	Object map[string]interface{} `json:"object"`
-	// ManagedFields are its field managers as they were: a create makes
-	// the restoring client own every field, so they are put back after it.
-	// Helm 4's server-side apply conflicts with any other owner of a field
-	// the chart sets (empty in a journal written before they were kept).
-	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
-	// Restored is the UID of the object a restore created, once known: a
-	// kill before its field managers were put back leaves it to --recover
-	// to finish (which also knows it by its restoreManager entry).
-	Restored types.UID `json:"restored,omitempty"`
-}
+type journalObject = releasestate.JournalObject
 
 // restoreManager is the field manager of the create that restores an
 // object: until its previous managers are put back, it marks the object as
 // one a restore created (not Helm's upgrade or rollback).
 const restoreManager = "helm-safe-upgrade-restore"
 
-// id is the object's ID, printed as everywhere (manifest.ObjectID.String).
-func (o *journalObject) id() manifest.ObjectID {
-	gv, _ := schema.ParseGroupVersion(o.APIVersion)
-	return manifest.ObjectID{Group: gv.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-}
-
-// journalRecord is what the journal Secret holds.
-type journalRecord struct {
-	Release   string `json:"release"`
-	Namespace string `json:"namespace"`
-	// Revision is the revision the apply creates; ManifestDigest the
-	// sha256 of its planned manifest.
-	Revision       int       `json:"revision"`
-	ManifestDigest string    `json:"manifestDigest"`
-	Step           Step      `json:"step"`
-	Started        time.Time `json:"started"`
-	// WrittenBy is the user the apply ran as (SelfSubjectReview), as the
-	// journal says: anyone who can write the Secret can write this too.
-	WrittenBy string          `json:"writtenBy,omitempty"`
-	Objects   []journalObject `json:"objects"`
-}
-
 // journal is the journal Secret of one release.
 type journal struct {
 	secrets dynamic.ResourceInterface
-	rec     journalRecord
+	rec     releasestate.JournalRecord
 	// written is set once the Secret exists.
 	written bool
 }
@@ -117,8 +47,8 @@ func manifestDigest(m string) string {
 
 // newJournal records the live objects of targets; nothing is written yet.
 func newJournal(secrets dynamic.ResourceInterface, release, namespace string, revision int, manifest string, targets []*recreateTarget) *journal {
-	j := &journal{secrets: secrets, rec: journalRecord{Release: release, Namespace: namespace, Revision: revision,
-		ManifestDigest: manifestDigest(manifest), Step: StepDeleting, Started: time.Now().UTC().Truncate(time.Second)}}
+	j := &journal{secrets: secrets, rec: releasestate.JournalRecord{Release: release, Namespace: namespace, Revision: revision,
+		ManifestDigest: manifestDigest(manifest), Step: releasestate.StepDeleting, Started: time.Now().UTC().Truncate(time.Second)}}
 	for _, t := range targets {
 		if t.live == nil {
 			continue
@@ -164,18 +94,10 @@ func restorable(obj *unstructured.Unstructured) map[string]interface{} {
 
 // save writes the journal (creates it the first time).
 func (j *journal) save(ctx context.Context) error {
-	data, err := json.Marshal(j.rec)
+	s, err := j.rec.Secret()
 	if err != nil {
 		return err
 	}
-	s := &unstructured.Unstructured{}
-	s.SetAPIVersion("v1")
-	s.SetKind("Secret")
-	s.SetName(JournalName(j.rec.Release))
-	s.SetNamespace(j.rec.Namespace)
-	s.SetLabels(map[string]string{JournalReleaseLabel: j.rec.Release, manifest.ManagedByLabel: journalManagedBy})
-	s.Object["type"] = JournalType
-	s.Object["stringData"] = map[string]interface{}{journalKey: string(data)}
 	if !j.written {
 		if _, err := j.secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("writing the recreate journal Secret %s/%s: %w", j.rec.Namespace, s.GetName(), err)
@@ -191,91 +113,22 @@ func (j *journal) save(ctx context.Context) error {
 
 // remove deletes the journal Secret.
 func (j *journal) remove(ctx context.Context) error {
-	err := j.secrets.Delete(ctx, JournalName(j.rec.Release), metav1.DeleteOptions{})
+	err := j.secrets.Delete(ctx, releasestate.JournalName(j.rec.Release), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing the recreate journal Secret %s/%s: %w", j.rec.Namespace, JournalName(j.rec.Release), err)
+		return fmt.Errorf("removing the recreate journal Secret %s/%s: %w", j.rec.Namespace, releasestate.JournalName(j.rec.Release), err)
 	}
 	j.written = false
 	return nil
 }
 
-// readJournal returns the journal of release in ns, nil when there is none.
+// readJournal returns the journal of release in ns (releasestate's
+// ReadJournal), nil when there is none, ready to be updated or removed.
 func readJournal(ctx context.Context, cluster *live.Cluster, ns, release string) (*journal, error) {
-	s, err := cluster.Secret(ctx, ns, JournalName(release))
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	rec, err := releasestate.ReadJournal(ctx, cluster, ns, release)
+	if rec == nil || err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the recreate journal Secret %s: %w", JournalName(release), err)
-	}
-	if t, _, _ := unstructured.NestedString(s.Object, "type"); t != JournalType {
-		return nil, fmt.Errorf("Secret %s/%s is not a recreate journal (type %q)", s.GetNamespace(), s.GetName(), t)
-	}
-	raw, _, _ := unstructured.NestedString(s.Object, "data", journalKey)
-	if len(raw) > maxJournalBytes {
-		return nil, fmt.Errorf("Secret %s/%s: the journal is %d bytes, more than a journal can be (%d): not a journal this tool wrote", s.GetNamespace(), s.GetName(), len(raw), maxJournalBytes)
-	}
-	var data []byte
-	if raw != "" {
-		if data, err = base64.StdEncoding.DecodeString(raw); err != nil {
-			return nil, fmt.Errorf("Secret %s/%s: %w", s.GetNamespace(), s.GetName(), err)
-		}
-	} else { // a fake client keeps stringData as written
-		str, _, _ := unstructured.NestedString(s.Object, "stringData", journalKey)
-		data = []byte(str)
-	}
-	j := &journal{secrets: cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns), written: true}
-	if err := json.Unmarshal(data, &j.rec); err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: decoding the journal: %w", s.GetNamespace(), s.GetName(), err)
-	}
-	if err := j.rec.wellFormed(); err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", s.GetNamespace(), s.GetName(), err)
-	}
-	return j, nil
-}
-
-// maxJournalBytes is the most a journal's data can hold: a Secret's limit.
-const maxJournalBytes = 1 << 20
-
-// wellFormed checks what a journal read back says of itself: each entry's
-// object is the one its header names (whether it may be restored is
-// checkRestorable's question).
-func (r *journalRecord) wellFormed() error {
-	if len(r.Objects) > maxJournalObjects {
-		return fmt.Errorf("the journal lists %d objects, more than %d: not a journal this tool wrote", len(r.Objects), maxJournalObjects)
-	}
-	for i := range r.Objects {
-		o := &r.Objects[i]
-		obj := &unstructured.Unstructured{Object: o.Object}
-		if o.Object == nil || obj.GetAPIVersion() != o.APIVersion || obj.GetKind() != o.Kind || obj.GetName() != o.Name || obj.GetNamespace() != o.Namespace {
-			return fmt.Errorf("journal entry %d (%s): its object is %s %s %s/%s, not the one the entry names", i+1, o.id(),
-				obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName())
-		}
-	}
-	return nil
-}
-
-// refs names the journal's objects.
-func (j *journal) refs() string {
-	var out []string
-	for i := range j.rec.Objects {
-		out = append(out, j.rec.Objects[i].id().String())
-	}
-	return strings.Join(out, ", ")
-}
-
-// describe says what an interrupted apply left, for users.
-func (j *journal) describe() string {
-	return fmt.Sprintf("an apply of revision %d started %s by %s was interrupted at step %q; the recreate journal (Secret %s/%s) holds %s, deleted or about to be deleted for recreation",
-		j.rec.Revision, j.rec.Started.Format(time.RFC3339), j.writer(), j.rec.Step, j.rec.Namespace, JournalName(j.rec.Release), j.refs())
-}
-
-// writer is the user the journal says wrote it.
-func (j *journal) writer() string {
-	if j.rec.WrittenBy == "" {
-		return "an unknown user"
-	}
-	return fmt.Sprintf("%q", j.rec.WrittenBy)
+	return &journal{secrets: cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns), rec: *rec, written: true}, nil
 }
 
 // survey says, from a fresh read of each object, what restore will do,
@@ -287,7 +140,7 @@ func (j *journal) survey(ctx context.Context, cluster *live.Cluster, deployed *m
 		o := &j.rec.Objects[i]
 		res, _, err := cluster.Resource(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind), o.Namespace)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", o.id(), err)
+			return "", fmt.Errorf("%s: %w", o.ID(), err)
 		}
 		// Read on the client the restore then writes with.
 		cur, err := res.Get(ctx, o.Name, metav1.GetOptions{})
@@ -296,7 +149,7 @@ func (j *journal) survey(ctx context.Context, cluster *live.Cluster, deployed *m
 		case apierrors.IsNotFound(err):
 			what = fmt.Sprintf("re-create it with its previous spec (it had uid %s)", o.UID)
 		case err != nil:
-			return "", fmt.Errorf("%s: reading it: %w", o.id(), err)
+			return "", fmt.Errorf("%s: reading it: %w", o.ID(), err)
 		case cur.GetUID() == o.UID && cur.GetDeletionTimestamp() != nil:
 			what = "re-create it with its previous spec once its deletion finishes"
 		case cur.GetUID() == o.UID:
@@ -306,12 +159,12 @@ func (j *journal) survey(ctx context.Context, cluster *live.Cluster, deployed *m
 		default:
 			what = fmt.Sprintf("leave it as it is: it was created again since, by Helm's upgrade or rollback (uid %s)", cur.GetUID())
 		}
-		fmt.Fprintf(&b, "  - %s: %s\n", o.id(), what)
+		fmt.Fprintf(&b, "  - %s: %s\n", o.ID(), what)
 		stored := &unstructured.Unstructured{Object: o.Object}
 		stored = stored.DeepCopy()
 		stored.SetManagedFields(o.ManagedFields)
 		var want *unstructured.Unstructured
-		if d := deployed.Get(o.id()); d != nil {
+		if d := deployed.Get(o.ID()); d != nil {
 			want = d.Obj
 		}
 		if kept := keptFields(stored, want); len(kept) > 0 {
@@ -340,13 +193,13 @@ func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, time
 		o := &j.rec.Objects[i]
 		what, gone, err := j.restoreOne(ctx, cluster, o, poll)
 		if gone || (err != nil && o.Deleted) {
-			deleted = append(deleted, o.id().String())
+			deleted = append(deleted, o.ID().String())
 		}
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", o.id(), err))
+			failed = append(failed, fmt.Sprintf("%s: %v", o.ID(), err))
 			continue
 		}
-		done = append(done, o.id().String()+" "+what)
+		done = append(done, o.ID().String()+" "+what)
 	}
 	msg = "restored from the recreate journal: " + strings.Join(done, "; ")
 	if len(done) == 0 {
@@ -354,7 +207,7 @@ func (j *journal) restore(ctx context.Context, cluster *live.Cluster, poll, time
 	}
 	if len(failed) > 0 {
 		return msg, deleted, fmt.Errorf("could not restore %s; the journal Secret %s/%s is kept: run again with --recover",
-			strings.Join(failed, "; "), j.rec.Namespace, JournalName(j.rec.Release))
+			strings.Join(failed, "; "), j.rec.Namespace, releasestate.JournalName(j.rec.Release))
 	}
 	return msg, deleted, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -36,7 +37,7 @@ func (fc *fakeCluster) secrets() interface {
 
 // writeJournal writes the journal an apply of revision 2 recreating the
 // StatefulSet app-db writes, at step; deleted is its Deleted mark.
-func writeJournal(t *testing.T, fc *fakeCluster, step Step, deleted bool) *journal {
+func writeJournal(t *testing.T, fc *fakeCluster, step releasestate.Step, deleted bool) *journal {
 	t.Helper()
 	live, err := fc.client.Resource(stsGVR).Namespace(relNS).Get(context.Background(), "app-db", metav1.GetOptions{})
 	if err != nil {
@@ -61,14 +62,14 @@ func killedApply(t *testing.T, status release.Status) (*fixture, *fakeCluster, *
 	f.seed(t)
 	helmtest.NextRevision(t, f.cfg, relName, status)
 	fc := newFakeCluster(t)
-	j := writeJournal(t, fc, StepUpgrading, true)
+	j := writeJournal(t, fc, releasestate.StepUpgrading, true)
 	deleteSts(t, fc)
 	return f, fc, j
 }
 
 func assertNoJournal(t *testing.T, fc *fakeCluster) {
 	t.Helper()
-	if _, err := fc.secrets().Get(context.Background(), JournalName(relName), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := fc.secrets().Get(context.Background(), releasestate.JournalName(relName), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the journal Secret remains (%v)", err)
 	}
 }
@@ -89,18 +90,18 @@ func TestJournalRoundTrip(t *testing.T) {
 	if err := j.save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := fc.secrets().Get(context.Background(), JournalName(relName), metav1.GetOptions{})
+	s, err := fc.secrets().Get(context.Background(), releasestate.JournalName(relName), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if typ, _, _ := unstructured.NestedString(s.Object, "type"); typ != JournalType || s.GetLabels()[JournalReleaseLabel] != relName {
+	if typ, _, _ := unstructured.NestedString(s.Object, "type"); typ != releasestate.JournalType || s.GetLabels()[releasestate.JournalReleaseLabel] != relName {
 		t.Errorf("journal Secret type %q labels %v", typ, s.GetLabels())
 	}
 	got, err := readJournal(context.Background(), fc.Cluster, relNS, relName)
 	if err != nil || got == nil {
 		t.Fatalf("readJournal: %v %v", got, err)
 	}
-	if got.rec.Revision != 2 || got.rec.Step != StepDeleting || got.rec.ManifestDigest != manifestDigest("manifest") || len(got.rec.Objects) != 1 {
+	if got.rec.Revision != 2 || got.rec.Step != releasestate.StepDeleting || got.rec.ManifestDigest != manifestDigest("manifest") || len(got.rec.Objects) != 1 {
 		t.Fatalf("read back %+v", got.rec)
 	}
 	o := got.rec.Objects[0]
@@ -121,26 +122,26 @@ func TestJournalRoundTrip(t *testing.T) {
 func TestJournalRestoreAtEachStep(t *testing.T) {
 	tests := []struct {
 		name string
-		step Step
+		step releasestate.Step
 		// deleted is the journal's mark; cluster makes the cluster's state.
 		deleted bool
 		cluster func(t *testing.T, fc *fakeCluster)
 		want    string
 		wantUID string // "" : a new object was created
 	}{
-		{name: "deleting: killed before the delete", step: StepDeleting,
+		{name: "deleting: killed before the delete", step: releasestate.StepDeleting,
 			want: "StatefulSet.apps/demo/app-db was not deleted", wantUID: "sts-uid"},
-		{name: "deleting: killed after the delete, before the mark", step: StepDeleting, cluster: deleteSts,
+		{name: "deleting: killed after the delete, before the mark", step: releasestate.StepDeleting, cluster: deleteSts,
 			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
-		{name: "deleting: deleted and marked", step: StepDeleting, deleted: true, cluster: deleteSts,
+		{name: "deleting: deleted and marked", step: releasestate.StepDeleting, deleted: true, cluster: deleteSts,
 			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
-		{name: "deleting: deletion still finishing", step: StepDeleting, deleted: true, cluster: terminating,
+		{name: "deleting: deletion still finishing", step: releasestate.StepDeleting, deleted: true, cluster: terminating,
 			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
-		{name: "upgrading: Helm did not create it", step: StepUpgrading, deleted: true, cluster: deleteSts,
+		{name: "upgrading: Helm did not create it", step: releasestate.StepUpgrading, deleted: true, cluster: deleteSts,
 			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
-		{name: "upgrading: Helm (or its rollback) created it", step: StepUpgrading, deleted: true, cluster: replaced,
+		{name: "upgrading: Helm (or its rollback) created it", step: releasestate.StepUpgrading, deleted: true, cluster: replaced,
 			want: "StatefulSet.apps/demo/app-db was created again since, by Helm's upgrade or rollback (uid new-uid), left as it is", wantUID: "new-uid"},
-		{name: "restoring: a restore was interrupted", step: StepRestoring, deleted: true, cluster: deleteSts,
+		{name: "restoring: a restore was interrupted", step: releasestate.StepRestoring, deleted: true, cluster: deleteSts,
 			want: "StatefulSet.apps/demo/app-db re-created with its previous spec"},
 	}
 	for _, tt := range tests {

@@ -14,23 +14,9 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
-
-// CheckJournal returns a *JournalError when an interrupted apply left the
-// recreate journal of release name in namespace ns; every run (plan or
-// apply) calls it first, so nothing is planned against a cluster missing
-// the objects that apply deleted.
-func CheckJournal(ctx context.Context, cluster *live.Cluster, name, ns string) error {
-	j, err := readJournal(ctx, cluster, ns, name)
-	if err != nil {
-		return fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
-	}
-	if j != nil {
-		return &JournalError{Name: name, Namespace: ns, journal: j}
-	}
-	return nil
-}
 
 // RecoverRequest is what --recover needs.
 type RecoverRequest struct {
@@ -46,14 +32,12 @@ type RecoverRequest struct {
 	// Confirm is asked, with what the recovery will do, before it writes
 	// anything; false aborts. nil: no confirmation (--yes).
 	Confirm func(plan string) (bool, error)
-	// Lease says who takes the release's Lease for the recovery.
-	Lease LeaseRequest
 }
 
 // Recover resolves what an interrupted apply (killed, or whose restore
-// failed) left. It refuses while another run holds the release's Lease,
-// and takes it (a stale one too) for itself. When the journal's revision
-// was deployed, it only removes the journal. Otherwise it checks every
+// failed) left, while the caller holds the release's Lease (taken as every
+// writing verb takes it: releasestate.AcquireLease). When the journal's
+// revision was deployed, it only removes the journal. Otherwise it checks every
 // entry of the journal (checkRestorable: an object of the last deployed
 // revision, in the release namespace, as its manifest says) and refuses
 // the whole journal, writing nothing, when one fails; it says what it will
@@ -68,22 +52,7 @@ func Recover(ctx context.Context, req RecoverRequest, out io.Writer) error {
 	if req.Config == nil || req.Config.Releases == nil || req.Cluster == nil {
 		return fmt.Errorf("recover: no release storage or cluster connection")
 	}
-	if req.Lease.Now == nil {
-		req.Lease.Now = time.Now
-	}
-	obs, err := ObserveLease(ctx, req.Cluster, req.Name, req.Namespace, true, req.Lease.Now())
-	if err != nil {
-		return err
-	}
-	lease, err := TakeLease(ctx, req.Cluster, obs, req.Lease)
-	if err != nil {
-		return err
-	}
-	err = recoverRelease(ctx, req, out)
-	if rerr := lease.Release(); rerr != nil {
-		fmt.Fprintf(out, "warning: %v\n", rerr)
-	}
-	return err
+	return recoverRelease(ctx, req, out)
 }
 
 func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) error {
@@ -99,8 +68,8 @@ func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) erro
 		fmt.Fprintf(out, "Release %q in namespace %s has no recreate journal: nothing to recover\n", name, ns)
 		return nil
 	}
-	fmt.Fprintf(out, "Release %q in namespace %s: %s\n", name, ns, j.describe())
-	hist, err := render.History(cfg.Releases, name)
+	fmt.Fprintf(out, "Release %q in namespace %s: %s\n", name, ns, j.rec.Describe())
+	hist, err := releasestate.History(cfg.Releases, name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
 	}
@@ -142,18 +111,16 @@ func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) erro
 	fmt.Fprintln(out, line)
 	if attempted != nil && attempted.Info.Status.IsPending() {
 		was := attempted.Info.Status
-		uerr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
+		uerr := releasestate.EditRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
 			info.Status = release.StatusFailed
-			info.Description = lineFirst(line, fmt.Sprintf("Upgrade %q interrupted", name))
+			info.Description = releasestate.LineFirst(line, fmt.Sprintf("Upgrade %q interrupted", name))
 		})
 		if uerr != nil {
 			return fmt.Errorf("release %q: marking the pending revision %d failed: %w", name, attempted.Version, uerr)
 		}
 		fmt.Fprintf(out, "Revision %d was left %s: marked failed\n", attempted.Version, was)
 	} else if attempted != nil && attempted.Info.Status == release.StatusFailed {
-		if derr := editRecord(cfg, ns, name, attempted.Version, func(info *release.Info) {
-			info.Description = lineFirst(line, info.Description)
-		}); derr != nil {
+		if derr := releasestate.DescribeFailed(cfg, ns, name, attempted.Version, line); derr != nil {
 			fmt.Fprintf(out, "warning: adding the restore to the description of revision %d: %v\n", attempted.Version, derr)
 		}
 	}
@@ -169,12 +136,12 @@ func recoverRelease(ctx context.Context, req RecoverRequest, out io.Writer) erro
 func trust(j *journal, store *storage.Storage, name, ns string, scoper manifest.Scoper) (*manifest.Set, error) {
 	refuse := func(why string) error {
 		return fmt.Errorf("release %q in namespace %s: the recreate journal (Secret %s/%s, written by %s as it says) is refused: %s; nothing was restored or changed. Anyone who may write Secrets in namespace %s can write a journal: check who wrote it, and delete it (kubectl delete secret -n %s %s) once the release's objects are as they should be",
-			name, ns, ns, JournalName(name), j.writer(), why, ns, ns, JournalName(name))
+			name, ns, ns, releasestate.JournalName(name), j.rec.Writer(), why, ns, ns, releasestate.JournalName(name))
 	}
 	if j.rec.Release != name || j.rec.Namespace != ns {
 		return nil, refuse(fmt.Sprintf("it is for release %q in namespace %s", j.rec.Release, j.rec.Namespace))
 	}
-	deployed, version, err := deployedOf(store, name, ns, scoper)
+	deployed, version, err := releasestate.DeployedOf(store, name, ns, scoper)
 	if err != nil {
 		return nil, refuse(err.Error())
 	}
@@ -182,7 +149,7 @@ func trust(j *journal, store *storage.Storage, name, ns string, scoper manifest.
 	for i := range j.rec.Objects {
 		o := &j.rec.Objects[i]
 		if err := checkRestorable(&unstructured.Unstructured{Object: o.Object}, ns, deployed, version); err != nil {
-			bad = append(bad, fmt.Sprintf("entry %d, %s: %v", i+1, o.id(), err))
+			bad = append(bad, fmt.Sprintf("entry %d, %s: %v", i+1, o.ID(), err))
 		}
 	}
 	if len(bad) > 0 {

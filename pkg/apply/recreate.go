@@ -20,6 +20,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // ErrRecreateRefused is matched (errors.Is) by the error Apply returns when
@@ -228,7 +229,7 @@ func (r *recreator) deleted(ctx context.Context, t *recreateTarget) {
 // object say (a delete whose answer was lost to a timeout still deleted).
 func (r *recreator) undo(j *journal) (string, error) {
 	ctx := context.Background()
-	j.rec.Step = StepRestoring
+	j.rec.Step = releasestate.StepRestoring
 	if err := j.save(ctx); err != nil {
 		r.log("warning: %v", err)
 	}

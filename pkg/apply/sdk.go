@@ -11,6 +11,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -85,7 +86,10 @@ func newHelm3(req *Request, guard *plannedGuard, log func(string, ...interface{}
 func (h *helm3) started() bool { return h.store.started() }
 
 func (h *helm3) describe(version int, line string) {
-	describeFailure(h.req.Config.Releases, h.store.next.Name, version, line, h.log)
+	next := h.store.next
+	if err := releasestate.DescribeFailed(h.req.Config, next.Namespace, next.Name, version, line); err != nil {
+		h.log("warning: adding the restore to the description of revision %d: %v", version, err)
+	}
 }
 
 func (h *helm3) run(ctx context.Context) (*release.Release, error) {

@@ -3,13 +3,11 @@ package apply
 import (
 	"errors"
 	"fmt"
-	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // ErrStale is matched (errors.Is) by the error Apply returns when the
@@ -74,19 +72,6 @@ type UpgradeError struct {
 	Recreate string
 }
 
-// JournalError says that an earlier apply of the release was interrupted
-// after deleting objects for recreation: its journal is still there, and
-// nothing may be planned or applied until --recover resolved it.
-type JournalError struct {
-	Name, Namespace string
-	journal         *journal
-}
-
-func (e *JournalError) Error() string {
-	return fmt.Sprintf("release %q in namespace %s: %s; nothing was planned or written: run this command again with --recover to restore them and settle the release",
-		e.Name, e.Namespace, e.journal.describe())
-}
-
 func (e *UpgradeError) Error() string {
 	msg := e.state()
 	if e.Recreate != "" {
@@ -120,11 +105,11 @@ func (e *UpgradeError) Unwrap() error { return e.Err }
 // checkRelease refuses a release that is pending or that moved since the
 // plan: planned is the last revision the plan saw (nil: none).
 func checkRelease(store *storage.Storage, name, ns string, planned *release.Release) error {
-	hist, err := render.History(store, name)
+	hist, err := releasestate.History(store, name)
 	if err != nil {
 		return fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
 	}
-	if err := render.CheckPending(hist, name, ns); err != nil {
+	if err := releasestate.CheckPending(hist, name, ns); err != nil {
 		return err
 	}
 	var last *release.Release
@@ -147,7 +132,7 @@ func checkRelease(store *storage.Storage, name, ns string, planned *release.Rele
 // failure reads the release back after Helm's action failed with err.
 func failure(store *storage.Storage, name, ns string, attempted int, err error) *UpgradeError {
 	ue := &UpgradeError{Name: name, Namespace: ns, Attempted: attempted, Err: err}
-	hist, rerr := render.History(store, name)
+	hist, rerr := releasestate.History(store, name)
 	if rerr != nil {
 		ue.ReadErr = rerr
 		return ue
@@ -159,67 +144,7 @@ func failure(store *storage.Storage, name, ns string, attempted int, err error) 
 	}
 	if len(hist) > 0 {
 		ue.Last, ue.LastStatus = hist[0].Version, hist[0].Info.Status
-		ue.RolledBackTo = rollbackTarget(hist[0], attempted)
+		ue.RolledBackTo = releasestate.RolledBackTo(hist[0], attempted)
 	}
 	return ue
-}
-
-// rollbackTarget is the revision rel, a record newer than the attempted
-// one, rolled back to: Helm describes a rollback as "Rollback to N" (both
-// Helm 3 and 4). 0 when rel is not such a rollback.
-func rollbackTarget(rel *release.Release, attempted int) int {
-	var to int
-	if rel.Version <= attempted || rel.Info == nil {
-		return 0
-	}
-	if _, err := fmt.Sscanf(rel.Info.Description, "Rollback to %d", &to); err != nil {
-		return 0
-	}
-	return to
-}
-
-// describeFailure puts line before the description of the failed
-// revision, so `helm history` says what the recreate deleted and restored,
-// not only Helm's error: first, because its table shows one cut line and
-// Helm's error can span many.
-func describeFailure(store *storage.Storage, name string, version int, line string, log func(string, ...interface{})) {
-	rel, err := store.Get(name, version)
-	if err == nil {
-		rel.Info.Description = lineFirst(line, rel.Info.Description)
-		err = store.Update(rel)
-	}
-	if err != nil {
-		log("warning: adding the restore to the description of revision %d: %v", version, err)
-	}
-}
-
-// lineFirst is the description line, then what the revision said before.
-func lineFirst(line, description string) string {
-	if description = strings.TrimSpace(description); description == "" {
-		return line
-	}
-	return line + " (before: " + description + ")"
-}
-
-// DescribeFailed puts line before the description of revision version of
-// release name (either Helm's record format), a revision Helm marked
-// failed: `helm history` then says first what the watch saw, then Helm's
-// own error. line must already be sanitised.
-func DescribeFailed(cfg *action.Configuration, ns, name string, version int, line string) error {
-	return editRecord(cfg, ns, name, version, func(info *release.Info) {
-		info.Description = lineFirst(line, info.Description)
-	})
-}
-
-// MarkRolloutFailed records in revision version of release name (either
-// Helm's record format) that its rollout failed after Helm deployed it: the
-// status becomes failed, as Helm's own --wait leaves a revision whose
-// resources never got ready, and the description (what `helm history`
-// shows) says which workload failed and why. line must already be
-// sanitised.
-func MarkRolloutFailed(cfg *action.Configuration, ns, name string, version int, line string) error {
-	return editRecord(cfg, ns, name, version, func(info *release.Info) {
-		info.Status = release.StatusFailed
-		info.Description = line
-	})
 }

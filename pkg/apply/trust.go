@@ -5,15 +5,12 @@ import (
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // A journal Secret can be written by anyone allowed to write Secrets in the
@@ -25,44 +22,11 @@ import (
 // live objects the same way before it deletes them, so every journal it
 // writes passes.
 
-// maxJournalObjects bounds what a journal may list: a release recreates a
-// handful of objects; thousands are a forged or corrupt journal.
-const maxJournalObjects = 500
-
 // neverRecreated says why the tool never deletes an object of kind gk for
 // recreation, "" when it may.
 func neverRecreated(gk schema.GroupKind) string {
 	d, _ := classify.DestructiveKind(gk)
 	return d.NeverRecreated
-}
-
-// lastDeployed is the newest deployed revision of hist (newest first), nil
-// when there is none.
-func lastDeployed(hist []*release.Release) *release.Release {
-	for _, r := range hist {
-		if r.Info != nil && r.Info.Status == release.StatusDeployed {
-			return r
-		}
-	}
-	return nil
-}
-
-// deployedOf reads the objects of release name's last deployed revision
-// from Helm's release storage, and that revision's number.
-func deployedOf(store *storage.Storage, name, ns string, scoper manifest.Scoper) (*manifest.Set, int, error) {
-	hist, err := render.History(store, name)
-	if err != nil {
-		return nil, 0, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
-	}
-	rel := lastDeployed(hist)
-	if rel == nil {
-		return nil, 0, fmt.Errorf("release %q in namespace %s has no deployed revision: what a recreate deletes could not be checked against it", name, ns)
-	}
-	set, err := manifest.Split(fmt.Sprintf("manifest of revision %d", rel.Version), rel.Manifest, ns, scoper)
-	if err != nil {
-		return nil, 0, fmt.Errorf("release %q in namespace %s: reading the manifest of the deployed revision %d: %w", name, ns, rel.Version, err)
-	}
-	return set, rel.Version, nil
 }
 
 // checkRestorable says why obj, as stored (in a journal, or live before a

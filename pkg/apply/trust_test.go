@@ -3,7 +3,6 @@ package apply
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // TestCheckRestorable: an entry is restorable only as an object of the
@@ -166,7 +166,7 @@ func TestRestoreFinishesAnInterruptedRestore(t *testing.T) {
 	}
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1"}})
 	j := newJournal(fc.client.Resource(secretsGVR).Namespace(relNS), relName, relNS, 2, "m", []*recreateTarget{{live: live}})
-	j.rec.Step = StepRestoring
+	j.rec.Step = releasestate.StepRestoring
 	if err := j.save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -202,46 +202,15 @@ func TestRestoreFinishesAnInterruptedRestore(t *testing.T) {
 // fresh read, and the object is restored.
 func TestUndoSaysWhatWasDeleted(t *testing.T) {
 	fc := newFakeCluster(t)
-	j := writeJournal(t, fc, StepDeleting, false)
+	j := writeJournal(t, fc, releasestate.StepDeleting, false)
 	deleteSts(t, fc)
 	line, err := fc.recreator(&bytes.Buffer{}).undo(j)
 	want := "safe-upgrade deleted StatefulSet.apps/demo/app-db for recreation; restored from the recreate journal: StatefulSet.apps/demo/app-db re-created"
 	if err != nil || !strings.HasPrefix(line, want) {
 		t.Errorf("undo: %v %q, want %q", err, line, want)
 	}
-	j = writeJournal(t, fc, StepDeleting, true) // marked, but the delete never happened
+	j = writeJournal(t, fc, releasestate.StepDeleting, true) // marked, but the delete never happened
 	if line, err := fc.recreator(&bytes.Buffer{}).undo(j); err != nil || !strings.HasPrefix(line, "safe-upgrade deleted nothing; restored from the recreate journal: StatefulSet.apps/demo/app-db was not deleted") {
 		t.Errorf("undo: %v %q", err, line)
-	}
-}
-
-// TestReadJournalUntrustedBytes: a journal Secret that is too large, does
-// not parse or lists too many objects is refused with an error naming the
-// Secret.
-func TestReadJournalUntrustedBytes(t *testing.T) {
-	many := `{"objects": [` + strings.Repeat(`{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}},`, maxJournalObjects) +
-		`{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}}]}`
-	tests := []struct {
-		name, data, want string
-	}{
-		{"too large", strings.Repeat("A", maxJournalBytes+4), "bytes, more than a journal can be"},
-		{"not base64", "!!!", "illegal base64"},
-		{"not JSON", base64.StdEncoding.EncodeToString([]byte("{")), "decoding the journal"},
-		{"too many objects", base64.StdEncoding.EncodeToString([]byte(many)), "more than 500: not a journal this tool wrote"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fc := newFakeCluster(t)
-			s := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Secret", "type": JournalType,
-				"metadata": map[string]interface{}{"name": JournalName(relName), "namespace": relNS},
-				"data":     map[string]interface{}{journalKey: tt.data}}}
-			if err := fc.client.Tracker().Create(secretsGVR, s, relNS); err != nil {
-				t.Fatal(err)
-			}
-			_, err := readJournal(context.Background(), fc.Cluster, relNS, relName)
-			if err == nil || !strings.Contains(err.Error(), "Secret demo/safe-upgrade-journal.app") || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %v, want an error naming the Secret and %q", err, tt.want)
-			}
-		})
 	}
 }

@@ -1,9 +1,6 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -12,51 +9,8 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
-
-// encodeRecord encodes a release record as Helm's storage drivers do:
-// base64(gzip(JSON)), or base64(JSON) when not compressed.
-func encodeRecord(t *testing.T, json string, compress bool) string {
-	t.Helper()
-	b := []byte(json)
-	if compress {
-		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		if _, err := w.Write(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		b = buf.Bytes()
-	}
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func TestDecodeApplyMethod(t *testing.T) {
-	// A Helm 4 (v4.3.1) record, trimmed: apply_method sits at the top level
-	// of pkg/release/v1.Release.
-	helm4 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h4","apply_method":"ssa"}`
-	helm3 := `{"name":"r","info":{"status":"deployed"},"manifest":"","version":1,"namespace":"h3"}`
-	for _, tc := range []struct {
-		name, data, want string
-	}{
-		{"helm4 gzip", encodeRecord(t, helm4, true), plan.ApplyMethodSSA},
-		{"helm4 plain", encodeRecord(t, helm4, false), plan.ApplyMethodSSA},
-		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), plan.ApplyMethodCSA},
-		{"helm3", encodeRecord(t, helm3, true), ""},
-	} {
-		got, err := decodeApplyMethod(tc.data)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"%%%", encodeRecord(t, "not json", true)} {
-		if _, err := decodeApplyMethod(bad); err == nil {
-			t.Errorf("decodeApplyMethod(%q): no error", bad)
-		}
-	}
-}
 
 // TestServerSideApply checks Helm 4's getUpgradeServerSideValue, with the
 // tool's one difference: an install under "auto" stays client-side.
@@ -112,5 +66,21 @@ func TestRecordedServerSide(t *testing.T) {
 		if got := RecordedServerSide(t.Context(), tc.cfg, tc.flag, tc.rel); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRecordedServerSideFromSnapshot: a snapshot that holds the apply
+// method read with the history answers for that revision without reading
+// the record again (the memory driver's would say client-side); another
+// revision is read from the storage.
+func TestRecordedServerSideFromSnapshot(t *testing.T) {
+	memory := &action.Configuration{Releases: storage.Init(driver.NewMemory())}
+	v1 := &release.Release{Name: "r", Namespace: "ns", Version: 1}
+	snap := Snapshot(memory, []*release.Release{v1}, &releasestate.Recorded{Version: 1, Method: plan.ApplyMethodSSA, OK: true})
+	if !RecordedServerSide(t.Context(), snap, ServerSideAuto, v1) {
+		t.Error("revision 1: client-side, want the server-side method the snapshot holds")
+	}
+	if RecordedServerSide(t.Context(), snap, ServerSideAuto, &release.Release{Name: "r", Namespace: "ns", Version: 2}) {
+		t.Error("revision 2: server-side, want the storage's answer (client-side)")
 	}
 }

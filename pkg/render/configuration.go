@@ -10,26 +10,12 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
-
-// NewConfiguration returns a Helm action configuration for namespace, with
-// the release storage chosen as HELM_DRIVER does: "" or "secret(s)",
-// "configmap(s)", "memory", "sql" (HELM_DRIVER_SQL_CONNECTION_STRING).
-// log may be nil.
-func NewConfiguration(getter genericclioptions.RESTClientGetter, namespace, driver string, log func(string, ...interface{})) (*action.Configuration, error) {
-	if log == nil {
-		log = func(string, ...interface{}) {}
-	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(getter, namespace, driver, log); err != nil {
-		return nil, fmt.Errorf("helm release storage (HELM_DRIVER=%q): %w", driver, err)
-	}
-	return cfg, nil
-}
 
 // renderClient is the kube client Helm's action runs with while planning.
 //
@@ -68,6 +54,27 @@ func (*renderClient) Delete(kube.ResourceList) (*kube.Result, []error) {
 type snapshot struct {
 	name string
 	rels []*release.Release
+	// recorded is the apply method of the last revision, as read with
+	// the history (nil: not read).
+	recorded *releasestate.Recorded
+}
+
+// Snapshot returns a copy of cfg whose release storage is a read-only
+// snapshot of hist, the release's history read once (releasestate's
+// Read), with recorded, the apply method Helm 4 recorded with its last
+// revision as read then (nil: not read): Render given the copy reads the
+// same revisions, and that method, from memory, and so does a second
+// render. cfg itself when it has no storage.
+func Snapshot(cfg *action.Configuration, hist []*release.Release, recorded *releasestate.Recorded) *action.Configuration {
+	if cfg == nil || cfg.Releases == nil {
+		return cfg
+	}
+	run := *cfg
+	snap := newSnapshot(cfg.Releases.Name(), hist)
+	snap.recorded = recorded
+	run.Releases = storage.Init(snap)
+	run.Releases.Log = cfg.Releases.Log
+	return &run
 }
 
 func newSnapshot(name string, hist []*release.Release) *snapshot {

@@ -17,9 +17,9 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // Result is the rendered next revision of a release and what it was
@@ -70,11 +70,6 @@ type Result struct {
 // the release does not exist and Options.Install is not set.
 var ErrReleaseNotFound = errors.New("release not found")
 
-// ErrReleasePending is matched (errors.Is) by the error Render returns when
-// the last revision of the release is pending-install, pending-upgrade or
-// pending-rollback.
-var ErrReleasePending = errors.New("release has an operation in progress")
-
 // ErrWriteRefused is returned if Helm's code path tries to write to the
 // cluster or to the release storage during a render. It never should.
 var ErrWriteRefused = errors.New("write refused while planning")
@@ -98,27 +93,6 @@ func (e *ReleaseNotFoundError) Error() string {
 // Unwrap makes errors.Is(err, ErrReleaseNotFound) true.
 func (e *ReleaseNotFoundError) Unwrap() error { return ErrReleaseNotFound }
 
-// PendingError says that the last revision of a release is in a pending
-// state: another install, upgrade or rollback is running or was interrupted.
-type PendingError struct {
-	Name, Namespace string
-	Revision        int
-	Status          release.Status
-	// RollbackTo is the newest deployed or superseded revision, 0 if none.
-	RollbackTo int
-}
-
-func (e *PendingError) Error() string {
-	msg := fmt.Sprintf("release %q in namespace %s is %s at revision %d: another install/upgrade/rollback is in progress or was interrupted; wait for it to finish", e.Name, e.Namespace, e.Status, e.Revision)
-	if e.RollbackTo > 0 {
-		return msg + fmt.Sprintf(", or if none is running, return to revision %d with: helm rollback %s %d -n %s", e.RollbackTo, e.Name, e.RollbackTo, e.Namespace)
-	}
-	return msg + fmt.Sprintf(", or if none is running, there is no earlier revision to roll back to: remove it with: helm uninstall %s -n %s", e.Name, e.Namespace)
-}
-
-// Unwrap makes errors.Is(err, ErrReleasePending) true.
-func (e *PendingError) Unwrap() error { return ErrReleasePending }
-
 // Render renders the next revision of releaseName from chartRef as
 // `helm upgrade [--install] --dry-run=server` would, through Helm's own
 // install/upgrade actions (values semantics, hooks, post-renderer, notes,
@@ -127,7 +101,7 @@ func (e *PendingError) Unwrap() error { return ErrReleasePending }
 // release storage is a read-only snapshot of the release's history. It
 // never writes to the cluster or to the storage.
 //
-// cfg must be set up for the release namespace (see NewConfiguration);
+// cfg must be set up for the release namespace (see releasestate.NewConfiguration);
 // settings gives the repository, registry and plugin environment (nil means
 // cli.New()). When ctx is done, Render returns ctx's error at once.
 func Render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, releaseName, chartRef string, opts Options) (*Result, error) {
@@ -230,15 +204,14 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err := cfg.KubeClient.IsReachable(); err != nil {
 		return nil, err
 	}
-	hist, err := History(cfg.Releases, name)
+	hist, err := releasestate.History(cfg.Releases, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, ns, err)
 	}
 	if len(hist) > 0 {
 		res.Last = hist[0]
 	}
-	run.Releases = storage.Init(newSnapshot(cfg.Releases.Name(), hist))
-	run.Releases.Log = cfg.Releases.Log
+	run.Releases = Snapshot(cfg, hist, nil).Releases
 
 	if res.Last == nil || res.Last.Info.Status == release.StatusUninstalled {
 		if !opts.Install {
@@ -246,7 +219,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 		}
 		return renderInstall(ctx, &run, res, name, ns, cpo, post, vals, opts)
 	}
-	if err := CheckPending(hist, name, ns); err != nil {
+	if err := releasestate.CheckPending(hist, name, ns); err != nil {
 		return nil, err
 	}
 	method, ok, err := recordedApplyMethod(ctx, cfg, ns, res.Last)
@@ -257,7 +230,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the apply method Helm 4 records cannot be read from the %s release storage: planned as client-side; pass --server-side=true for a release Helm 4 applied server-side", cfg.Releases.Name()))
 	}
 	res.ApplyMethod = method
-	res.Previous = currentRelease(hist)
+	res.Previous = releasestate.Current(hist)
 	if res.Previous == nil {
 		return nil, fmt.Errorf("release %q in namespace %s: last revision %d is %s and no revision is deployed: %w",
 			name, ns, res.Last.Version, res.Last.Info.Status, driver.ErrNoDeployedReleases)
@@ -296,49 +269,6 @@ func checkDependencies(ch *chart.Chart, chartPath string, settings *cli.EnvSetti
 		return nil, fmt.Errorf("chart %s: reloading after the dependency update: %w", chartPath, err)
 	}
 	return ch, nil
-}
-
-// History returns the revisions of release name, newest first; none (and no
-// error) when it does not exist.
-func History(store *storage.Storage, name string) ([]*release.Release, error) {
-	hist, err := store.History(name)
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, err
-	}
-	releaseutil.Reverse(hist, releaseutil.SortByRevision)
-	return hist, nil
-}
-
-// CheckPending returns a *PendingError when the newest revision in hist
-// (newest first) is pending-install, -upgrade or -rollback.
-func CheckPending(hist []*release.Release, name, ns string) error {
-	if len(hist) == 0 || !hist[0].Info.Status.IsPending() {
-		return nil
-	}
-	pe := &PendingError{Name: name, Namespace: ns, Revision: hist[0].Version, Status: hist[0].Info.Status}
-	for _, r := range hist {
-		if r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded {
-			pe.RollbackTo = r.Version
-			break
-		}
-	}
-	return pe
-}
-
-// currentRelease mirrors Helm's prepareUpgrade: the last revision when it is
-// deployed, else the newest deployed one, else the last one when it failed
-// or was superseded. hist is sorted newest first.
-func currentRelease(hist []*release.Release) *release.Release {
-	last := hist[0]
-	for _, r := range hist {
-		if r.Info.Status == release.StatusDeployed {
-			return r
-		}
-	}
-	if last.Info.Status == release.StatusFailed || last.Info.Status == release.StatusSuperseded {
-		return last
-	}
-	return nil
 }
 
 func renderInstall(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {

@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 const (
@@ -318,7 +319,7 @@ func TestRender(t *testing.T) {
 				helmtest.NextRevision(t, f.cfg, relName, release.StatusPendingUpgrade)
 			},
 			opts:      func(o *Options) { o.Install = true },
-			wantErrIs: ErrReleasePending,
+			wantErrIs: releasestate.ErrReleasePending,
 			wantErr:   []string{"pending-upgrade at revision 2", "helm rollback app 1 -n demo"},
 		},
 		{
@@ -326,7 +327,7 @@ func TestRender(t *testing.T) {
 			setup: func(t *testing.T, f *fixture) {
 				f.seed(t, chartDir, release.StatusPendingInstall)
 			},
-			wantErrIs: ErrReleasePending,
+			wantErrIs: releasestate.ErrReleasePending,
 			wantErr:   []string{"pending-install at revision 1", "helm uninstall app -n demo"},
 		},
 		{
@@ -551,22 +552,6 @@ func TestPlanClientRefusesWrites(t *testing.T) {
 	s := newSnapshot("Secret", nil)
 	if err := s.Create("k", nil); !errors.Is(err, ErrWriteRefused) {
 		t.Errorf("snapshot Create err = %v", err)
-	}
-}
-
-func TestNewConfiguration(t *testing.T) {
-	for _, d := range []string{"", "secret", "configmap", "memory"} {
-		cfg, err := NewConfiguration(nil, relNS, d, nil)
-		if err != nil {
-			t.Fatalf("driver %q: %v", d, err)
-		}
-		want := map[string]string{"": "Secret", "secret": "Secret", "configmap": "ConfigMap", "memory": "Memory"}[d]
-		if got := cfg.Releases.Name(); got != want {
-			t.Errorf("driver %q: storage %s, want %s", d, got, want)
-		}
-	}
-	if _, err := NewConfiguration(nil, relNS, "etcd", nil); err == nil || !strings.Contains(err.Error(), `HELM_DRIVER="etcd"`) {
-		t.Errorf("unknown driver err = %v", err)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // Rollback returns, as a Result, what `helm rollback name version` applies:
@@ -30,7 +32,7 @@ func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, v
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("rollback %q: %w", name, err)
 	}
-	hist, err := History(cfg.Releases, name)
+	hist, err := releasestate.History(cfg.Releases, name)
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, ns, err)
 	}

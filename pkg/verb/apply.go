@@ -12,6 +12,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
@@ -150,39 +151,35 @@ func (c *Config) explainHooks(ctx context.Context, planned *Planned, err error) 
 	return fmt.Errorf("%w; %s", err, c.texts(why, redact.MessageLimit))
 }
 
-// takeLease takes the release's Lease as observed before the plan (see
-// apply.TakeLease) for who the API server says the user is; it returns
-// that user.
-func (c *Config) takeLease(ctx context.Context, release string, observed *apply.LeaseObservation) (string, *apply.HeldLease, error) {
-	user, err := apply.WhoAmI(ctx, c.Cluster.Dynamic)
+// takeLease is how every writing verb (apply, rollback, uninstall,
+// recover) takes the release's Lease: as observed before the plan (nil:
+// read now; see releasestate.AcquireLease), for who the API server says
+// the user is; it returns that user. releaseLease ends it.
+func (c *Config) takeLease(ctx context.Context, release string, observed *releasestate.LeaseObservation) (string, *releasestate.HeldLease, error) {
+	user, err := releasestate.WhoAmI(ctx, c.Cluster.Dynamic)
 	if err != nil {
 		return "", nil, fmt.Errorf("release %q in namespace %s: %w; nothing was written", release, c.Namespace, err)
 	}
-	if observed == nil { // not read before a plan: read now
-		if observed, err = apply.ObserveLease(ctx, c.Cluster, release, c.Namespace, true, c.Now()); err != nil {
-			return "", nil, err
-		}
-	}
 	req := c.leaseRequest(user)
-	lease, err := apply.TakeLease(ctx, c.Cluster, observed, req)
+	lease, err := releasestate.AcquireLease(ctx, c.Cluster, release, c.Namespace, observed, req)
 	if err != nil {
 		return "", nil, err
 	}
 	if lease == nil {
 		c.Logf("namespace %s does not exist yet: no Lease taken (Helm creates the namespace)", c.Namespace)
 	} else {
-		c.Logf("took the Lease %s/%s as %s", c.Namespace, apply.LeaseName(release), req.Identity)
+		c.Logf("took the Lease %s/%s as %s", c.Namespace, releasestate.LeaseName(release), req.Identity)
 	}
 	return user, lease, nil
 }
 
 // leaseRequest says who holds the lease: the user, on this host, in this
 // process, in this run (a random part: two runs in one process differ).
-func (c *Config) leaseRequest(user string) apply.LeaseRequest {
+func (c *Config) leaseRequest(user string) releasestate.LeaseRequest {
 	host, _ := os.Hostname()
 	var run [4]byte
 	_, _ = rand.Read(run[:])
-	return apply.LeaseRequest{Identity: fmt.Sprintf("%s on %s (pid %d, run %x)", user, host, os.Getpid(), run), User: user,
+	return releasestate.LeaseRequest{Identity: fmt.Sprintf("%s on %s (pid %d, run %x)", user, host, os.Getpid(), run), User: user,
 		Command: c.Command, Now: c.Now, Log: c.Logf}
 }
 
@@ -193,16 +190,12 @@ func serverUnanswered(err error) bool {
 	return errors.As(err, &ue) && ue.ReadErr != nil
 }
 
-// releaseLease releases a lease taken by takeLease, saying so if it fails;
-// when the API server did not answer the clean-up (unanswered), it leaves
-// the lease to go stale instead of waiting for the server once more.
-func (c *Config) releaseLease(lease *apply.HeldLease, unanswered bool) {
-	if unanswered && lease != nil {
-		lease.Stop()
-		fmt.Fprintf(c.Out, "warning: the API server did not answer: the release's Lease is not released; it is stale in %s, then the next run (or --recover) takes it over\n", apply.LeaseDuration)
-		return
-	}
-	if err := lease.Release(); err != nil {
+// releaseLease ends a lease taken by takeLease (releasestate's End),
+// saying what was not done; when the API server did not answer the
+// clean-up (unanswered), the lease is left to go stale instead of waiting
+// for the server once more.
+func (c *Config) releaseLease(lease *releasestate.HeldLease, unanswered bool) {
+	if err := lease.End(unanswered); err != nil {
 		fmt.Fprintf(c.Out, "warning: %s\n", c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 }

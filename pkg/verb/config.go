@@ -47,7 +47,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
@@ -259,7 +259,7 @@ func (c *Config) Connect(ctx context.Context) error {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
 	dyn := dynamic.New(rc)
-	helmCfg, err := render.NewConfiguration(getter, c.Namespace, os.Getenv("HELM_DRIVER"), c.Logf)
+	helmCfg, err := releasestate.NewConfiguration(getter, c.Namespace, os.Getenv("HELM_DRIVER"), c.Logf)
 	if err != nil {
 		return err
 	}

@@ -13,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
@@ -67,7 +67,7 @@ type Planned struct {
 	Apply    ApplyMode
 	// Lease is the release's Lease as read before the plan: the apply
 	// takes it on condition that nobody took it since.
-	Lease *apply.LeaseObservation
+	Lease *releasestate.LeaseObservation
 }
 
 // Plan plans req within --timeout: offline against req.Offline when set
@@ -86,10 +86,11 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 // planLive renders the release as `helm upgrade` would and plans it against
 // the cluster. It sends no write but dry-run requests.
 func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error) {
-	lease, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
+	state, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
 	if err != nil {
 		return nil, err
 	}
+	lease := state.Lease
 	// The saved plan (--plan), if any: refused before rendering when made
 	// for another cluster, other flags, or too long ago.
 	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
@@ -106,7 +107,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	start, requests := begin, c.Requests()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
-	helm, early := c.readEarly(ctx, req)
+	helm, early := c.readEarly(ctx, req, state)
 	res, again, err := c.source(ctx, req, helm, start)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	if err := replay.Unmoved(p); err != nil {
 		return nil, err
 	}
-	blocker, err := render.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
+	blocker, err := releasestate.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
 	if err != nil {
 		return nil, err
 	}
@@ -197,42 +198,35 @@ func (c *Config) source(ctx context.Context, req PlanRequest, helm *action.Confi
 	return res, again, err
 }
 
-// connectToPlan is a plan's first stage: connect, refuse while an
-// interrupted apply's journal holds objects, and read the release's Lease
-// (refused, forApply, while another run holds it).
-func (c *Config) connectToPlan(ctx context.Context, release string, forApply bool) (*apply.LeaseObservation, error) {
-	var lease *apply.LeaseObservation
+// connectToPlan is a plan's first stage: connect, and read the release's
+// stored state once (releasestate.Read: refused while an interrupted
+// apply's journal holds objects, or, forApply, while another run holds the
+// Lease; the history the render and the early LISTs start from).
+func (c *Config) connectToPlan(ctx context.Context, release string, forApply bool) (*releasestate.State, error) {
+	var state *releasestate.State
 	err := c.Stage("connect", func() error {
 		if err := c.Connect(ctx); err != nil {
 			return err
 		}
-		// An interrupted apply's deleted objects come back (--recover)
-		// before anything is planned against a cluster missing them.
-		if err := apply.CheckJournal(ctx, c.Cluster, release, c.Namespace); err != nil {
-			return err
-		}
 		var err error
-		lease, err = apply.ObserveLease(ctx, c.Cluster, release, c.Namespace, forApply, c.Now())
+		state, err = releasestate.Read(ctx, c.Cluster, c.Helm, release, c.Namespace, forApply, c.Now())
 		return err
 	})
-	return lease, err
+	return state, err
 }
 
-// readEarly reads the release's history once, for the render(s) to use,
-// and starts the LISTs of the live objects of the kinds and namespaces the
-// last release's manifest names, so they run while Helm renders (see
-// live.Early). It returns c.Helm and no LISTs when the history cannot be
-// read (the render reads it again and reports why) or there is no release
-// to upgrade from; kinds only the new render names are read after it, by
-// the planner.
-func (c *Config) readEarly(ctx context.Context, req PlanRequest) (*action.Configuration, *live.Early) {
-	if c.Cluster == nil {
+// readEarly hands the release's history, read once (state), to the
+// render(s) (render.Snapshot), and starts the LISTs of the live objects of
+// the kinds and namespaces the last release's manifest names, so they run
+// while Helm renders (see live.Early). It returns c.Helm and no LISTs when
+// the history could not be read (the render reads it again and reports
+// why), and no LISTs when there is no release to upgrade from; kinds only
+// the new render names are read after it, by the planner.
+func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releasestate.State) (*action.Configuration, *live.Early) {
+	if c.Cluster == nil || state.HistoryErr != nil {
 		return c.Helm, nil
 	}
-	helm, prev, err := render.ReadHistory(c.Helm, req.ReleaseName)
-	if err != nil {
-		return c.Helm, nil
-	}
+	helm, prev := render.Snapshot(c.Helm, state.History, state.Recorded), state.From
 	if prev == nil {
 		return helm, nil
 	}

@@ -11,15 +11,18 @@ import (
 // apply.Recover): the objects it deleted for recreation come back from its
 // journal once every entry passed the checks and confirm (nil: --yes)
 // said yes, its pending revision is marked failed, the journal is
-// removed. It holds the release's Lease meanwhile.
+// removed. It holds the release's Lease meanwhile, taken and released as
+// every writing verb does (takeLease: refused while another run holds it;
+// a stale one is taken over).
 func (c *Config) Recover(ctx context.Context, release string, opts render.Options, confirm func(plan string) (bool, error)) error {
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
-	user, err := apply.WhoAmI(ctx, c.Cluster.Dynamic)
+	_, lease, err := c.takeLease(ctx, release, nil)
 	if err != nil {
 		return err
 	}
+	defer c.releaseLease(lease, false)
 	return apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
-		Timeout: opts.TimeLimit(), Confirm: confirm, Lease: c.leaseRequest(user)}, c.Out)
+		Timeout: opts.TimeLimit(), Confirm: confirm}, c.Out)
 }

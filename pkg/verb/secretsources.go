@@ -10,6 +10,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -46,7 +47,7 @@ func (c *Config) Sanitize(err error) error {
 // keeps in a Secret, and the render that would have told the planner
 // about it failed.
 func (c *Config) renderFailed(name string, err error) error {
-	if hist, herr := render.History(c.Helm.Releases, name); herr == nil {
+	if hist, herr := releasestate.History(c.Helm.Releases, name); herr == nil {
 		for _, rel := range hist {
 			c.Sanitizer.AddManifest(rel.Manifest)
 			for _, h := range rel.Hooks {

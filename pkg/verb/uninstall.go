@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 )
@@ -48,7 +48,7 @@ type PlannedUninstall struct {
 	// Left are the objects the uninstall leaves in the cluster, each with
 	// why (also in the plan's notes).
 	Left  []string
-	Lease *apply.LeaseObservation
+	Lease *releasestate.LeaseObservation
 }
 
 // leftPrefix starts the plan notes that name what an uninstall leaves.
@@ -66,11 +66,12 @@ func (c *Config) PlanUninstall(ctx context.Context, req UninstallRequest) (*Plan
 }
 
 func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*PlannedUninstall, error) {
-	lease, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
+	state, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
 	if err != nil {
 		return nil, err
 	}
-	rel, err := c.lastRevision(req.ReleaseName)
+	lease := state.Lease
+	rel, err := c.lastRevision(req.ReleaseName, state)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +115,8 @@ type noReleaseError string
 func (e noReleaseError) Error() string { return string(e) }
 func (noReleaseError) Unwrap() error   { return render.ErrReleaseNotFound }
 
-func (c *Config) lastRevision(name string) (*release.Release, error) {
-	hist, err := render.History(c.Helm.Releases, name)
+func (c *Config) lastRevision(name string, state *releasestate.State) (*release.Release, error) {
+	hist, err := state.History, state.HistoryErr
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
@@ -101,7 +102,7 @@ func (c *Config) explainWait(planned *Planned, err error, troubles []string) err
 	line := "the watch saw, while Helm waited: " + c.texts(troubles, redact.MessageLimit)
 	var ue *apply.UpgradeError
 	if errors.As(err, &ue) && ue.AttemptedStatus == release.StatusFailed {
-		if derr := apply.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Record("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
+		if derr := releasestate.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Record("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
 			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", ue.Attempted, c.Sanitizer.Text(derr.Error(), redact.MessageLimit))
 		}
 	}
@@ -146,7 +147,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	}
 	name := planned.Plan.Release.Name
 	line := c.Sanitizer.Record("Rollout failed after the upgrade: "+failureLine(out), redact.RecordLimit)
-	if err := apply.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
+	if err := releasestate.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
 		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 	return &RolloutError{Release: name, Revision: revision, Outcome: out}

@@ -12,9 +12,9 @@ import (
 const module = "github.com/safe-upgrade/helm-safe-upgrade/"
 
 // above are the stages a bottom package must never reach: they sit higher in
-// the pipe cmd → cli → upgrade → apply → planner/render → classify/gate/apis/
-// report → live/plan → manifest → predict/redact.
-var above = []string{"pkg/cli", "pkg/verb", "pkg/apply", "pkg/planner", "pkg/render", "pkg/classify", "pkg/gate", "pkg/report", "pkg/watch", "pkg/savedplan", "pkg/shim"}
+// the pipe cmd → cli → verb → apply → planner/render → releasestate →
+// classify/gate/apis/report → live/plan → manifest → predict/redact.
+var above = []string{"pkg/cli", "pkg/verb", "pkg/apply", "pkg/planner", "pkg/render", "pkg/releasestate", "pkg/classify", "pkg/gate", "pkg/report", "pkg/watch", "pkg/savedplan", "pkg/shim"}
 
 // rules: each package and the packages it must not depend on, directly or
 // through another.
@@ -22,8 +22,11 @@ var rules = []struct {
 	pkg       string
 	forbidden []string
 }{
+	// Planning reads the release's stored state (history, records, Lease,
+	// journal) through releasestate, never through apply, which writes it.
 	{"pkg/planner", []string{"pkg/apply", "pkg/verb", "pkg/cli"}},
 	{"pkg/render", []string{"pkg/classify", "pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli"}},
+	{"pkg/releasestate", []string{"pkg/apply", "pkg/verb", "pkg/cli", "pkg/planner", "pkg/render", "pkg/classify", "pkg/report", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
 	{"pkg/apply", []string{"pkg/verb", "pkg/cli"}},
 	{"pkg/verb", []string{"pkg/cli"}},
 	// classify judges what it is handed (and holds the one table of

@@ -14,7 +14,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // noRawControl fails the test for each output that holds a raw control
@@ -46,7 +46,7 @@ func TestForgedLease(t *testing.T) {
 	duration := int32(1<<31 - 1)
 	renew := metav1.NewMicroTime(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))
 	_, err := c.Clientset(t).CoordinationV1().Leases(ns).Create(t.Context(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: apply.LeaseName("app")},
+		ObjectMeta: metav1.ObjectMeta{Name: releasestate.LeaseName("app")},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration, RenewTime: &renew},
 	}, metav1.CreateOptions{FieldManager: "forger"})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // parityDB is a StatefulSet as real charts write it; parityCases edit it the
@@ -204,7 +204,7 @@ func TestRemovedAPIInStoredRelease(t *testing.T) {
 
 	getter := genericclioptions.NewConfigFlags(false)
 	getter.KubeConfig, getter.Namespace = &c.Kubeconfig, &ns
-	cfg, err := render.NewConfiguration(getter, ns, "secret", t.Logf)
+	cfg, err := releasestate.NewConfiguration(getter, ns, "secret", t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

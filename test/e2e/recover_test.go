@@ -20,7 +20,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/toolproc"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // waitHook is a pre-upgrade hook Job that never completes (no kubelet): it
@@ -97,7 +97,7 @@ func applyHoldingLease(t *testing.T, c *testcluster.Cluster) (ns string, chart f
 // absent) and whether it is stale.
 func leaseHolder(t *testing.T, c *testcluster.Cluster, ns, release string) (string, bool) {
 	t.Helper()
-	l, err := c.Clientset(t).CoordinationV1().Leases(ns).Get(t.Context(), apply.LeaseName(release), metav1.GetOptions{})
+	l, err := c.Clientset(t).CoordinationV1().Leases(ns).Get(t.Context(), releasestate.LeaseName(release), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", true
 	}
@@ -134,7 +134,7 @@ func killApplyWaitingOnHook(t *testing.T, c *testcluster.Cluster, ns string) {
 // journal returns the journal Secret of release app.
 func journal(t *testing.T, c *testcluster.Cluster, ns string) *corev1.Secret {
 	t.Helper()
-	s, err := c.Clientset(t).CoreV1().Secrets(ns).Get(t.Context(), apply.JournalName("app"), metav1.GetOptions{})
+	s, err := c.Clientset(t).CoreV1().Secrets(ns).Get(t.Context(), releasestate.JournalName("app"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the journal: %v", err)
 	}
@@ -170,8 +170,8 @@ func TestRecoverRefusesForgedJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: apply.JournalName("app"), Labels: map[string]string{apply.JournalReleaseLabel: "app"}},
-		Type: apply.JournalType, Data: map[string][]byte{"journal.json": data}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: releasestate.JournalName("app"), Labels: map[string]string{releasestate.JournalReleaseLabel: "app"}},
+		Type: releasestate.JournalType, Data: map[string][]byte{"journal.json": data}}
 	if _, err := forger.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the ServiceAccount writes the journal: %v", err)
 	}

@@ -1,6 +1,6 @@
 //go:build windows
 
-package apply
+package releasestate
 
 // processRunning cannot tell on Windows without opening the process, which
 // another user's process refuses: a holder is never said to be gone there.

@@ -1,4 +1,4 @@
-package apply
+package releasestate
 
 import (
 	"context"
@@ -401,5 +401,52 @@ func TestHeldLeaseUpdateRetriesConflicts(t *testing.T) {
 				t.Errorf("holder after the release %q, want %q", h, tt.holder)
 			}
 		})
+	}
+}
+
+// TestLeaseLifecycle: the one lifecycle of the writing verbs. AcquireLease
+// without a read before a plan reads now and refuses a lease another run
+// holds; End releases (the next run takes it at once), unless the API
+// server did not answer, when the lease is only no longer renewed: still
+// held, stale after LeaseDuration, and End says so.
+func TestLeaseLifecycle(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	fc := newFakeCluster(t)
+	allowLeases(fc)
+	leasesWithVersions(fc)
+
+	held, err := AcquireLease(ctx, fc.Cluster, relName, relNS, nil, leaseRequest("run-a", now))
+	if err != nil || held == nil {
+		t.Fatalf("acquire without an earlier read: %v, %v", held, err)
+	}
+	var le *LeaseError
+	if _, err := AcquireLease(ctx, fc.Cluster, relName, relNS, nil, leaseRequest("run-b", now)); !errors.As(err, &le) || le.Since || !strings.Contains(err.Error(), "is being applied by run-a") {
+		t.Fatalf("acquire while run-a holds it: %v, want a *LeaseError naming run-a", err)
+	}
+	if err := held.End(false); err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	heldB, err := AcquireLease(ctx, fc.Cluster, relName, relNS, nil, leaseRequest("run-b", now))
+	if err != nil {
+		t.Fatalf("acquire once run-a ended: %v", err)
+	}
+	err = heldB.End(true)
+	if err == nil || !strings.Contains(err.Error(), "not released; it is stale in "+LeaseDuration.String()) {
+		t.Errorf("end, unanswered: %v, want it to say the lease is not released", err)
+	}
+	if _, err := AcquireLease(ctx, fc.Cluster, relName, relNS, nil, leaseRequest("run-c", now.Add(time.Second))); !errors.As(err, &le) || !strings.Contains(err.Error(), "run-b") {
+		t.Errorf("acquire after an unanswered end: %v, want refused naming run-b (not released)", err)
+	}
+	heldC, err := AcquireLease(ctx, fc.Cluster, relName, relNS, nil, leaseRequest("run-c", now.Add(LeaseDuration+time.Second)))
+	if err != nil {
+		t.Errorf("acquire once the unreleased lease is stale: %v", err)
+	}
+	if err := heldC.End(false); err != nil {
+		t.Errorf("end: %v", err)
+	}
+	var none *HeldLease
+	if err := none.End(true); err != nil {
+		t.Errorf("end of no lease: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package apply
+package releasestate
 
 import (
 	"context"
@@ -23,15 +23,18 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
-// One apply (or --recover) of a release at a time: a coordination.k8s.io/v1
-// Lease in the release namespace, held and renewed by the applying process.
+// One writing run (an apply, a rollback, an uninstall, --recover) of a
+// release at a time: a coordination.k8s.io/v1 Lease in the release
+// namespace, held and renewed by the writing process.
 // A run reads it before it plans (ObserveLease: a live lease held by another
 // refuses the run) and takes it once the gate let the plan through
 // (TakeLease), on condition that nobody took it since the read (the Lease's
 // resourceVersion is the precondition): a run that gets it applies a plan
 // computed while no other apply ran, and a blocked run writes nothing. The
 // Lease is released (its holder cleared, the object kept, so the next run's
-// precondition sees it moved) when the run ends.
+// precondition sees it moved) when the run ends. Every writing verb goes
+// through the same lifecycle: ObserveLease before its plan, AcquireLease
+// (TakeLease) once the gate let it through, renewal, End.
 
 // LeaseDuration is how long a lease lives without renewal; the holder
 // renews it every third of it. A lease not renewed for that long is stale:
@@ -454,6 +457,35 @@ func TakeLease(ctx context.Context, cluster *live.Cluster, o *LeaseObservation, 
 	h := &HeldLease{res: res, identity: req.Identity, obj: got, stop: make(chan struct{}), done: make(chan struct{}), log: req.Log}
 	go h.renew(req.Now)
 	return h, nil
+}
+
+// AcquireLease is how every writing verb takes the release's Lease: as
+// observed before its plan, or, when none was read (observed nil), as read
+// now, refused while another run holds it live (see ObserveLease); then
+// taken (TakeLease) and renewed until End.
+func AcquireLease(ctx context.Context, cluster *live.Cluster, release, ns string, observed *LeaseObservation, req LeaseRequest) (*HeldLease, error) {
+	if req.Now == nil {
+		req.Now = time.Now
+	}
+	if observed == nil {
+		var err error
+		if observed, err = ObserveLease(ctx, cluster, release, ns, true, req.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return TakeLease(ctx, cluster, observed, req)
+}
+
+// End ends a lease AcquireLease took: released; or, when the API server did
+// not answer the run's clean-up (unanswered), only no longer renewed (it
+// goes stale after LeaseDuration) instead of waiting for the server once
+// more. The error says what was not done. Safe on a nil lease.
+func (h *HeldLease) End(unanswered bool) error {
+	if unanswered && h != nil {
+		h.Stop()
+		return fmt.Errorf("the API server did not answer: the release's Lease is not released; it is stale in %s, then the next run (or --recover) takes it over", LeaseDuration)
+	}
+	return h.Release()
 }
 
 func verbOf(create bool) string {

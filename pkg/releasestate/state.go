@@ -1,0 +1,69 @@
+package releasestate
+
+import (
+	"context"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+)
+
+// State is a release's stored state as a plan reads it, once, before it
+// renders: what the plan, the render and the apply then use without
+// reading it again.
+type State struct {
+	// Lease is the release's Lease as read: the apply takes it on
+	// condition that nobody took it since.
+	Lease *LeaseObservation
+	// History is the release's revisions, newest first, and From the
+	// release an upgrade starts from (see ReadHistory); HistoryErr says why
+	// the history could not be read (the render reads it again and
+	// reports it where it always has).
+	History    []*release.Release
+	From       *release.Release
+	HistoryErr error
+	// Recorded is the apply method Helm 4 recorded with the last revision,
+	// nil when there is none to start from (no history, or uninstalled).
+	Recorded *Recorded
+}
+
+// Recorded is the apply method Helm 4 recorded with revision Version, as
+// RecordedApplyMethod read it: OK false when the storage cannot say, Err
+// when reading it failed (the render reports it where it always has).
+type Recorded struct {
+	Version int
+	Method  string
+	OK      bool
+	Err     error
+}
+
+// Read is a plan's one read of the release's stored state: it refuses while
+// an interrupted apply's recreate journal holds objects (*JournalError: they
+// come back with --recover before anything is planned against a cluster
+// missing them), reads the Lease (refused, forApply, while another run
+// holds it: ObserveLease), then the history from cfg's storage
+// (ReadHistory) and the apply method recorded with its last revision
+// (RecordedApplyMethod). It sends no write.
+func Read(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration, name, ns string, forApply bool, now time.Time) (*State, error) {
+	if err := CheckJournal(ctx, cluster, name, ns); err != nil {
+		return nil, err
+	}
+	lease, err := ObserveLease(ctx, cluster, name, ns, forApply, now)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Lease: lease}
+	if cfg == nil {
+		return s, nil
+	}
+	s.History, s.From, s.HistoryErr = ReadHistory(cfg.Releases, name)
+	if len(s.History) > 0 && s.History[0].Info.Status != release.StatusUninstalled {
+		last := s.History[0]
+		r := &Recorded{Version: last.Version}
+		r.Method, r.OK, r.Err = RecordedApplyMethod(ctx, cfg, ns, last)
+		s.Recorded = r
+	}
+	return s, nil
+}
