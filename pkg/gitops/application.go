@@ -32,6 +32,7 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		r.Namespace = "default"
 	}
 	r.StorageNamespace = r.Namespace
+	r.setChartField(d, field)
 	repoURL, _ := src["repoURL"].(string)
 	chart, _ := src["chart"].(string)
 	path, _ := src["path"].(string)
@@ -41,8 +42,7 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		r.Chart = argoChart(repoURL, chart, revision)
 	case path != "":
 		// A path of a Git repository: this checkout.
-		r.Chart = Chart{Path: filepath.Join(s.Root, filepath.FromSlash(path))}
-		if err := checkChartDir(d, field+".path", r.Chart.Path); err != nil {
+		if r.Chart, err = s.localChart(d, field+".path", path); err != nil {
 			return nil, err
 		}
 	default:

@@ -9,23 +9,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
 )
 
 // writeSide writes files (relative path → content) under a new directory
 // and loads it.
 func writeSide(t *testing.T, files map[string]string) *Side {
 	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := Load(dir)
+	s, err := Load(filetree.Write(t, files))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -185,7 +186,11 @@ func (s *Side) find(kind, ns, name string) *Doc {
 func lineOf(n *yaml.Node, path ...string) int {
 	line := n.Line
 	for _, k := range path {
-		next := child(n, k)
+		key, index, isItem := strings.Cut(strings.TrimSuffix(k, "]"), "[")
+		next := child(n, key)
+		if i, err := strconv.Atoi(index); isItem && err == nil && next != nil && next.Kind == yaml.SequenceNode && i < len(next.Content) {
+			next = next.Content[i]
+		}
 		if next == nil {
 			return line
 		}

@@ -5,12 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // The objects read, by kind and API group.
@@ -32,7 +35,11 @@ const (
 // (Name is oci://…). Version is the version or constraint, "" for the
 // newest.
 type Chart struct {
-	Path      string `json:"path,omitempty"`
+	// Path is the directory; Dir is it relative to the side's root and
+	// Digest its files' digest, which tell two sides' charts apart.
+	Path      string `json:"-"`
+	Dir       string `json:"dir,omitempty"`
+	Digest    string `json:"digest,omitempty"`
 	RepoURL   string `json:"repoURL,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Version   string `json:"version,omitempty"`
@@ -45,8 +52,8 @@ type Chart struct {
 // String names the chart as a user would: REF@VERSION (from REPO).
 func (c Chart) String() string {
 	s := c.Name
-	if c.Path != "" {
-		s = c.Path
+	if c.Dir != "" {
+		s = c.Dir
 	}
 	if c.Version != "" {
 		s += "@" + c.Version
@@ -89,6 +96,27 @@ type Release struct {
 	// Notes say what the plan could not take from the files as the
 	// controller would (an optional valuesFrom that is missing).
 	Notes []string `json:"-"`
+	// chartField is the field the chart comes from, at chartLine.
+	chartField string
+	chartLine  int
+}
+
+// ChartError is err, about r's chart (it cannot be fetched), naming the
+// object, its file and the field of the chart.
+func (r *Release) ChartError(err error) error {
+	return &NamedError{fmt.Errorf("%s (%s:%d): %s: %w", r.Object, r.File, r.chartLine, r.chartField, err)}
+}
+
+// NamedError is an error that names its object, file and field already.
+type NamedError struct{ Err error }
+
+func (e *NamedError) Error() string { return e.Err.Error() }
+
+func (e *NamedError) Unwrap() error { return e.Err }
+
+// setChartField records where r's chart is named in d.
+func (r *Release) setChartField(d *Doc, field string) {
+	r.chartField, r.chartLine = field, lineOf(d.Node, strings.Split(field, ".")...)
 }
 
 // Same reports whether a and b render the same: same chart, values,
@@ -261,6 +289,7 @@ func (s *Side) helmReleaseChart(d *Doc, spec map[string]interface{}, r *Release)
 	case tmpl != nil && ref != nil:
 		return fieldError(d, "spec.chartRef", "spec.chart and spec.chartRef are both set; helm-controller accepts one")
 	case ref != nil:
+		r.setChartField(d, "spec.chartRef")
 		return s.chartRef(d, ref, r)
 	case tmpl == nil:
 		return fieldError(d, "spec.chart", "missing: spec.chart or spec.chartRef is required")
@@ -286,6 +315,7 @@ func (s *Side) helmReleaseChart(d *Doc, spec map[string]interface{}, r *Release)
 	if version == "*" {
 		version = "" // the newest, as Helm reads ""
 	}
+	r.setChartField(d, "spec.chart.spec")
 	src, err := s.sourceRef(d, cs, "spec.chart.spec.sourceRef")
 	if err != nil {
 		return err
@@ -296,8 +326,9 @@ func (s *Side) helmReleaseChart(d *Doc, spec map[string]interface{}, r *Release)
 		return err
 	case "GitRepository":
 		// The chart is a path in the repository: this checkout.
-		r.Chart = Chart{Path: filepath.Join(s.Root, filepath.FromSlash(name)), Via: src.Ref.String()}
-		return checkChartDir(d, "spec.chart.spec.chart", r.Chart.Path)
+		r.Chart, err = s.localChart(d, "spec.chart.spec.chart", name)
+		r.Chart.Via = src.Ref.String()
+		return err
 	}
 	return fieldError(d, "spec.chart.spec.sourceRef.kind", "%s is not supported (HelmRepository or GitRepository)", src.Ref.Kind)
 }
@@ -398,12 +429,42 @@ func (s *Side) chartRef(d *Doc, ref map[string]interface{}, r *Release) error {
 	return nil
 }
 
-// checkChartDir checks that dir, a chart path from the files, is a chart.
-func checkChartDir(d *Doc, field, dir string) error {
+// localChart is the chart at rel, a path in the side's checkout, with
+// the digest of its files: a pull request may change the chart itself.
+func (s *Side) localChart(d *Doc, field, rel string) (Chart, error) {
+	dir := filepath.Join(s.Root, filepath.FromSlash(rel))
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
-		return fieldError(d, field, "%s is not a chart directory (no Chart.yaml)", dir)
+		return Chart{}, fieldError(d, field, "%s is not a chart directory (no Chart.yaml)", dir)
 	}
-	return nil
+	digest, err := dirDigest(dir)
+	if err != nil {
+		return Chart{}, fieldError(d, field, "%v", err)
+	}
+	return Chart{Path: dir, Dir: filepath.ToSlash(filepath.Clean(rel)), Digest: digest}, nil
+}
+
+// dirDigest is the SHA-256 of the files under dir, their names and
+// contents, each read bounded.
+func dirDigest(dir string) (string, error) {
+	h := sha256.New()
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		data, err := inputfile.Read(p, "a chart file", inputfile.ValuesMax)
+		if err != nil {
+			return err
+		}
+		if total += int64(len(data)); total > BytesMax {
+			return fmt.Errorf("%s: the chart holds more than %s", dir, inputfile.Size(BytesMax))
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+		return nil
+	})
+	return fmt.Sprintf("%x", h.Sum(nil)), err
 }
 
 // helmReleaseValues merges the values as helm-controller does
@@ -419,7 +480,7 @@ func (s *Side) helmReleaseValues(d *Doc, spec map[string]interface{}, r *Release
 		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
 		ref, ok := item.(map[string]interface{})
 		if !ok {
-			return nil, fieldError(d, "spec.valuesFrom", "item %d: want a map", i)
+			return nil, fieldError(d, field, "want a map")
 		}
 		data, found, err := s.valuesFrom(d, ref, field, r)
 		if err != nil {
@@ -430,13 +491,13 @@ func (s *Side) helmReleaseValues(d *Doc, spec map[string]interface{}, r *Release
 		}
 		if target, _ := ref["targetPath"].(string); target != "" {
 			if err := replacePathValue(result, target, data); err != nil {
-				return nil, fieldError(d, "spec.valuesFrom", "item %d: targetPath %s: %v", i, target, err)
+				return nil, fieldError(d, field+".targetPath", "%s: %v", target, err)
 			}
 			continue
 		}
 		var vals map[string]interface{}
 		if err := sigsyaml.Unmarshal([]byte(data), &vals); err != nil {
-			return nil, fieldError(d, "spec.valuesFrom", "item %d: the values are not a YAML map: %v", i, err)
+			return nil, fieldError(d, field, "the values are not a YAML map: %v", err)
 		}
 		result = mergeMaps(result, vals)
 	}
@@ -459,17 +520,17 @@ func (s *Side) valuesFrom(d *Doc, ref map[string]interface{}, field string, r *R
 		key = defaultValuesKey
 	}
 	if kind != "ConfigMap" && kind != "Secret" {
-		return "", false, fieldError(d, "spec.valuesFrom", "%s.kind %q: want ConfigMap or Secret", field, kind)
+		return "", false, fieldError(d, field+".kind", "%q: want ConfigMap or Secret", kind)
 	}
 	if name == "" {
-		return "", false, fieldError(d, "spec.valuesFrom", "%s.name is required", field)
+		return "", false, fieldError(d, field+".name", "required")
 	}
 	missing := func(what string) (string, bool, error) {
 		if optional {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: optional %s, left out as helm-controller leaves it out", field, what))
 			return "", false, nil
 		}
-		return "", false, fieldError(d, "spec.valuesFrom", "%s: %s (commit it beside the HelmRelease, or mark it optional)", field, what)
+		return "", false, fieldError(d, field, "%s (commit it beside the HelmRelease, or mark it optional)", what)
 	}
 	src := s.find(kind, d.Ref.Namespace, name)
 	if src == nil {
