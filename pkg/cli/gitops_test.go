@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -308,5 +310,45 @@ spec:
 				}
 			}
 		})
+	}
+}
+
+// TestGitOpsSecretValuesNeverLeak: a value a HelmRelease takes from a
+// Secret of the files, which the chart puts in a ConfigMap, is masked in
+// every format, base and head alike.
+func TestGitOpsSecretValuesNeverLeak(t *testing.T) {
+	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	secret := func(v string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata: {name: shop-secret, namespace: apps}\ndata:\n  greeting: " + base64.StdEncoding.EncodeToString([]byte(v)) + "\n"
+	}
+	valuesFrom := "    - kind: Secret\n      name: shop-secret\n      valuesKey: greeting\n      targetPath: config.greeting\n"
+	base, head := gitopsRepo(t, url, map[string]string{"apps/secret.yaml": secret("gitops-greeting-new-7f3a")})
+	for dir, value := range map[string]string{base: "gitops-greeting-old-9c1d", head: "gitops-greeting-new-7f3a"} {
+		shop, err := os.ReadFile(filepath.Join(dir, "apps/shop.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		withSecret := strings.Replace(string(shop), "      name: shop-values\n", "      name: shop-values\n"+valuesFrom, 1)
+		for name, body := range map[string]string{"apps/shop.yaml": withSecret, "apps/secret.yaml": secret(value)} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, format := range []string{"text", "json", "markdown", "sarif"} {
+		out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", format, "--ack-all-destructive")
+		if code != ExitOK {
+			t.Fatalf("-o %s: exit %d\n%s", format, code, errOut)
+		}
+		if format == "text" && !strings.Contains(out, "GREETING") {
+			t.Errorf("-o text: the ConfigMap's changed GREETING is not in the plan:\n%s", out)
+		}
+		for _, v := range []string{"gitops-greeting-old-9c1d", "gitops-greeting-new-7f3a"} {
+			for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+				if strings.Contains(out+errOut, form) {
+					t.Errorf("-o %s: the Secret's value %q is in the output", format, form)
+				}
+			}
+		}
 	}
 }

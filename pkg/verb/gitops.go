@@ -48,6 +48,16 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 	if err != nil {
 		return nil, fmt.Errorf("head %w", err)
 	}
+	// Every Secret of the files is masked wherever its values could be
+	// echoed: in a render, a report, an error about a value put at a
+	// targetPath.
+	for _, side := range []*gitops.Side{base, head} {
+		for _, d := range side.Docs {
+			if d.Ref.Kind == "Secret" && d.Ref.APIVersion == "v1" {
+				c.Sanitizer.Add(&unstructured.Unstructured{Object: d.Object})
+			}
+		}
+	}
 	changes, err := gitops.Changes(base, head)
 	if err != nil {
 		return nil, err
@@ -86,8 +96,6 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	c.learnSecrets(ch.Base)
-	c.learnSecrets(ch.Head)
 	headChart, headValues, err := c.gitOpsSide(ch.Head, dir, "head")
 	if err != nil {
 		return nil, err
@@ -134,20 +142,6 @@ func (c *Config) gitOpsSide(r *gitops.Release, dir, side string) (string, string
 		return "", "", err
 	}
 	return chart, values, nil
-}
-
-// learnSecrets hands the Secrets r's values come from to the sanitiser,
-// so that their values are masked wherever a render or an error echoes
-// them.
-func (c *Config) learnSecrets(r *gitops.Release) {
-	if r == nil {
-		return
-	}
-	for _, src := range r.Sources {
-		if src.Ref.Kind == "Secret" {
-			c.Sanitizer.Add(&unstructured.Unstructured{Object: src.Object})
-		}
-	}
 }
 
 // gitOpsNotes are what a reviewer of the plan should know of its
