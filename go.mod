@@ -10,6 +10,7 @@ require (
 	github.com/fatih/color v1.19.0
 	github.com/fluxcd/cli-utils v1.2.2
 	github.com/go-logr/logr v1.4.4
+	github.com/google/go-containerregistry v0.21.4
 	github.com/mattn/go-runewidth v0.0.23
 	github.com/owenrumney/go-sarif/v3 v3.3.1
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2

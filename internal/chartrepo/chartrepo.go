@@ -4,13 +4,20 @@
 package chartrepo
 
 import (
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	ociregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 )
 
@@ -45,4 +52,39 @@ func Serve(t *testing.T, dirs ...string) (url, packages string) {
 		t.Fatal(err)
 	}
 	return srv.URL, packages
+}
+
+// ServeOCI packages the charts in dirs and pushes them with Helm's
+// registry client to an OCI registry (go-containerregistry's, in process)
+// served over plain HTTP on loopback until the test ends; it returns the
+// repository, oci://127.0.0.1:PORT/charts, under which each chart is
+// NAME:VERSION. Helm's settings point at files of the test only, as Serve.
+func ServeOCI(t *testing.T, dirs ...string) string {
+	t.Helper()
+	_, packages := Serve(t) // Helm's settings; no chart
+	srv := httptest.NewServer(ociregistry.New(ociregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		ch, err := loader.Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, err := chartutil.Save(ch, packages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Push(data, host+"/charts/"+ch.Name()+":"+ch.Metadata.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "oci://" + host + "/charts"
 }

@@ -352,3 +352,45 @@ func TestGitOpsSecretValuesNeverLeak(t *testing.T) {
 		}
 	}
 }
+
+// TestGitOpsOCI: charts from an OCI registry on loopback, named by a
+// HelmRepository of type oci and by an OCIRepository (spec.chartRef),
+// fetched with Helm's registry client; the chart upgrade is planned and
+// blocked as from an HTTP repository.
+func TestGitOpsOCI(t *testing.T) {
+	oci := chartrepo.ServeOCI(t, demo, demoV2)
+	for _, tc := range []struct {
+		name, source, ref string
+	}{
+		{"HelmRepository type oci", `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: apps}
+spec: {type: oci, url: "` + oci + `", insecure: true}
+`, `  chart: {spec: {chart: demo, version: VERSION, sourceRef: {kind: HelmRepository, name: charts}}}
+`},
+		{"OCIRepository chartRef", `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: demo, namespace: apps}
+spec: {url: "` + oci + `/demo", insecure: true, ref: {tag: VERSION}}
+`, `  chartRef: {kind: OCIRepository, name: demo}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			side := func(version string) string {
+				hr := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: shop, namespace: apps}\nspec:\n" + tc.ref
+				return filetree.Write(t, map[string]string{"source.yaml": strings.ReplaceAll(tc.source, "VERSION", version), "shop.yaml": strings.ReplaceAll(hr, "VERSION", version)})
+			}
+			out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", side("1.0.0"), side("2.0.0"), "-o", "json")
+			if code != ExitBlocked {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, errOut, out)
+			}
+			var doc gitopsJSON
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Releases) != 1 {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := strings.Join(verdicts(t, doc.Releases[0].Plan), "\n"); !strings.Contains(got, "StatefulSet apps/shop-db update recreate-required") {
+				t.Errorf("plan %s: want the StatefulSet recreate-required", got)
+			}
+		})
+	}
+}

@@ -288,6 +288,7 @@ func TestResolveErrors(t *testing.T) {
 		{"source not in the files", release("spec:\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: elsewhere}}}\n"), []string{"spec.chart.spec.sourceRef", "HelmRepository apps/elsewhere is not in the files"}},
 		{"missing ConfigMap", release("spec:\n" + chart + "  valuesFrom:\n    - kind: ConfigMap\n      name: absent\n"), []string{"HelmRelease apps/web", "hr.yaml:", "spec.valuesFrom", "spec.valuesFrom[0]: ConfigMap apps/absent is not in the files"}},
 		{"missing key", release("spec:\n"+chart+"  valuesFrom:\n    - {kind: ConfigMap, name: vals, valuesKey: other.yaml}\n") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: vals, namespace: apps}\ndata: {values.yaml: 'a: 1'}\n", []string{"ConfigMap apps/vals has no key \"other.yaml\""}},
+		{"chart valuesFiles", release("spec:\n  chart: {spec: {chart: web, valuesFiles: [prod.yaml], sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}}}\n"), []string{"hr.yaml:5", "spec.chart.spec.valuesFiles: not supported"}},
 		{"values not a map", release("spec:\n" + chart + "  values: [1, 2]\n"), []string{"spec.values: want a map"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

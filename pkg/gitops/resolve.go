@@ -308,6 +308,13 @@ func (s *Side) helmReleaseChart(d *Doc, spec map[string]interface{}, r *Release)
 	if name == "" {
 		return fieldError(d, "spec.chart.spec.chart", "missing: the chart's name or path is required")
 	}
+	for _, k := range []string{"valuesFiles", "valuesFile"} {
+		if _, ok := cs[k]; ok {
+			// The source-controller merges them into the chart's default
+			// values; the plan would render other values than it.
+			return fieldError(d, "spec.chart.spec."+k, "not supported; put the values in spec.values or a valuesFrom ConfigMap")
+		}
+	}
 	version, err := str(d, cs, "spec.chart.spec", "version")
 	if err != nil {
 		return err
