@@ -394,3 +394,36 @@ spec: {url: "` + oci + `/demo", insecure: true, ref: {tag: VERSION}}
 		})
 	}
 }
+
+// TestGitOpsAddedRemovedUnchanged: an object new in the head is planned as
+// an install, one the head removes is named with what its controller
+// does, and a pull request that changes no render plans nothing (exit 0).
+func TestGitOpsAddedRemovedUnchanged(t *testing.T) {
+	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	base, head := gitopsRepo(t, url, nil)
+	if err := os.Remove(filepath.Join(head, "argocd/web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(base, "apps/shop.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", "json", "--detailed-exitcode")
+	if code != ExitPending {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, errOut, out)
+	}
+	var doc gitopsJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Releases) != 2 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r := doc.Releases[0]; r.Object != "Application argocd/web" || r.Plan != nil || !strings.Contains(r.Note, "removed from the head") {
+		t.Errorf("removed Application: %+v", r)
+	}
+	if got := strings.Join(verdicts(t, doc.Releases[1].Plan), "\n"); !strings.Contains(got, "StatefulSet apps/shop-db create") || strings.Contains(got, "update") {
+		t.Errorf("new HelmRelease: want creates only, got\n%s", got)
+	}
+
+	out, errOut, code = execute(t, "helm-safe-upgrade", "gitops", base, base, "--detailed-exitcode")
+	if code != ExitOK || !strings.Contains(out, "No HelmRelease or Application renders differently") {
+		t.Errorf("same checkout: exit %d, want 0 and no plan\n%s\n%s", code, out, errOut)
+	}
+}

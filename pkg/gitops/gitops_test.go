@@ -420,3 +420,43 @@ func TestLoadRefusesBadYAML(t *testing.T) {
 		t.Errorf("error %v: want the file named", err)
 	}
 }
+
+// TestChangesOfChartInRepository: a chart of the checkout itself (a
+// GitRepository path) is planned when any file of it changes, not because
+// the two checkouts are two directories.
+func TestChangesOfChartInRepository(t *testing.T) {
+	files := func(template string) map[string]string {
+		return map[string]string{
+			"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/templates/cm.yaml": template,
+			"hr.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: self, namespace: apps}
+spec: {url: "https://git.example.com/repo"}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: apps}
+spec:
+  chart: {spec: {chart: ./charts/web, sourceRef: {kind: GitRepository, name: self}}}
+`}
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: \"1\"}\n"
+	for _, tc := range []struct {
+		name     string
+		head     string
+		wantPlan bool
+	}{
+		{"same chart", cm, false},
+		{"a template changes", strings.Replace(cm, `"1"`, `"2"`, 1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changes, err := Changes(writeSide(t, files(cm)), writeSide(t, files(tc.head)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(changes) == 1; got != tc.wantPlan {
+				t.Errorf("planned: %v, want %v (%+v)", got, tc.wantPlan, changes)
+			}
+		})
+	}
+}

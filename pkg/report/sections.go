@@ -55,7 +55,7 @@ func (f Request) WriteSections(out, errOut io.Writer, sections []Section, color 
 			fmt.Fprintln(out)
 		}
 		if f.Output == FormatMarkdown {
-			fmt.Fprintf(out, "## %s\n\n`%s:%d`\n\n", mdEscape(s.Title), filepath.ToSlash(s.File), s.Line)
+			fmt.Fprintf(out, "# %s\n\n`%s:%d`\n\n", mdEscape(s.Title), filepath.ToSlash(s.File), s.Line)
 		} else {
 			fmt.Fprintf(out, "=== %s (%s:%d) ===\n", s.Title, filepath.ToSlash(s.File), s.Line)
 		}
