@@ -139,20 +139,24 @@ func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface
 	ignoreMissing, _ := helm["ignoreMissingValueFiles"].(bool)
 	for i, f := range files {
 		name, _ := f.(string)
-		path, err := s.valueFilePath(d, fmt.Sprintf("%s.valueFiles[%d]", field, i), name, chartDir)
+		itemField := fmt.Sprintf("%s.valueFiles[%d]", field, i)
+		path, err := s.valueFilePath(d, itemField, name, chartDir)
 		if err != nil {
 			return nil, err
 		}
-		data, err := inputfile.Read(path, "a values file", inputfile.ValuesMax)
-		if os.IsNotExist(err) && ignoreMissing {
+		if _, err := os.Stat(path); os.IsNotExist(err) && ignoreMissing {
 			continue
 		}
+		if _, err := s.inside(path); err != nil {
+			return nil, fieldError(d, itemField, "%v", err)
+		}
+		data, err := inputfile.Read(path, "a values file", inputfile.ValuesMax)
 		if err != nil {
-			return nil, fieldError(d, field+".valueFiles", "%v", err)
+			return nil, fieldError(d, itemField, "%v", err)
 		}
 		var vals map[string]interface{}
 		if err := sigsyaml.Unmarshal(data, &vals); err != nil {
-			return nil, fieldError(d, field+".valueFiles", "%s: %v", path, err)
+			return nil, fieldError(d, itemField, "%s: %v", path, err)
 		}
 		result = mergeMaps(result, vals)
 	}

@@ -3,7 +3,9 @@ package gitops
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/downloader"
@@ -17,8 +19,9 @@ import (
 // HTTP(S) chart repository, with the credentials and TLS files of the
 // entry of Helm's repositories.yaml with the same URL, if any; or an OCI
 // registry, with Helm's registry credentials). A chart that cannot be
-// fetched is an error naming it and why.
-func Fetch(settings *cli.EnvSettings, c Chart, dir string) (string, error) {
+// fetched is an error naming it and why. Each request ends within
+// timeout.
+func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration) (string, error) {
 	if c.Path != "" {
 		return c.Path, nil
 	}
@@ -27,6 +30,7 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string) (string, error) {
 		registry.ClientOptEnableCache(true),
 		registry.ClientOptWriter(io.Discard),
 		registry.ClientOptCredentialsFile(settings.RegistryConfig),
+		registry.ClientOptHTTPClient(&http.Client{Timeout: timeout, Transport: http.DefaultTransport}),
 	}
 	if c.PlainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
@@ -46,6 +50,7 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string) (string, error) {
 			getter.WithPassCredentialsAll(entry.PassCredentialsAll),
 			getter.WithPlainHTTP(c.PlainHTTP),
 			getter.WithRegistryClient(rc),
+			getter.WithTimeout(timeout),
 		},
 		RepositoryConfig: settings.RepositoryConfig,
 		RepositoryCache:  settings.RepositoryCache,

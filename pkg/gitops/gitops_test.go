@@ -460,3 +460,61 @@ spec:
 		})
 	}
 }
+
+// TestPathsStayInTheCheckout: the paths a pull request's objects name (a
+// chart, a value file) and the YAML files read may not lead out of the
+// checkout, by "..", or by a link.
+func TestPathsStayInTheCheckout(t *testing.T) {
+	outside := filetree.Write(t, map[string]string{"chart/Chart.yaml": "apiVersion: v2\nname: x\nversion: 1.0.0\n", "secret.yaml": "token: abc\n"})
+	app := func(source string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n  destination: {namespace: web}\n  source:\n" + source
+	}
+	for _, tc := range []struct {
+		name  string
+		files func(root string) map[string]string
+		want  string
+	}{
+		{"chart path with ..", func(root string) map[string]string {
+			rel, _ := filepath.Rel(root, filepath.Join(outside, "chart"))
+			return map[string]string{"app.yaml": app("    path: " + filepath.ToSlash(rel) + "\n    helm: {}\n")}
+		}, "spec.source.path: "},
+		{"value file with ..", func(root string) map[string]string {
+			rel, _ := filepath.Rel(root, filepath.Join(outside, "secret.yaml"))
+			return map[string]string{"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+				"app.yaml": app("    path: charts/web\n    helm: {valueFiles: [\"$values/" + filepath.ToSlash(rel) + "\"]}\n")}
+		}, "spec.source.helm.valueFiles[0]: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "checkout")
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, body := range tc.files(root) {
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := Load(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Changes(&Side{Root: root}, s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "outside the checkout") {
+				t.Errorf("error %v: want %q … outside the checkout", err, tc.want)
+			}
+		})
+	}
+	t.Run("linked YAML file", func(t *testing.T) {
+		root := filetree.Write(t, map[string]string{"a.yaml": "kind: x\n"})
+		if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(root, "b.yaml")); err != nil {
+			t.Skip("no symbolic links here:", err)
+		}
+		if _, err := Load(root); err == nil || !strings.Contains(err.Error(), "outside the checkout") {
+			t.Errorf("error %v: want the link refused", err)
+		}
+	})
+}

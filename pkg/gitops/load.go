@@ -83,6 +83,9 @@ func Load(path string) (*Side, error) {
 	}
 	var total int64
 	for _, f := range files {
+		if _, err := side.inside(f); err != nil {
+			return nil, err
+		}
 		data, err := inputfile.Read(f, "a GitOps manifest", inputfile.ManifestMax)
 		if err != nil {
 			return nil, err
@@ -97,6 +100,25 @@ func Load(path string) (*Side, error) {
 		side.Docs = append(side.Docs, docs...)
 	}
 	return side, nil
+}
+
+// inside returns path when it stays inside the checkout s once links are
+// followed (a pull request chooses the paths its objects name: a chart
+// path or a value file may not read the CI runner's other files), and an
+// error naming it otherwise.
+func (s *Side) inside(path string) (string, error) {
+	root, err := filepath.EvalSymlinks(s.Root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is outside the checkout %s", path, s.Root)
+	}
+	return path, nil
 }
 
 // yamlFiles lists the .yaml and .yml files under dir, sorted, at most

@@ -443,6 +443,9 @@ func (s *Side) localChart(d *Doc, field, rel string) (Chart, error) {
 	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
 		return Chart{}, fieldError(d, field, "%s is not a chart directory (no Chart.yaml)", dir)
 	}
+	if _, err := s.inside(dir); err != nil {
+		return Chart{}, fieldError(d, field, "%v", err)
+	}
 	digest, err := dirDigest(dir)
 	if err != nil {
 		return Chart{}, fieldError(d, field, "%v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -96,7 +97,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	headChart, headValues, err := c.gitOpsSide(ch.Head, dir, "head")
+	headChart, headValues, err := c.gitOpsSide(ch.Head, dir, "head", req.Render.TimeLimit())
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	opts.SkipCRDs = ch.Head.SkipsCRDs(ch.Base == nil)
 	offline := &OfflineBase{}
 	if ch.Base != nil {
-		chart, values, err := c.gitOpsSide(ch.Base, dir, "base")
+		chart, values, err := c.gitOpsSide(ch.Base, dir, "base", req.Render.TimeLimit())
 		if err != nil {
 			return nil, err
 		}
@@ -121,15 +122,15 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	return planned, nil
 }
 
-// gitOpsSide fetches r's chart into dir and writes its values there: the
-// chart path and the values file of one side.
-func (c *Config) gitOpsSide(r *gitops.Release, dir, side string) (string, string, error) {
+// gitOpsSide fetches r's chart into dir (each request within timeout) and
+// writes its values there: the chart path and the values file of one side.
+func (c *Config) gitOpsSide(r *gitops.Release, dir, side string, timeout time.Duration) (string, string, error) {
 	sideDir := filepath.Join(dir, side)
 	if err := os.MkdirAll(sideDir, 0o700); err != nil {
 		return "", "", err
 	}
 	c.progress("Fetching the %s chart %s", side, r.Chart)
-	chart, err := gitops.Fetch(c.Settings, r.Chart, sideDir)
+	chart, err := gitops.Fetch(c.Settings, r.Chart, sideDir, timeout)
 	if err != nil {
 		return "", "", r.ChartError(fmt.Errorf("the %s's %w", side, err))
 	}
