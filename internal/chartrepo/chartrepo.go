@@ -19,6 +19,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
 )
 
 // Serve packages the charts in dirs, indexes them, serves them over HTTP on
@@ -87,4 +89,27 @@ func ServeOCI(t *testing.T, dirs ...string) string {
 		}
 	}
 	return "oci://" + host + "/charts"
+}
+
+// WebChart writes a chart web 1.0.0 of one Deployment named after the
+// release, whose image tag is the value image.tag (default v0): a
+// parameter's change rolls it. It returns the chart's directory.
+func WebChart(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(filetree.Write(t, map[string]string{
+		"web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"web/values.yaml": "image: {tag: v0}\n",
+		"web/templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: "nginx:{{ .Values.image.tag }}"
+`,
+	}), "web")
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,9 @@ type GitOpsOptions struct {
 	Gate             ackFlags
 	Rules            planner.UserRules
 	DetailedExitcode bool
+	// Live plans each HelmRelease against the release helm-controller
+	// stored (--live).
+	Live bool
 
 	// Set by Complete.
 	Config  *verb.Config
@@ -54,6 +58,10 @@ checkout; an Application's repoURL or path), with Helm's credentials.
 
 Acknowledgements come from --ack, --ack-file, else ` + DefaultAckFile + ` in HEAD
 (beside the manifests, reviewed in the same pull request).
+With --live, each HelmRelease is planned against the release helm-controller
+stored in the cluster of the kubeconfig instead (three-way with the live
+objects, dry-runs only); Applications stay offline (Argo CD stores no release).
+
 Exit codes: 0 nothing changes, 2 blocked by the gate, 3 with --detailed-exitcode
 when changes pass, 1 error (a missing valuesFrom ConfigMap, a chart that
 cannot be fetched, a malformed object: named with its file and field).`,
@@ -74,6 +82,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 	addReportFlags(fs, &o.Report)
 	o.Gate.addFlags(fs)
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
+	fs.BoolVar(&o.Live, "live", false, "plan each changed HelmRelease against the release helm-controller stored in the cluster of the kubeconfig (three-way, with the live objects; sends no write but dry-runs); Applications, and HelmReleases whose storageNamespace is not their namespace, stay offline")
 	fs.StringArrayVar(&o.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable)")
 	fs.StringVar(&o.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...])")
 	fs.StringVar(&o.Render.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+render.DefaultKubeVersion+")")
@@ -87,7 +96,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 // acknowledgements (the ack file beside the manifests when none is named).
 func (o *GitOpsOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
-	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules}
+	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live}
 	if o.Gate.File == "" {
 		dir := args[1]
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -106,6 +115,9 @@ func (o *GitOpsOptions) Complete(args []string) error {
 func (o *GitOpsOptions) Validate() error {
 	if err := validateReport(o.Report); err != nil {
 		return err
+	}
+	if o.Live && (o.Render.KubeVersion != "" || len(o.Render.APIVersions) > 0) {
+		return errors.New("--kube-version and --api-versions describe the target of an offline plan; with --live, the cluster's own are used")
 	}
 	_, err := o.Render.OfflineTarget()
 	return err

@@ -15,19 +15,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
 )
 
-const webDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: "nginx:{{ .Values.image.tag }}"
-`
-
 // gitopsRepo is a GitOps repository's base and head: a HelmRelease of the
 // demo chart (1.0.0 → 2.0.0: the StatefulSet's claim template grows),
 // with values from a ConfigMap and, in the head, a kustomize
@@ -100,12 +87,6 @@ spec:
 	return filetree.Write(t, baseFiles), filetree.Write(t, headFiles)
 }
 
-func webChart(t *testing.T) string {
-	t.Helper()
-	dir := filetree.Write(t, map[string]string{"web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "web/values.yaml": "image: {tag: v0}\n", "web/templates/deploy.yaml": webDeployment})
-	return filepath.Join(dir, "web")
-}
-
 // gitopsJSON is the JSON report of a gitops run.
 type gitopsJSON struct {
 	Releases []struct {
@@ -142,7 +123,7 @@ func verdicts(t *testing.T, plan []byte) []string {
 // (blocked, exit 2); the Application's parameter rolls its Deployment; the
 // post-renderer's patch is in the plan; SARIF points at the changed line.
 func TestGitOpsPullRequest(t *testing.T) {
-	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
 	base, head := gitopsRepo(t, url, nil)
 
 	out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", "json")
@@ -221,7 +202,7 @@ func TestGitOpsPullRequest(t *testing.T) {
 // reconstructed by hand; the HelmRelease's verdicts are too (its objects
 // also carry helm-controller's origin labels, which no flag adds).
 func TestGitOpsEqualsOffline(t *testing.T) {
-	url, pkgs := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	url, pkgs := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
 	base, head := gitopsRepo(t, url, nil)
 	out, errOut, _ := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", "json")
 	var doc gitopsJSON
@@ -276,7 +257,7 @@ func changesOf(t *testing.T, plan []byte) string {
 // TestGitOpsBadInput: what cannot be planned is exit 1 naming the object,
 // its file and the field.
 func TestGitOpsBadInput(t *testing.T) {
-	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
 	for _, tc := range []struct {
 		name string
 		head map[string]string
@@ -317,7 +298,7 @@ spec:
 // Secret of the files, which the chart puts in a ConfigMap, is masked in
 // every format, base and head alike.
 func TestGitOpsSecretValuesNeverLeak(t *testing.T) {
-	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
 	secret := func(v string) string {
 		return "apiVersion: v1\nkind: Secret\nmetadata: {name: shop-secret, namespace: apps}\ndata:\n  greeting: " + base64.StdEncoding.EncodeToString([]byte(v)) + "\n"
 	}
@@ -399,7 +380,7 @@ spec: {url: "` + oci + `/demo", insecure: true, ref: {tag: VERSION}}
 // an install, one the head removes is named with what its controller
 // does, and a pull request that changes no render plans nothing (exit 0).
 func TestGitOpsAddedRemovedUnchanged(t *testing.T) {
-	url, _ := chartrepo.Serve(t, demo, demoV2, webChart(t))
+	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
 	base, head := gitopsRepo(t, url, nil)
 	if err := os.Remove(filepath.Join(head, "argocd/web.yaml")); err != nil {
 		t.Fatal(err)
@@ -425,5 +406,15 @@ func TestGitOpsAddedRemovedUnchanged(t *testing.T) {
 	out, errOut, code = execute(t, "helm-safe-upgrade", "gitops", base, base, "--detailed-exitcode")
 	if code != ExitOK || !strings.Contains(out, "No HelmRelease or Application renders differently") {
 		t.Errorf("same checkout: exit %d, want 0 and no plan\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestGitOpsLiveRefusesOfflineTarget: --live plans against the cluster's
+// own version; an offline target with it is bad input, before any file is
+// read.
+func TestGitOpsLiveRefusesOfflineTarget(t *testing.T) {
+	_, errOut, code := execute(t, "helm-safe-upgrade", "gitops", "base", "head", "--live", "--kube-version", "1.36.0")
+	if code != ExitError || !strings.Contains(errOut, "with --live, the cluster's own are used") {
+		t.Errorf("exit %d, want 1 naming the flags\n%s", code, errOut)
 	}
 }

@@ -254,7 +254,7 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"uninstall", "--help"}, []string{"helm safe-upgrade uninstall RELEASE [flags]", "--keep-history", "--cascade", "--no-hooks", "--wait", "--timeout", "--description", "--dry-run", "--ack", "--output"}},
 		{[]string{"help", "uninstall"}, []string{"helm safe-upgrade uninstall RELEASE [flags]"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
-		{[]string{"gitops", "--help"}, []string{"helm safe-upgrade gitops BASE HEAD [flags]", "HelmRelease", "Application", "--ack-file", "--detailed-exitcode", "--kube-version", "--output", DefaultAckFile}},
+		{[]string{"gitops", "--help"}, []string{"helm safe-upgrade gitops BASE HEAD [flags]", "HelmRelease", "Application", "--ack-file", "--detailed-exitcode", "--kube-version", "--live", "--output", DefaultAckFile}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},
 		{[]string{"help", "shim", "install"}, []string{"helm safe-upgrade shim install DIR"}},

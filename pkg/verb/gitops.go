@@ -23,6 +23,10 @@ type GitOpsRequest struct {
 	Base, Head string
 	Render     render.Options
 	Rules      planner.UserRules
+	// Live plans each HelmRelease against the release helm-controller
+	// stored in the cluster (see planGitOpsLive); Applications stay
+	// offline.
+	Live bool
 }
 
 // GitOpsPlanned is one changed HelmRelease or Application and its plan;
@@ -106,6 +110,14 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	opts.Values.ValueFiles = []string{headValues}
 	opts.PostRender = gitops.Renderer(ch.Head.PostRenderers)
 	opts.SkipCRDs = ch.Head.SkipsCRDs(ch.Base == nil)
+	liveNote := ""
+	if req.Live {
+		planned, why, err := c.planGitOpsLive(ctx, req, ch, headChart, opts)
+		if err != nil || planned != nil {
+			return planned, err
+		}
+		liveNote = "--live: planned offline: " + why
+	}
 	offline := &OfflineBase{}
 	if ch.Base != nil {
 		chart, values, err := c.gitOpsSide(ch.Base, dir, "base", req.Render.TimeLimit())
@@ -119,7 +131,41 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 		return nil, err
 	}
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
+	if liveNote != "" {
+		planned.Plan.Notes = append(planned.Plan.Notes, liveNote)
+	}
 	return planned, nil
+}
+
+// planGitOpsLive plans a HelmRelease's head against the release
+// helm-controller stored, in the cluster of the kubeconfig: three-way, as
+// `helm safe-upgrade RELEASE CHART -n NAMESPACE --install --dry-run` with
+// the reconstructed chart and values (an install when helm-controller has
+// not installed it yet). It returns no plan, and why, for what it cannot
+// plan live: an Application (Argo CD stores no Helm release), and a
+// HelmRelease whose storage namespace is not its release namespace (the
+// plan reads Helm's records in the release namespace, as the helm CLI
+// does).
+func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, chart string, opts render.Options) (*Planned, string, error) {
+	h := ch.Head
+	switch {
+	case h.Object.Kind != gitops.KindHelmRelease:
+		return nil, "Argo CD stores no Helm release to plan against; the plan compares the base and head renders", nil
+	case h.StorageNamespace != h.Namespace:
+		return nil, fmt.Sprintf("helm-controller stores the release in %s, not its namespace %s, which the plan cannot read yet", h.StorageNamespace, h.Namespace), nil
+	}
+	// A configuration of the release's namespace sharing the run's masker,
+	// sanitiser and request counters: errors and reports stay masked.
+	rc := *c
+	rc.Namespace, rc.Helm, rc.Cluster = h.Namespace, nil, nil
+	opts.Install = true
+	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules})
+	if err != nil {
+		return nil, "", err
+	}
+	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
+	planned.Plan.Notes = append(planned.Plan.Notes, fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects", h.Name, h.Namespace))
+	return planned, "", nil
 }
 
 // gitOpsSide fetches r's chart into dir (each request within timeout) and
