@@ -197,6 +197,13 @@ func (c *Config) gitOpsSide(r *gitops.Release, dir, side string, timeout time.Du
 func gitOpsNotes(ch gitops.Change) []string {
 	h := ch.Head
 	notes := []string{fmt.Sprintf("%s (%s:%d): release %s in namespace %s", ch.Ref, ch.File, ch.Line, h.Name, h.Namespace)}
+	if h.StorageNamespace != h.Namespace {
+		notes[0] += ", its Helm records in namespace " + h.StorageNamespace
+	}
+	if ch.Base != nil && (h.UpgradeCRDs == "Create" || h.UpgradeCRDs == "CreateReplace") {
+		// Helm's upgrade never applies crds/; helm-controller then does.
+		notes = append(notes, "upgrade.crds "+h.UpgradeCRDs+": helm-controller also applies the chart's crds/ on upgrade, which Helm's upgrade (and this plan) leaves out")
+	}
 	switch b := ch.Base; {
 	case b == nil:
 		notes = append(notes, fmt.Sprintf("new in the head: installs chart %s", h.Chart))
