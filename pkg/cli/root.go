@@ -69,6 +69,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newShowPlanCommand,
 		newShimCommand,
 		newGuardCommand,
+		newGitOpsCommand,
 	}
 }
 

@@ -72,6 +72,8 @@ func describe(opts any) string {
 		}
 	case *ShowPlanOptions:
 		parts = []string{"show-plan", o.Path, "-o " + o.Output}
+	case *GitOpsOptions:
+		parts = []string{"gitops", o.Request.Base, o.Request.Head, "-o " + o.Report.Output}
 	case *ShimInstallOptions:
 		parts = []string{"shim install", filepath.Base(o.Dir)}
 	case *GuardOptions:
@@ -125,6 +127,9 @@ func TestReadingRule(t *testing.T) {
 		{"show-plan FILE named like a command", []string{"show-plan", "recover"}, "show-plan recover -o text"},
 		{"show-plan as the GitHub Action runs it", []string{"show-plan", "plan.age", "-o", "markdown"}, "show-plan plan.age -o markdown"},
 		{"shim install DIR", []string{"shim", "install", "bin"}, "shim install bin"},
+		{"gitops BASE HEAD", []string{"gitops", "base/", "head/"}, "gitops base/ head/ -o text"},
+		{"gitops flags first", []string{"-o", "sarif", "gitops", "base", "head", "--kube-version", "1.36.0"}, "gitops base head -o sarif"},
+		{"release gitops, chart path", []string{"gitops", "./chart"}, "upgrade gitops ./chart"},
 		{"guard install", []string{"guard", "install"}, "guard install"},
 		{"guard install --dry-run -o yaml", []string{"guard", "install", "--dry-run", "-o", "yaml"}, "guard install --dry-run -o yaml"},
 		{"guard flags first", []string{"--kube-context", "prod", "guard", "status"}, "guard status"},
@@ -249,6 +254,7 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"uninstall", "--help"}, []string{"helm safe-upgrade uninstall RELEASE [flags]", "--keep-history", "--cascade", "--no-hooks", "--wait", "--timeout", "--description", "--dry-run", "--ack", "--output"}},
 		{[]string{"help", "uninstall"}, []string{"helm safe-upgrade uninstall RELEASE [flags]"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
+		{[]string{"gitops", "--help"}, []string{"helm safe-upgrade gitops BASE HEAD [flags]", "HelmRelease", "Application", "--ack-file", "--detailed-exitcode", "--kube-version", "--live", "--output", DefaultAckFile}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},
 		{[]string{"help", "shim", "install"}, []string{"helm safe-upgrade shim install DIR"}},

@@ -59,6 +59,15 @@ type Acks struct {
 // Add appends other's acks.
 func (s *Acks) Add(other *Acks) { s.list = append(s.list, other.list...) }
 
+// Strings are the acks as Decision.Unused names them, in order.
+func (s *Acks) Strings() []string {
+	out := make([]string, 0, len(s.list))
+	for _, a := range s.list {
+		out = append(out, a.String())
+	}
+	return out
+}
+
 // ParseAcks parses --ack values.
 func ParseAcks(values []string) (*Acks, error) {
 	s := &Acks{}

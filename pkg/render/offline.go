@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -83,6 +84,10 @@ type Base struct {
 	// Manifest is a rendered manifest (--from-manifest); its values are
 	// unknown, so --reuse-values has nothing to reuse.
 	Manifest string
+	// PostRender is the base chart's own in-process post-renderer (a
+	// GitOps base's helm-controller post-renderers); the head's
+	// Options.PostRender is not applied to the base.
+	PostRender postrender.PostRenderer
 }
 
 // HeadError is RenderOffline's error when the head failed to render. Base
@@ -127,7 +132,7 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 		cfg.RESTClientGetter = empty.getter()
 		defer empty.Close()
 		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
-			SkipSchemaValidation: opts.SkipSchemaValidation}
+			PostRender: base.PostRender, SkipSchemaValidation: opts.SkipSchemaValidation}
 		baseOpts.Values.ValueFiles = base.Values
 		res, err := Render(ctx, cfg, settings, name, base.Chart, baseOpts)
 		if err != nil {

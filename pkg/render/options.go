@@ -10,6 +10,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/cli/values"
+	"helm.sh/helm/v3/pkg/postrender"
 )
 
 // Options are the render flags of `helm upgrade`, with Helm's semantics.
@@ -43,6 +44,10 @@ type Options struct {
 	// run with PostRendererArgs (--post-renderer-args).
 	PostRenderer     string
 	PostRendererArgs []string
+	// PostRender, when set, is a post-renderer run in process instead of
+	// PostRenderer's executable: a GitOps plan's helm-controller
+	// post-renderers (kustomize). No flag sets it.
+	PostRender postrender.PostRenderer `json:"-"`
 
 	SkipCRDs             bool // --skip-crds
 	SkipSchemaValidation bool // --skip-schema-validation

@@ -164,7 +164,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 		run.RegistryClient = rc
 	}
 
-	var post postrender.PostRenderer
+	post := opts.PostRender
 	if opts.PostRenderer != "" {
 		pr, err := postrender.NewExec(opts.PostRenderer, opts.PostRendererArgs...)
 		if err != nil {

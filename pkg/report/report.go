@@ -67,6 +67,9 @@ type Options struct {
 	// to the repository root in CI), or "" when the chart is not a local
 	// directory. SARIF results point at its templates.
 	ChartDir string
+	// Location, when set, is where every SARIF result points instead (the
+	// changed line of a GitOps object).
+	Location *Location
 	// ToolVersion is the tool's version, shown in SARIF output when set.
 	ToolVersion string
 	// HideSecrets shows Secrets' verdicts but not their contents, not even

@@ -108,6 +108,9 @@ func (pw *planWriter) writeSARIF(w io.Writer) error {
 // repository root when the tool runs there) and the line of the object's
 // kind in it, else the chart's Chart.yaml, line 1. files caches templates.
 func (pw *planWriter) sarifLocation(c *plan.Change, files map[string][]string) (string, int) {
+	if l := pw.opts.Location; l != nil {
+		return l.URI, l.Line
+	}
 	dir := filepath.ToSlash(pw.opts.ChartDir)
 	chartFile := path.Join(dir, "Chart.yaml")
 	_, rest, ok := strings.Cut(c.Source, "/") // "<chart>/templates/x.yaml"

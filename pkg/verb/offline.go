@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"helm.sh/helm/v3/pkg/postrender"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
@@ -19,6 +21,9 @@ type OfflineBase struct {
 	Chart    string
 	Values   []string
 	Manifest string
+	// PostRender is the base chart's in-process post-renderer (a GitOps
+	// base's); no flag sets it.
+	PostRender postrender.PostRenderer
 }
 
 // planOffline compares the base req.Offline (a chart render or a manifest
@@ -35,7 +40,7 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 	if err != nil {
 		return nil, err
 	}
-	base := render.Base{Chart: from.Chart, Values: from.Values}
+	base := render.Base{Chart: from.Chart, Values: from.Values, PostRender: from.PostRender}
 	prevName := "base chart " + from.Chart
 	if from.Manifest != "" {
 		data, err := inputfile.Read(from.Manifest, "a manifest", inputfile.ManifestMax)

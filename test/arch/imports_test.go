@@ -39,6 +39,8 @@ var rules = []struct {
 	// report and gate read the plan model only.
 	{"pkg/report", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/gate", "pkg/watch", "pkg/savedplan"}},
 	{"pkg/gate", []string{"pkg/planner", "pkg/apply", "pkg/verb", "pkg/cli", "pkg/render", "pkg/live", "pkg/classify", "pkg/report", "pkg/watch", "pkg/savedplan"}},
+	// gitops reads files and fetches charts: no cluster, no stage of the plan.
+	{"pkg/gitops", append([]string{"pkg/live", "pkg/plan", "pkg/manifest", "pkg/predict"}, above...)},
 	{"pkg/live", above},
 	{"pkg/plan", above},
 	{"pkg/manifest", append([]string{"pkg/live", "pkg/plan"}, above...)},

@@ -1,0 +1,216 @@
+package gitops
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/strvals"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+)
+
+// resolveApplication is Argo CD's view of an Application with a Helm
+// source: spec.source, or the one Helm source of spec.sources (a source
+// with only a ref lends its files to $ref/ value files).
+func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release, error) {
+	src, field, err := s.helmSource(d, spec)
+	if err != nil || src == nil {
+		return nil, err
+	}
+	r := &Release{Object: d.Ref, File: d.File, Line: d.Line, Name: d.Ref.Name, Notes: []string{argoValuesFileNote}}
+	dest, err := obj(d, spec, "spec", "destination")
+	if err != nil {
+		return nil, err
+	}
+	if r.Namespace, err = str(d, dest, "spec.destination", "namespace"); err != nil {
+		return nil, err
+	}
+	if r.Namespace == "" {
+		r.Namespace = "default"
+	}
+	r.StorageNamespace = r.Namespace
+	r.setChartField(d, field)
+	repoURL, _ := src["repoURL"].(string)
+	chart, _ := src["chart"].(string)
+	path, _ := src["path"].(string)
+	revision, _ := src["targetRevision"].(string)
+	switch {
+	case chart != "":
+		r.Chart = argoChart(repoURL, chart, revision)
+	case path != "":
+		// A path of a Git repository: this checkout.
+		if r.Chart, err = s.localChart(d, field+".path", path); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fieldError(d, field, "a Helm source needs chart (with repoURL) or path")
+	}
+	helm, err := obj(d, src, field, "helm")
+	if err != nil {
+		return nil, err
+	}
+	if name, _ := helm["releaseName"].(string); name != "" {
+		r.Name = name
+	}
+	r.SkipCRDs, _ = helm["skipCrds"].(bool)
+	if _, ok := helm["fileParameters"]; ok {
+		return nil, fieldError(d, field+".helm.fileParameters", "not supported; put the file's content in values")
+	}
+	if r.Values, err = s.applicationValues(d, field+".helm", helm, r.Chart.Path); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// helmSource is the Application's Helm source and its field, nil when it
+// has none (a plain or kustomize source).
+func (s *Side) helmSource(d *Doc, spec map[string]interface{}) (map[string]interface{}, string, error) {
+	if src, err := obj(d, spec, "spec", "source"); err != nil || src != nil {
+		if src != nil && !s.isHelmSource(src) {
+			return nil, "", nil
+		}
+		return src, "spec.source", err
+	}
+	sources, err := list(d, spec, "spec", "sources")
+	if err != nil {
+		return nil, "", err
+	}
+	var found map[string]interface{}
+	field := ""
+	for i, item := range sources {
+		src, ok := item.(map[string]interface{})
+		if !ok || !s.isHelmSource(src) {
+			continue
+		}
+		if found != nil {
+			return nil, "", fieldError(d, "spec.sources", "sources %s and %d are both Helm charts; one per Application is supported", strings.TrimPrefix(field, "spec.sources"), i)
+		}
+		found, field = src, fmt.Sprintf("spec.sources[%d]", i)
+	}
+	return found, field, nil
+}
+
+// isHelmSource: a chart of a Helm repository, a path with helm settings,
+// or a path holding a Chart.yaml (Argo CD's detection).
+func (s *Side) isHelmSource(src map[string]interface{}) bool {
+	if c, _ := src["chart"].(string); c != "" {
+		return true
+	}
+	if _, helm := src["helm"]; helm {
+		return true
+	}
+	path, _ := src["path"].(string)
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(s.Root, filepath.FromSlash(path), "Chart.yaml"))
+	return err == nil
+}
+
+// argoChart is an Application's chart: repoURL is an HTTP(S) chart
+// repository, or an OCI registry (oci://, or a host/path without a scheme
+// as Argo CD writes OCI repositories).
+func argoChart(repoURL, chart, revision string) Chart {
+	if revision == "*" {
+		revision = ""
+	}
+	switch {
+	case strings.HasPrefix(repoURL, "http://"), strings.HasPrefix(repoURL, "https://"):
+		return Chart{RepoURL: repoURL, Name: chart, Version: revision}
+	case !strings.HasPrefix(repoURL, "oci://"):
+		repoURL = "oci://" + repoURL
+	}
+	return Chart{Name: strings.TrimSuffix(repoURL, "/") + "/" + chart, Version: revision}
+}
+
+// applicationValues merges the values as Argo CD hands them to helm
+// template: valueFiles in order, then valuesObject (or values, when there
+// is no valuesObject), then parameters as --set (--set-string with
+// forceString).
+func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface{}, chartDir string) (map[string]interface{}, error) {
+	result := map[string]interface{}{}
+	files, err := list(d, helm, field, "valueFiles")
+	if err != nil {
+		return nil, err
+	}
+	ignoreMissing, _ := helm["ignoreMissingValueFiles"].(bool)
+	for i, f := range files {
+		name, _ := f.(string)
+		itemField := fmt.Sprintf("%s.valueFiles[%d]", field, i)
+		path, err := s.valueFilePath(d, itemField, name, chartDir)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); os.IsNotExist(err) && ignoreMissing {
+			continue
+		}
+		if _, err := s.inside(path); err != nil {
+			return nil, fieldError(d, itemField, "%v", err)
+		}
+		data, err := inputfile.Read(path, "a values file", inputfile.ValuesMax)
+		if err != nil {
+			return nil, fieldError(d, itemField, "%v", err)
+		}
+		var vals map[string]interface{}
+		if err := sigsyaml.Unmarshal(data, &vals); err != nil {
+			return nil, fieldError(d, itemField, "%s: %v", path, err)
+		}
+		result = mergeMaps(result, vals)
+	}
+	inline, err := obj(d, helm, field, "valuesObject")
+	if err != nil {
+		return nil, err
+	}
+	if inline == nil {
+		text, err := str(d, helm, field, "values")
+		if err != nil {
+			return nil, err
+		}
+		if err := sigsyaml.Unmarshal([]byte(text), &inline); err != nil {
+			return nil, fieldError(d, field+".values", "not a YAML map: %v", err)
+		}
+	}
+	result = mergeMaps(result, jsonValues(inline))
+	params, err := list(d, helm, field, "parameters")
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range params {
+		m, _ := p.(map[string]interface{})
+		name, _ := m["name"].(string)
+		value := fmt.Sprint(m["value"])
+		if m["value"] == nil {
+			value = ""
+		}
+		force, _ := m["forceString"].(bool)
+		set := strvals.ParseInto
+		if force {
+			set = strvals.ParseIntoString
+		}
+		if name == "" {
+			return nil, fieldError(d, field+".parameters", "item %d: name is required", i)
+		}
+		if err := set(name+"="+value, result); err != nil {
+			return nil, fieldError(d, field+".parameters", "item %d (%s): %v", i, name, err)
+		}
+	}
+	return result, nil
+}
+
+// valueFilePath is where a valueFiles entry is: $ref/… in this checkout
+// (the ref source is taken to be this repository), else relative to the
+// chart directory of a path source. A chart of a repository carries its
+// value files inside; they are not read.
+func (s *Side) valueFilePath(d *Doc, field, name, chartDir string) (string, error) {
+	if strings.HasPrefix(name, "$") {
+		_, rest, _ := strings.Cut(name, "/")
+		return filepath.Join(s.Root, filepath.FromSlash(rest)), nil
+	}
+	if chartDir == "" {
+		return "", fieldError(d, field, "%q: value files inside a repository's chart are not supported", name)
+	}
+	return filepath.Join(chartDir, filepath.FromSlash(name)), nil
+}
