@@ -149,6 +149,10 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	}
 	c.warnSecretCopies(p)
 	c.logStages(stats)
+	// Helm's upgrade and rollback delete with background propagation.
+	if err := c.gateGuardedDeletes(ctx, p, false); err != nil {
+		return nil, err
+	}
 	if err := replay.Unmoved(p); err != nil {
 		return nil, err
 	}

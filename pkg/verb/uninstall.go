@@ -90,6 +90,9 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if err != nil {
 		return nil, err
 	}
+	if err := c.gateGuardedDeletes(ctx, p, req.Cascade == "orphan"); err != nil {
+		return nil, err
+	}
 	left, err := c.leftBehind(ctx, p, rel)
 	if err != nil {
 		return nil, err

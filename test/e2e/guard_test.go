@@ -270,6 +270,8 @@ func TestGuard(t *testing.T) {
 		}
 	})
 
+	t.Run("the tool's uninstall of a StatefulSet is gated for the guard", func(t *testing.T) { guardedStatefulSetUninstall(t, c) })
+
 	t.Run("the acknowledgement is bound to the object's UID", func(t *testing.T) {
 		// The claim's UID on the ConfigMap's twin: another claim.
 		twin := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: twin, annotations: {meta.helm.sh/release-name: vol}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
