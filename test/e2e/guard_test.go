@@ -309,6 +309,8 @@ func TestGuard(t *testing.T) {
 		gone(t, c, "namespace", pns)
 	})
 
+	t.Run("a casual delete leaves the guard in force", func(t *testing.T) { guardSurvivesCasualDelete(t, c, stsNS) })
+
 	t.Run("guard uninstall removes exactly what it installed", func(t *testing.T) {
 		// Someone else's policy stays.
 		other := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: someone-elses}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'true'}]\n"

@@ -62,3 +62,20 @@ func guardedStatefulSetUninstall(t *testing.T, c *testcluster.Cluster) {
 		}
 	}
 }
+
+// guardSurvivesCasualDelete: no policy can refuse the delete of a policy
+// or a binding (the API server exempts them), so kubectl deletes them; but
+// the guard's finalizer holds both, still in force, until guard uninstall.
+// stsNS holds a release's StatefulSet db.
+func guardSurvivesCasualDelete(t *testing.T, c *testcluster.Cluster, stsNS string) {
+	for _, kind := range []string{"validatingadmissionpolicybinding", "validatingadmissionpolicy"} {
+		mustBin(t, c, c.Kubectl, "delete", kind, guard.Name, "--wait=false")
+	}
+	refused(t, c, "StatefulSet "+stsNS+"/db", "delete", "-n", stsNS, "sts", "db", "--wait=false")
+	if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, "still in force") != 2 {
+		t.Errorf("guard status of a guard being deleted: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := run(t, c, "guard", "install"); r.Code != 1 || !strings.Contains(r.Stderr, "guard uninstall") {
+		t.Errorf("guard install over a guard being deleted: exit %d, want 1 naming guard uninstall\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
