@@ -130,7 +130,20 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
-	if err := o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false); err != nil {
+	write := func() error {
+		return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false)
+	}
+	// The JSON document of an applied uninstall carries what it left
+	// (uninstalled): it is written once the uninstall was read back, or
+	// the run stopped before.
+	if !o.DryRun && o.Report.Output == report.FormatJSON {
+		err := o.gateAndUninstall(ctx, planned, decision)
+		if werr := write(); err == nil {
+			err = werr
+		}
+		return err
+	}
+	if err := write(); err != nil {
 		return err
 	}
 	if o.DryRun {
@@ -147,6 +160,13 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	return o.gateAndUninstall(ctx, planned, decision)
+}
+
+// gateAndUninstall asks for the acknowledgements still missing (on a
+// terminal), runs the uninstall the gate lets through, and says what it
+// left.
+func (o *UninstallOptions) gateAndUninstall(ctx context.Context, planned *verb.PlannedUninstall, decision gate.Decision) error {
 	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
 		return err
 	}

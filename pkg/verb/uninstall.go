@@ -210,16 +210,13 @@ func (c *Config) templateClaims(ctx context.Context, id manifest.ObjectID, sts *
 	return out, nil
 }
 
-// UninstallResult is what an applied uninstall left: Remaining are the
-// planned deletions still in the cluster, each with why; Left what the plan
-// said stays.
+// UninstallResult is what an applied uninstall left (also the plan's
+// Uninstalled, for the JSON report): the planned deletions gone and still
+// there, what the plan said stays, and Helm's error, sanitised, when its
+// uninstall failed (the run fails, after the read-back).
 type UninstallResult struct {
-	Response  *release.UninstallReleaseResponse
-	Remaining []string
-	Left      []string
-	// Failed is Helm's error, sanitised, when its uninstall failed ("" when
-	// it succeeded): the run fails, after the read-back.
-	Failed string
+	Response *release.UninstallReleaseResponse
+	*plan.Uninstalled
 }
 
 // Uninstall runs Helm's own uninstall action on the reviewed plan, holding
@@ -247,8 +244,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	res, helmErr := u.Run(req.ReleaseName)
 	// Read back after a failure too: Helm deletes what it can and then
 	// says how many deletions failed, not which objects are left.
-	remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)
-	out := &UninstallResult{Response: res, Remaining: remaining, Left: planned.Left}
+	deleted, remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)
+	out := &UninstallResult{Response: res, Uninstalled: &plan.Uninstalled{Deleted: deleted, Remaining: remaining, Left: planned.Left}}
+	planned.Plan.Uninstalled = out.Uninstalled
 	if helmErr != nil {
 		out.Failed = fmt.Sprintf("helm uninstall %s: %s", req.ReleaseName, c.Sanitizer.Text(helmErr.Error(), redact.MessageLimit))
 		if left := c.revokeGuardAcks(ctx, acks); left != "" {
@@ -270,8 +268,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 const settle = 15 * time.Second
 
 // remaining reads each planned deletion back, until all are gone or for
-// settle at most (within timeout), and names those still there with why.
-func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Duration) ([]string, error) {
+// settle at most (within timeout): it returns those gone and those still
+// there, with why.
+func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Duration) ([]manifest.ObjectID, []plan.Remaining, error) {
 	var deleted []plan.Change
 	for _, ch := range p.Changes {
 		if ch.Action == plan.ActionDelete {
@@ -282,41 +281,44 @@ func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Durat
 	// settling time, is the answer.
 	settled := time.Now().Add(min(settle, timeout))
 	for {
-		var still []string
+		var gone []manifest.ObjectID
+		var still []plan.Remaining
 		for _, ch := range deleted {
-			why, err := c.stillThere(ctx, ch)
+			r, err := c.stillThere(ctx, ch)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if why != "" {
-				still = append(still, why)
+			if r != nil {
+				still = append(still, *r)
+			} else {
+				gone = append(gone, ch.ID)
 			}
 		}
 		if len(still) == 0 || time.Now().After(settled) {
-			sort.Strings(still)
-			return still, nil
+			sort.Slice(still, func(i, j int) bool { return still[i].String() < still[j].String() })
+			return gone, still, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("reading the deleted objects back after the uninstall: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("reading the deleted objects back after the uninstall: %w", ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
 // stillThere says why the object of deletion ch is still in the cluster,
-// "" when it is gone.
-func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error) {
+// nil when it is gone.
+func (c *Config) stillThere(ctx context.Context, ch plan.Change) (*plan.Remaining, error) {
 	ri, _, err := c.Cluster.Resource(schema.FromAPIVersionAndKind(ch.APIVersion, ch.ID.Kind), ch.ID.Namespace)
 	if err != nil {
-		return "", nil // the kind went with its CRD
+		return nil, nil // the kind went with its CRD
 	}
 	obj, err := ri.Get(ctx, ch.ID.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return nil, nil
 	case err != nil:
-		return "", fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
+		return nil, fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
 	}
 	// The plan keeps the live resourceVersion, not the UID (shown objects
 	// drop server-managed fields): an object not being deleted either was
@@ -327,8 +329,10 @@ func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error)
 	} else if ch.LiveResourceVersion != "" && obj.GetResourceVersion() != ch.LiveResourceVersion {
 		why = "not being deleted, and changed since the plan (created again, or its delete did not take)"
 	}
-	if f := obj.GetFinalizers(); len(f) > 0 {
-		why += ", held by the finalizer(s) " + strings.Join(f, ", ")
+	// Finalizer names are anyone's text.
+	var finalizers []string
+	for _, f := range obj.GetFinalizers() {
+		finalizers = append(finalizers, c.Sanitizer.Text(f, redact.MessageLimit))
 	}
-	return c.Sanitizer.Text(ch.ID.String()+": "+why, redact.MessageLimit), nil
+	return &plan.Remaining{ID: ch.ID, Why: why, Finalizers: finalizers}, nil
 }
