@@ -23,6 +23,10 @@ type Run struct {
 	// Render and Force are the run's apply flags (--force-replace).
 	Render render.Options
 	Force  bool
+	// Rollback says the run is a rollback's (the revision it goes back
+	// to is checked once read, by UseIn): a saved plan applies only to the
+	// operation it was made for.
+	Rollback bool
 	// Now is the time; MaxAge is --plan-max-age (0: no limit).
 	Now    time.Time
 	MaxAge time.Duration
@@ -47,6 +51,13 @@ func Start(saved *Plan, run Run) (*Replay, error) {
 	}
 	fmt.Fprintln(run.Out, saved.Origin())
 	run.Masker.Key = saved.MaskKey
+	if rollback := saved.RollbackTo > 0; rollback != run.Rollback {
+		this := operation(0)
+		if run.Rollback {
+			this = "of a rollback"
+		}
+		return nil, fmt.Errorf("saved plan is %s, not %s; apply it with the command that made it", operation(saved.RollbackTo), this)
+	}
 	id, err := run.Identity()
 	if err != nil {
 		return nil, err

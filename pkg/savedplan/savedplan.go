@@ -64,6 +64,10 @@ type Plan struct {
 		// LastRevision is the release's newest revision when planned (0: install).
 		LastRevision int `json:"lastRevision"`
 	} `json:"release"`
+	// RollbackTo pins the operation: the stored revision a rollback's plan
+	// goes back to; 0 (omitted) for an upgrade's or an install's. A plan
+	// applies only to the same operation.
+	RollbackTo   int             `json:"rollbackTo,omitempty"`
 	ChartRef     string          `json:"chartRef"`
 	ChartDigest  string          `json:"chartDigest"`
 	ValuesDigest string          `json:"valuesDigest"`
@@ -242,6 +246,7 @@ func New(src Source) *Plan {
 		Cluster:      src.Cluster,
 		PlannedBy:    src.PlannedBy,
 		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		RollbackTo:   res.RollbackTo,
 		ChartRef:     src.ChartRef,
 		ChartDigest:  ChartDigest(res.Chart),
 		ValuesDigest: ValuesDigest(res.Values, src.Render),
@@ -328,6 +333,9 @@ func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 	if res.Last != nil {
 		last = res.Last.Version
 	}
+	if res.RollbackTo != s.RollbackTo {
+		return fmt.Errorf("saved plan is %s, not %s; apply it with the command that made it", operation(s.RollbackTo), operation(res.RollbackTo))
+	}
 	if last != s.Release.LastRevision {
 		return fmt.Errorf("saved plan is stale: release %s moved from revision %d to %d since the plan; plan again", s.Release.Name, s.Release.LastRevision, last)
 	}
@@ -341,6 +349,14 @@ func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 	res.Next.Hooks = s.Hooks
 	res.Next.Info.Notes = s.Notes
 	return nil
+}
+
+// operation names what a plan of rollbackTo is of.
+func operation(rollbackTo int) string {
+	if rollbackTo > 0 {
+		return fmt.Sprintf("of a rollback to revision %d", rollbackTo)
+	}
+	return "of an upgrade"
 }
 
 // unmoved refuses the saved plan when an object it changes moved in the
