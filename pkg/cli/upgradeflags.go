@@ -142,15 +142,39 @@ func (f *runFlags) validate(r render.Options) error {
 	}{
 		{!f.Offline && (r.KubeVersion != "" || len(r.APIVersions) > 0), "--kube-version and --api-versions need --offline; against a cluster, the cluster's own are used"},
 		{f.Offline && (f.SavedPlanToRead != "" || f.SavedPlanToWrite != ""), "--plan and --plan-out need a cluster; they cannot be used with --offline"},
-		{f.PlanMaxAge != 0 && f.SavedPlanToRead == "", "--plan-max-age needs --plan"},
-		{(len(f.PlanRecipients) > 0) && f.SavedPlanToWrite == "", "--plan-recipient needs --plan-out"},
-		{f.PlanUnencrypted && f.SavedPlanToWrite == "" && f.SavedPlanToRead == "", "--plan-unencrypted needs --plan-out or --plan"},
-		{f.SavedPlanToRead != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 		{f.Recover && (f.DryRun || f.SavedPlanToRead != "" || f.SavedPlanToWrite != ""), "--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out"},
 		{f.Yes && !f.Recover, "--yes confirms --recover only; destructive changes are acknowledged with --ack, --ack-file or --ack-all-destructive"},
 		{r.HideSecret && !f.DryRun, "--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run"},
 		{f.DetailedExitcode && !f.DryRun, "--detailed-exitcode needs --dry-run"},
 		{f.FailOnRegenerated && !f.DetailedExitcode, "--fail-on-regenerated needs --dry-run --detailed-exitcode"},
+	} {
+		if bad.when {
+			return errors.New(bad.msg)
+		}
+	}
+	if err := f.validateSaved(); err != nil {
+		return err
+	}
+	if err := render.ValidateServerSide(r.ServerSide); err != nil {
+		return err
+	}
+	if f.Apply.Force && r.ForceConflicts {
+		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
+	}
+	return nil
+}
+
+// validateSaved checks the saved plan's flags (upgrade, rollback,
+// uninstall) against each other and --dry-run.
+func (f *runFlags) validateSaved() error {
+	for _, bad := range []struct {
+		when bool
+		msg  string
+	}{
+		{f.PlanMaxAge != 0 && f.SavedPlanToRead == "", "--plan-max-age needs --plan"},
+		{(len(f.PlanRecipients) > 0) && f.SavedPlanToWrite == "", "--plan-recipient needs --plan-out"},
+		{f.PlanUnencrypted && f.SavedPlanToWrite == "" && f.SavedPlanToRead == "", "--plan-unencrypted needs --plan-out or --plan"},
+		{f.SavedPlanToRead != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 	} {
 		if bad.when {
 			return errors.New(bad.msg)
@@ -163,12 +187,6 @@ func (f *runFlags) validate(r render.Options) error {
 		if err := savedplan.CheckOut(f.SavedPlanToWrite); err != nil {
 			return err
 		}
-	}
-	if err := render.ValidateServerSide(r.ServerSide); err != nil {
-		return err
-	}
-	if f.Apply.Force && r.ForceConflicts {
-		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
 	}
 	return nil
 }

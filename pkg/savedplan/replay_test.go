@@ -26,7 +26,7 @@ func TestReplayStart(t *testing.T) {
 		identity func() (ClusterIdentity, error)
 		opts     render.Options
 		now      time.Time
-		rollback bool
+		op       Op
 		want     string // "" for none
 	}{
 		{name: "no saved plan", identity: func() (ClusterIdentity, error) { t.Fatal("identity read without a saved plan"); return here, nil }},
@@ -37,7 +37,7 @@ func TestReplayStart(t *testing.T) {
 			identity: func() (ClusterIdentity, error) { return ClusterIdentity{Server: "https://elsewhere"}, nil }, want: "made for another cluster"},
 		{name: "other flags win over age", saved: s, opts: render.Options{Namespace: "prod", Atomic: true}, now: planned.Add(48 * time.Hour), want: "made with Atomic=false"},
 		{name: "too old", saved: s, opts: opts, now: planned.Add(48 * time.Hour), want: "more than --plan-max-age"},
-		{name: "another operation wins over the rest", saved: s, opts: render.Options{Atomic: true}, now: planned.Add(48 * time.Hour), rollback: true,
+		{name: "another operation wins over the rest", saved: s, opts: render.Options{Atomic: true}, now: planned.Add(48 * time.Hour), op: OpRollback,
 			identity: func() (ClusterIdentity, error) {
 				t.Fatal("identity read for another operation's plan")
 				return here, nil
@@ -49,7 +49,7 @@ func TestReplayStart(t *testing.T) {
 			}
 			var out bytes.Buffer
 			masker := &redact.Masker{Key: []byte("this run's key")}
-			r, err := Start(tc.saved, Run{Out: &out, Masker: masker, Identity: tc.identity, Render: tc.opts, Rollback: tc.rollback, Now: tc.now, MaxAge: 24 * time.Hour})
+			r, err := Start(tc.saved, Run{Out: &out, Masker: masker, Identity: tc.identity, Render: tc.opts, Op: tc.op, Now: tc.now, MaxAge: 24 * time.Hour})
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}

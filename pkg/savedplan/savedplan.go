@@ -67,7 +67,10 @@ type Plan struct {
 	// RollbackTo pins the operation: the stored revision a rollback's plan
 	// goes back to; 0 (omitted) for an upgrade's or an install's. A plan
 	// applies only to the same operation.
-	RollbackTo   int             `json:"rollbackTo,omitempty"`
+	RollbackTo int `json:"rollbackTo,omitempty"`
+	// Operation is "uninstall" for an uninstall's plan (its manifest is the
+	// last revision's, which Helm deletes); omitted otherwise.
+	Operation    Op              `json:"operation,omitempty"`
 	ChartRef     string          `json:"chartRef"`
 	ChartDigest  string          `json:"chartDigest"`
 	ValuesDigest string          `json:"valuesDigest"`
@@ -215,6 +218,24 @@ func (s *Plan) digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// Op is the operation a saved plan is of: only the same applies it.
+type Op string
+
+// Operations of a saved plan.
+const (
+	OpUpgrade   Op = "" // an upgrade's or an install's
+	OpRollback  Op = "rollback"
+	OpUninstall Op = "uninstall"
+)
+
+// op is the operation of the saved plan.
+func (s *Plan) op() Op {
+	if s.RollbackTo > 0 {
+		return OpRollback
+	}
+	return s.Operation
+}
+
 // Source is what a saved plan is made of: the reviewed plan and its
 // render, how they are applied, where and by whom they were planned.
 type Source struct {
@@ -225,6 +246,9 @@ type Source struct {
 	ChartRef string
 	Render   render.Options
 	Force    bool
+	// Uninstall, set for an uninstall's plan, are its flags in place of
+	// Render's and Force (see UninstallFlags).
+	Uninstall map[string]interface{}
 	// Created is when the plan was made; Cluster where.
 	Created time.Time
 	Cluster ClusterIdentity
@@ -246,6 +270,7 @@ func New(src Source) *Plan {
 		Cluster:      src.Cluster,
 		PlannedBy:    src.PlannedBy,
 		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		Operation:    OpUpgrade,
 		RollbackTo:   res.RollbackTo,
 		ChartRef:     src.ChartRef,
 		ChartDigest:  ChartDigest(res.Chart),
@@ -256,6 +281,9 @@ func New(src Source) *Plan {
 		Acknowledged: gate.Given(src.Plan),
 		MaskKey:      src.MaskKey,
 		Reports:      src.Reports,
+	}
+	if src.Uninstall != nil {
+		s.ApplyFlags, s.Operation = src.Uninstall, OpUninstall
 	}
 	s.Release.Name, s.Release.Namespace = res.Next.Name, res.Next.Namespace
 	if res.Last != nil {
@@ -357,6 +385,26 @@ func operation(rollbackTo int) string {
 		return fmt.Sprintf("of a rollback to revision %d", rollbackTo)
 	}
 	return "of an upgrade"
+}
+
+// words names op.
+func (op Op) words() string {
+	switch op {
+	case OpRollback:
+		return "of a rollback"
+	case OpUninstall:
+		return "of an uninstall"
+	}
+	return "of an upgrade"
+}
+
+// UninstallFlags are an uninstall's flags as a saved plan pins them (as
+// ApplyFlags, through their JSON form): what Helm's uninstall is run with.
+func UninstallFlags(flags any) map[string]interface{} {
+	var out map[string]interface{}
+	data, _ := json.Marshal(flags)
+	_ = json.Unmarshal(data, &out)
+	return out
 }
 
 // unmoved refuses the saved plan when an object it changes moved in the

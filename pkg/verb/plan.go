@@ -94,7 +94,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	// for another cluster, other flags, or too long ago.
 	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
 		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Render:   req.Render, Force: req.Apply.Force, Rollback: req.Rollback != nil, Now: c.Now(), MaxAge: req.SavedMaxAge})
+		Render:   req.Render, Force: req.Apply.Force, Op: req.op(), Now: c.Now(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}

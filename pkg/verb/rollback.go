@@ -6,6 +6,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // Rollback is `helm rollback RELEASE [REVISION]`, planned as an upgrade
@@ -41,4 +42,12 @@ func (c *Config) rollbackSource(ctx context.Context, req PlanRequest, helm *acti
 	}
 	c.Logf("rolling back release %s from revision %d to revision %d, as revision %d", req.ReleaseName, res.Last.Version, res.RollbackTo, res.Next.Version)
 	return res, nil
+}
+
+// op is the operation of req, as a saved plan pins it.
+func (req PlanRequest) op() savedplan.Op {
+	if req.Rollback != nil {
+		return savedplan.OpRollback
+	}
+	return savedplan.OpUpgrade
 }

@@ -23,11 +23,13 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // UninstallRequest is `uninstall RELEASE` with helm uninstall's flags.
+// Its JSON form is those flags alone: what a saved plan pins.
 type UninstallRequest struct {
-	ReleaseName string
+	ReleaseName string `json:"-"`
 	// KeepHistory, Cascade (background, orphan, foreground), DisableHooks,
 	// Wait, Timeout and Description are helm uninstall's flags.
 	KeepHistory  bool
@@ -38,7 +40,12 @@ type UninstallRequest struct {
 	Description  string
 	// ForApply: the plan is to be applied (the Lease is read for the
 	// apply to take, as for an upgrade).
-	ForApply bool
+	ForApply bool `json:"-"`
+	// Saved, when set, is the reviewed plan of this uninstall to apply
+	// (--plan): refused if anything moved since, or if older than
+	// SavedMaxAge (0: no limit).
+	Saved       *savedplan.Plan `json:"-"`
+	SavedMaxAge time.Duration   `json:"-"`
 }
 
 // PlannedUninstall is an uninstall's plan with what its apply needs.
@@ -49,6 +56,8 @@ type PlannedUninstall struct {
 	// why (also in the plan's notes).
 	Left  []string
 	Lease *apply.LeaseObservation
+	// Release is the revision Helm's uninstall deletes (for a saved plan).
+	Release *release.Release
 }
 
 // leftPrefix starts the plan notes that name what an uninstall leaves.
@@ -70,8 +79,15 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if err != nil {
 		return nil, err
 	}
+	replay, err := c.replayUninstall(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	rel, err := c.lastRevision(req.ReleaseName)
 	if err != nil {
+		return nil, err
+	}
+	if err := replay.UseIn(uninstallSource(rel)); err != nil {
 		return nil, err
 	}
 	c.progress("Planning the uninstall of %s against the cluster", req.ReleaseName)
@@ -93,6 +109,9 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if err := c.gateGuardedDeletes(ctx, p, req.Cascade == "orphan"); err != nil {
 		return nil, err
 	}
+	if err := replay.Unmoved(p); err != nil {
+		return nil, err
+	}
 	left, err := c.leftBehind(ctx, p, rel)
 	if err != nil {
 		return nil, err
@@ -104,7 +123,7 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if note := lease.Note(); note != "" {
 		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
-	return &PlannedUninstall{Plan: p, Request: req, Left: left, Lease: lease}, nil
+	return &PlannedUninstall{Plan: p, Request: req, Left: left, Lease: lease, Release: rel}, nil
 }
 
 // lastRevision is the revision helm uninstall deletes: the newest, whatever
