@@ -108,6 +108,9 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 	if o.Wait {
 		wait = kube4.StatusWatcherStrategy // helm 4's --wait without a value
 	}
+	if req.Rendered.RollbackTo > 0 {
+		return h.rollback(wait)
+	}
 	var out release4.Releaser
 	if req.Rendered.Install {
 		inst := action4.NewInstall(h.cfg)
@@ -130,6 +133,28 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 		out, err = up.RunWithContext(ctx, next.Name, ch, vals)
 	}
 	return h.stored(out), err
+}
+
+// rollback runs Helm 4's rollback action to the planned revision, as
+// helm3.rollback does Helm 3's, applied server-side as planned (not Helm
+// 4's "auto", which follows the apply method of the revision rolled back
+// to): the description stays Helm's "Rollback to N" with the audit line
+// added by the store (Helm 4's own Description would replace it).
+func (h *helm4) rollback(wait kube4.WaitStrategy) (*release.Release, error) {
+	req, next, o := h.req, h.store.next, h.req.Render
+	rb := action4.NewRollback(h.cfg)
+	rb.Version = req.Rendered.RollbackTo
+	rb.Timeout = o.TimeLimit()
+	rb.WaitStrategy, rb.WaitForJobs = wait, o.WaitForJobs
+	rb.DisableHooks = o.DisableHooks
+	rb.CleanupOnFail = o.CleanupOnFail
+	rb.MaxHistory = o.MaxHistory
+	rb.ServerSideApply, rb.ForceConflicts = "true", o.ForceConflicts
+	h.store.audit = req.description()
+	if err := rb.Run(next.Name); err != nil {
+		return nil, err
+	}
+	return h.req.Config.Releases.Get(next.Name, next.Version)
 }
 
 // stored reads back, through Helm 3's storage, the revision Helm 4 returned
@@ -160,6 +185,8 @@ func v1Release(r release4.Releaser) (*rel4.Release, error) {
 type plannedStore4 struct {
 	driver4.Driver
 	*plannedGuard
+	// audit is plannedStore's: added to a rollback's "Rollback to N".
+	audit string
 }
 
 // Create stores rls, the planned revision with the planned manifest, hooks
@@ -169,7 +196,8 @@ func (s *plannedStore4) Create(key string, r release4.Releaser) error {
 	if err != nil || rls == nil {
 		return fmt.Errorf("release record %s: %w", key, err)
 	}
-	pending := rls.Info != nil && (rls.Info.Status == rcommon4.StatusPendingUpgrade || rls.Info.Status == rcommon4.StatusPendingInstall)
+	pending := rls.Info != nil && (rls.Info.Status == rcommon4.StatusPendingUpgrade || rls.Info.Status == rcommon4.StatusPendingInstall ||
+		rls.Info.Status == rcommon4.StatusPendingRollback)
 	planned, err := s.create(key, rls.Name, rls.Version, pending, func() bool { return sameObjects(rls.Manifest, s.next.Manifest) })
 	if err != nil {
 		return err
@@ -182,6 +210,9 @@ func (s *plannedStore4) Create(key string, r release4.Releaser) error {
 		rls.Manifest = s.next.Manifest
 		rls.Hooks = hooks
 		rls.Info.Notes = s.next.Info.Notes
+		if s.audit != "" {
+			rls.Info.Description += "; " + s.audit
+		}
 	}
 	s.sanitize4(rls)
 	return s.Driver.Create(key, rls)

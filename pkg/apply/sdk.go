@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
@@ -43,9 +42,6 @@ func (req *Request) sdk(ctx context.Context, log func(string, ...interface{})) (
 	describe := func(s string) string { return req.Sanitizer.Record(s, redact.RecordLimit) }
 	guard := &plannedGuard{ctx: ctx, next: req.Rendered.Next, sanitize: describe}
 	if req.ApplyMethod == plan.ApplyMethodSSA {
-		if req.Rendered.RollbackTo > 0 {
-			return nil, errors.New("a release applied server-side by Helm 4 cannot be rolled back through this SDK yet")
-		}
 		return newHelm4(req, guard, log)
 	}
 	if req.Render.ForceConflicts {

@@ -79,6 +79,7 @@ func (o *RollbackOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this rollback when rollback fails")
 	fs.IntVar(&r.MaxHistory, "history-max", defaultMaxHistory(), "limit the maximum number of revisions saved per release. Use 0 for no limit")
 	o.addPlanFlags(fs)
+	o.addSavedPlanFlags(fs)
 	addApplyFlags(fs, &o.Apply)
 	addReportFlags(fs, &o.Report)
 	o.Gate.addFlags(fs)
@@ -127,6 +128,7 @@ func (o *RollbackOptions) Complete(args []string) error {
 	u.Render, u.runFlags, u.Report, u.Gate = o.Render, o.runFlags, o.Report, o.Gate
 	u.Config = o.RunConfig(o.Render.TimeLimit())
 	u.Render.Namespace = u.Config.Namespace
+	u.completePlanKeys()
 	acks, err := o.Gate.collect()
 	if err != nil {
 		return err
@@ -136,6 +138,13 @@ func (o *RollbackOptions) Complete(args []string) error {
 	if u.Request.ServerDryRun, err = planner.ParseServerDryRun(o.ServerDryRun); err != nil {
 		return err
 	}
+	// A saved plan of this rollback (--plan): the same revision, the
+	// release unmoved (savedplan pins the operation).
+	u.Request.SavedMaxAge = o.PlanMaxAge
+	if err := u.readSaved(o.Release, &u.Request); err != nil {
+		return err
+	}
+	u.addSavedAcks(acks)
 	o.Upgrade = u
 	return u.completePrompter()
 }

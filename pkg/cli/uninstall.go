@@ -13,6 +13,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
 
@@ -28,6 +29,9 @@ type UninstallOptions struct {
 	Cascade, Description                            string
 	Timeout                                         time.Duration
 	DryRun, DetailedExitcode                        bool
+	// Saved holds the saved plan's flags (--plan-out, --plan, their keys
+	// and age limit), as the upgrade's.
+	Saved runFlags
 
 	// Set by Complete.
 	Request  verb.UninstallRequest
@@ -79,6 +83,7 @@ the cluster is printed last.`,
 	fs.DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
 	fs.StringVar(&o.Description, "description", "", "add a custom description")
 	fs.BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, `treat "release not found" as a successful uninstall`)
+	o.Saved.addSavedPlanFlags(fs)
 	return cmd
 }
 
@@ -91,7 +96,19 @@ func (o *UninstallOptions) Complete(args []string) error {
 	}
 	o.AckSet = acks
 	o.Request = verb.UninstallRequest{ReleaseName: args[0], KeepHistory: o.KeepHistory, Cascade: o.Cascade,
-		DisableHooks: o.DisableHooks, Wait: o.Wait, Timeout: o.Timeout, Description: o.Description, ForApply: !o.DryRun}
+		DisableHooks: o.DisableHooks, Wait: o.Wait, Timeout: o.Timeout, Description: o.Description, ForApply: !o.DryRun,
+		SavedMaxAge: o.Saved.PlanMaxAge}
+	// The saved plan's keys and, with --plan, the plan and its
+	// acknowledgements, read as the upgrade reads them.
+	u := &UpgradeOptions{Factory: o.Factory, runFlags: o.Saved}
+	u.Render.Namespace = o.Config.Namespace
+	u.completePlanKeys()
+	o.Saved.PlanKeys = u.PlanKeys
+	if err := u.readSaved(args[0], &u.Request); err != nil {
+		return err
+	}
+	o.Request.Saved = u.Request.Saved
+	u.addSavedAcks(acks)
 	if o.Prompter == nil {
 		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
 	}
@@ -111,7 +128,8 @@ func (o *UninstallOptions) Validate() error {
 	case o.DetailedExitcode && !o.DryRun:
 		return errors.New("--detailed-exitcode needs --dry-run")
 	}
-	return nil
+	o.Saved.DryRun = o.DryRun
+	return o.Saved.validateSaved()
 }
 
 // Run plans the uninstall, reports it, gates it and (without --dry-run)
@@ -130,10 +148,26 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
-	if err := o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false); err != nil {
+	write := func() error {
+		return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false)
+	}
+	// The JSON document of an applied uninstall carries what it left
+	// (uninstalled): it is written once the uninstall was read back, or
+	// the run stopped before.
+	if !o.DryRun && o.Report.Output == report.FormatJSON {
+		err := o.gateAndUninstall(ctx, planned, decision)
+		if werr := write(); err == nil {
+			err = werr
+		}
+		return err
+	}
+	if err := write(); err != nil {
 		return err
 	}
 	if o.DryRun {
+		if err := o.savePlan(ctx, planned); err != nil {
+			return err
+		}
 		printDecision(o.Streams.ErrOut, decision)
 		switch {
 		case decision.Blocked():
@@ -147,7 +181,18 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	return o.gateAndUninstall(ctx, planned, decision)
+}
+
+// gateAndUninstall asks for the acknowledgements still missing (on a
+// terminal), runs the uninstall the gate lets through, and says what it
+// left.
+func (o *UninstallOptions) gateAndUninstall(ctx context.Context, planned *verb.PlannedUninstall, decision gate.Decision) error {
 	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
+		return err
+	}
+	// After the prompt, so the acknowledgements given there are kept.
+	if err := o.savePlan(ctx, planned); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -188,4 +233,17 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 // uninstalled (cmd/helm/uninstall.go of Helm 3 and 4), which scripts parse.
 func uninstalledLine(name string) string {
 	return fmt.Sprintf("release %q uninstalled", name)
+}
+
+// savePlan saves planned with --plan-out, as the upgrade's savePlan.
+func (o *UninstallOptions) savePlan(ctx context.Context, planned *verb.PlannedUninstall) error {
+	if o.Saved.SavedPlanToWrite == "" {
+		return nil
+	}
+	reports, err := o.Report.Reports(planned.Plan, "", false)
+	if err != nil {
+		return err
+	}
+	return o.Config.SaveUninstallPlan(ctx, verb.SaveRequest{Path: o.Saved.SavedPlanToWrite, Keys: o.Saved.PlanKeys,
+		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }

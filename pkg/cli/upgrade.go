@@ -100,8 +100,7 @@ func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 func (o *UpgradeOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
 	o.Render.Namespace = o.Config.Namespace
-	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
-	o.PlanKeys.Warnings = o.Streams.ErrOut
+	o.completePlanKeys()
 	acks, err := o.Gate.collect()
 	if err != nil {
 		return err
@@ -113,14 +112,40 @@ func (o *UpgradeOptions) Complete(args []string) error {
 	if o.Request, err = o.planRequest(args[0], chart); err != nil {
 		return err
 	}
-	if o.Request.Saved != nil {
-		if o.Request.Saved.InClear {
-			fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.SavedPlanToRead)
-		}
-		acks.Add(o.Request.Saved.Acks())
-	}
+	o.addSavedAcks(acks)
 	o.AckSet = acks
 	return o.completePrompter()
+}
+
+// completePlanKeys sets the saved plan's keys: --plan-recipient,
+// --plan-unencrypted and the environment's.
+func (o *UpgradeOptions) completePlanKeys() {
+	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
+	o.PlanKeys.Warnings = o.Streams.ErrOut
+}
+
+// readSaved reads the saved plan --plan names into req, checked for
+// release in the release namespace (see savedplan.Verify); nothing without
+// --plan.
+func (o *UpgradeOptions) readSaved(release string, req *verb.PlanRequest) error {
+	if o.SavedPlanToRead == "" {
+		return nil
+	}
+	saved, err := savedplan.Verify(o.SavedPlanToRead, o.PlanKeys, release, o.Render.Namespace)
+	req.Saved = saved
+	return err
+}
+
+// addSavedAcks adds the acknowledgements the saved plan recorded to acks,
+// warning when the plan was not encrypted.
+func (o *UpgradeOptions) addSavedAcks(acks *gate.Acks) {
+	if o.Request.Saved == nil {
+		return
+	}
+	if o.Request.Saved.InClear {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.SavedPlanToRead)
+	}
+	acks.Add(o.Request.Saved.Acks())
 }
 
 // completePrompter sets the prompt for missing acknowledgements, unless a
@@ -159,12 +184,7 @@ func (o *UpgradeOptions) planRequest(release, chart string) (verb.PlanRequest, e
 		return req, err
 	}
 	req.ServerDryRun = dryRuns
-	if o.SavedPlanToRead == "" {
-		return req, nil
-	}
-	saved, err := savedplan.Verify(o.SavedPlanToRead, o.PlanKeys, release, o.Render.Namespace)
-	req.Saved = saved
-	return req, err
+	return req, o.readSaved(release, &req)
 }
 
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.

@@ -78,14 +78,20 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	addApplyFlags(fs, &f.Apply)
 	fs.StringArrayVar(&f.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH, [*] for any index or key (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&f.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...], rules of --ignore's form); default: "+planner.RulesFileName+" in the chart's directory, when there is one")
+	f.addSavedPlanFlags(fs)
+	fs.BoolVar(&f.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
+	fs.BoolVar(&f.Yes, "yes", false, "with --recover: restore without asking (CI); what it re-creates is still printed first")
+	fs.BoolVar(&f.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
+}
+
+// addSavedPlanFlags registers the saved plan's flags (upgrade, rollback):
+// --plan-out, --plan and their keys and age limit.
+func (f *runFlags) addSavedPlanFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SavedPlanToWrite, "plan-out", "", "save the plan (the exact render, what it was planned against, the acknowledgements, the report) to FILE, encrypted with age to --plan-recipient or "+savedplan.EnvRecipients+" (or to "+savedplan.EnvPassphrase+")")
 	fs.StringVar(&f.SavedPlanToRead, "plan", "", "apply exactly the plan saved in FILE, decrypted with "+savedplan.EnvIdentity+" (an identity file or the key) or "+savedplan.EnvPassphrase+"; refused if it was edited, made for another cluster or other flags, or if the release, the chart, the values or a changed object moved since")
 	fs.StringArrayVar(&f.PlanRecipients, "plan-recipient", nil, "with --plan-out: an age recipient (age1…) to encrypt the saved plan to (repeatable; added to "+savedplan.EnvRecipients+")")
 	fs.BoolVar(&f.PlanUnencrypted, "plan-unencrypted", false, "with --plan-out: save the plan in clear (Secret values readable, edits detectable only by a checksum); with --plan: accept such a plan")
 	fs.DurationVar(&f.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
-	fs.BoolVar(&f.Recover, "recover", false, "after an interrupted apply (killed mid-way): restore the objects it deleted for recreation from its journal, mark the revision it left pending as failed, remove the journal")
-	fs.BoolVar(&f.Yes, "yes", false, "with --recover: restore without asking (CI); what it re-creates is still printed first")
-	fs.BoolVar(&f.Offline, "offline", false, "plan without cluster access: compare --from-chart or --from-manifest (base) with CHART (head); implies --dry-run")
 }
 
 // addPlanFlags registers the flags of every verb that plans before it
@@ -136,15 +142,39 @@ func (f *runFlags) validate(r render.Options) error {
 	}{
 		{!f.Offline && (r.KubeVersion != "" || len(r.APIVersions) > 0), "--kube-version and --api-versions need --offline; against a cluster, the cluster's own are used"},
 		{f.Offline && (f.SavedPlanToRead != "" || f.SavedPlanToWrite != ""), "--plan and --plan-out need a cluster; they cannot be used with --offline"},
-		{f.PlanMaxAge != 0 && f.SavedPlanToRead == "", "--plan-max-age needs --plan"},
-		{(len(f.PlanRecipients) > 0) && f.SavedPlanToWrite == "", "--plan-recipient needs --plan-out"},
-		{f.PlanUnencrypted && f.SavedPlanToWrite == "" && f.SavedPlanToRead == "", "--plan-unencrypted needs --plan-out or --plan"},
-		{f.SavedPlanToRead != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 		{f.Recover && (f.DryRun || f.SavedPlanToRead != "" || f.SavedPlanToWrite != ""), "--recover only resolves an interrupted apply; it cannot be used with --dry-run, --offline, --plan or --plan-out"},
 		{f.Yes && !f.Recover, "--yes confirms --recover only; destructive changes are acknowledged with --ack, --ack-file or --ack-all-destructive"},
 		{r.HideSecret && !f.DryRun, "--hide-secret hides Secrets from the report of a --dry-run; as in helm upgrade, it needs --dry-run"},
 		{f.DetailedExitcode && !f.DryRun, "--detailed-exitcode needs --dry-run"},
 		{f.FailOnRegenerated && !f.DetailedExitcode, "--fail-on-regenerated needs --dry-run --detailed-exitcode"},
+	} {
+		if bad.when {
+			return errors.New(bad.msg)
+		}
+	}
+	if err := f.validateSaved(); err != nil {
+		return err
+	}
+	if err := render.ValidateServerSide(r.ServerSide); err != nil {
+		return err
+	}
+	if f.Apply.Force && r.ForceConflicts {
+		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
+	}
+	return nil
+}
+
+// validateSaved checks the saved plan's flags (upgrade, rollback,
+// uninstall) against each other and --dry-run.
+func (f *runFlags) validateSaved() error {
+	for _, bad := range []struct {
+		when bool
+		msg  string
+	}{
+		{f.PlanMaxAge != 0 && f.SavedPlanToRead == "", "--plan-max-age needs --plan"},
+		{(len(f.PlanRecipients) > 0) && f.SavedPlanToWrite == "", "--plan-recipient needs --plan-out"},
+		{f.PlanUnencrypted && f.SavedPlanToWrite == "" && f.SavedPlanToRead == "", "--plan-unencrypted needs --plan-out or --plan"},
+		{f.SavedPlanToRead != "" && f.DryRun, "--plan applies a saved plan; it cannot be used with --dry-run"},
 	} {
 		if bad.when {
 			return errors.New(bad.msg)
@@ -157,12 +187,6 @@ func (f *runFlags) validate(r render.Options) error {
 		if err := savedplan.CheckOut(f.SavedPlanToWrite); err != nil {
 			return err
 		}
-	}
-	if err := render.ValidateServerSide(r.ServerSide); err != nil {
-		return err
-	}
-	if f.Apply.Force && r.ForceConflicts {
-		return errors.New("--force-replace (--force) and --force-conflicts cannot be used together (as in Helm 4)")
 	}
 	return nil
 }

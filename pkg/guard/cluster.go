@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 )
 
 // Resources gives the client of a kind, or an error when the cluster does
@@ -57,17 +60,26 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 	}
 	force := true
 	var lines []string
-	for i, res := range []dynamic.ResourceInterface{policy, binding} {
+	clients := []dynamic.ResourceInterface{policy, binding}
+	// Both checked before either is written: nothing changes when one is refused.
+	for i, res := range clients {
 		obj := objs[i]
 		what := obj.GetKind() + " " + obj.GetName()
 		existing, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return lines, fmt.Errorf("%s: reading it: %w", what, err)
+			return nil, fmt.Errorf("%s: reading it: %w", what, err)
 		case !ours(existing):
-			return lines, fmt.Errorf("%s exists and is not the guard's (it lacks the labels %s): remove or rename it first; nothing was changed", what, Selector)
+			return nil, fmt.Errorf("%s exists and is not the guard's (it lacks the labels %s): remove or rename it first; nothing was changed", what, Selector)
+		case existing.GetDeletionTimestamp() != nil:
+			return nil, fmt.Errorf("%s is being deleted (%s): it stays in force while its finalizer %s holds it; run guard uninstall to finish removing the guard, then guard install; nothing was changed",
+				what, existing.GetDeletionTimestamp().UTC().Format(time.RFC3339), Finalizer)
 		}
+	}
+	for i, res := range clients {
+		obj := objs[i]
+		what := obj.GetKind() + " " + obj.GetName()
 		body, err := json.Marshal(obj.Object)
 		if err != nil {
 			return lines, fmt.Errorf("%s: %w", what, err)
@@ -109,8 +121,12 @@ func Status(ctx context.Context, r Resources) (lines []string, current bool, err
 			continue
 		}
 		line := what + ": installed"
-		if d := want.GetAnnotations()[SpecAnnotation]; d != "" && got.GetAnnotations()[SpecAnnotation] != d {
+		if d := want.GetAnnotations()[SpecAnnotation]; (d != "" && got.GetAnnotations()[SpecAnnotation] != d) || !slices.Contains(got.GetFinalizers(), Finalizer) {
 			line += ", of another version (guard install replaces it)"
+			current = false
+		}
+		if ts := got.GetDeletionTimestamp(); ts != nil {
+			line += fmt.Sprintf(", being deleted since %s but still in force: its finalizer %s holds it (guard uninstall removes the guard)", ts.UTC().Format(time.RFC3339), Finalizer)
 			current = false
 		}
 		if n := typeWarnings(got); n > 0 {
@@ -152,8 +168,42 @@ func Uninstall(ctx context.Context, r Resources) ([]string, error) {
 			if err != nil && !apierrors.IsNotFound(err) {
 				return lines, fmt.Errorf("%s: deleting it: %w", what, err)
 			}
+			// Deleted, it stays in force until its finalizer goes.
+			if err := releaseFinalizer(ctx, res, obj.GetName(), uid); err != nil {
+				return lines, fmt.Errorf("%s: deleted, but still in force: removing its finalizer %s: %w", what, Finalizer, err)
+			}
 			lines = append(lines, what+" deleted")
 		}
 	}
 	return lines, nil
+}
+
+// releaseFinalizer removes Finalizer from the object name of UID uid,
+// keeping any other finalizer (the list is replaced whole: the read
+// resourceVersion is a precondition, retried on conflict). An object gone,
+// or another of the same name, is left alone.
+func releaseFinalizer(ctx context.Context, res dynamic.ResourceInterface, name string, uid types.UID) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := res.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case obj.GetUID() != uid || !slices.Contains(obj.GetFinalizers(), Finalizer):
+			return nil
+		}
+		rest := slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == Finalizer })
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"uid": uid, "resourceVersion": obj.GetResourceVersion(), "finalizers": rest,
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = res.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }

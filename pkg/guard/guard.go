@@ -47,6 +47,12 @@ const (
 	// SpecAnnotation holds a digest of the guard's rules: status tells an
 	// installed guard of another version.
 	SpecAnnotation = "safe-upgrade.io/guard-spec"
+	// Finalizer holds the guard's policy and binding after a casual delete
+	// (kubectl delete, a GitOps prune): no policy can refuse the delete of
+	// a policy or a binding (the API server exempts them from the policies
+	// it is given through its API), but one being deleted stays in force
+	// until its finalizers are gone. Nothing but guard uninstall removes it.
+	Finalizer = "safe-upgrade.io/guard"
 )
 
 // Selector selects the guard's own objects.
@@ -151,7 +157,7 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 	}
 	p := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: PolicyGVK.GroupVersion().String(), Kind: PolicyGVK.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Finalizers: []string{Finalizer}},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules, MatchPolicy: &equivalent},
@@ -179,7 +185,7 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 func Binding() *admissionv1.ValidatingAdmissionPolicyBinding {
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: BindingGVK.GroupVersion().String(), Kind: BindingGVK.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Finalizers: []string{Finalizer}},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        Name,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},

@@ -305,6 +305,8 @@ type Plan struct {
 	// Outcome is what the watch after the apply observed; nil for a plan
 	// that was not applied or not watched (--dry-run, --no-watch).
 	Outcome *Outcome
+	// Uninstalled is what an applied uninstall left; nil otherwise.
+	Uninstalled *Uninstalled
 }
 
 // Summary counts changes by verdict.

@@ -31,6 +31,8 @@ type jsonPlan struct {
 	// Outcome: what the watch after an apply observed; only in the
 	// document of an applied, watched plan.
 	Outcome *jsonOutcome `json:"outcome,omitempty"`
+	// Uninstalled: what an applied uninstall left; only in its document.
+	Uninstalled *jsonUninstalled `json:"uninstalled,omitempty"`
 }
 
 type jsonOutcome struct {
@@ -332,6 +334,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Notes:         p.Notes,
 		Blockers:      p.Blockers,
 		Outcome:       toJSONOutcome(p.Outcome),
+		Uninstalled:   toJSONUninstalled(p.Uninstalled),
 	}
 	doc.Summary.StaleConfig, doc.Summary.StaleWorkloads = p.StaleConfig()
 	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)

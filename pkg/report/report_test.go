@@ -81,6 +81,7 @@ func TestGolden(t *testing.T) {
 		{"uninstall.txt", uninstallPlan(), Options{}},
 		{"uninstall.json", uninstallPlan(), Options{Format: FormatJSON}},
 		{"uninstall.md", uninstallPlan(), Options{Format: FormatMarkdown}},
+		{"uninstalled.json", uninstalledPlan(), Options{Format: FormatJSON}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			assertGolden(t, tc.golden, []byte(write(t, tc.plan, tc.opts)))

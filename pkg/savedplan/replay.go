@@ -23,6 +23,13 @@ type Run struct {
 	// Render and Force are the run's apply flags (--force-replace).
 	Render render.Options
 	Force  bool
+	// Op is the run's operation (for a rollback, the revision it goes back
+	// to is checked once read, by UseIn): a saved plan applies only to the
+	// operation it was made for.
+	Op Op
+	// Uninstall, for an uninstall, are its flags (UninstallFlags) in place
+	// of Render's and Force.
+	Uninstall map[string]interface{}
 	// Now is the time; MaxAge is --plan-max-age (0: no limit).
 	Now    time.Time
 	MaxAge time.Duration
@@ -47,11 +54,22 @@ func Start(saved *Plan, run Run) (*Replay, error) {
 	}
 	fmt.Fprintln(run.Out, saved.Origin())
 	run.Masker.Key = saved.MaskKey
+	if op := saved.op(); op != run.Op {
+		what := op.words()
+		if op == OpRollback {
+			what = operation(saved.RollbackTo)
+		}
+		return nil, fmt.Errorf("saved plan is %s, not %s; apply it with the command that made it", what, run.Op.words())
+	}
 	id, err := run.Identity()
 	if err != nil {
 		return nil, err
 	}
-	if err := saved.check(id, ApplyFlags(run.Render, run.Force), run.Now, run.MaxAge); err != nil {
+	flags := ApplyFlags(run.Render, run.Force)
+	if run.Op == OpUninstall {
+		flags = run.Uninstall
+	}
+	if err := saved.check(id, flags, run.Now, run.MaxAge); err != nil {
 		return nil, err
 	}
 	return &Replay{saved: saved, render: run.Render}, nil

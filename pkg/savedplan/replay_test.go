@@ -26,6 +26,7 @@ func TestReplayStart(t *testing.T) {
 		identity func() (ClusterIdentity, error)
 		opts     render.Options
 		now      time.Time
+		op       Op
 		want     string // "" for none
 	}{
 		{name: "no saved plan", identity: func() (ClusterIdentity, error) { t.Fatal("identity read without a saved plan"); return here, nil }},
@@ -36,6 +37,11 @@ func TestReplayStart(t *testing.T) {
 			identity: func() (ClusterIdentity, error) { return ClusterIdentity{Server: "https://elsewhere"}, nil }, want: "made for another cluster"},
 		{name: "other flags win over age", saved: s, opts: render.Options{Namespace: "prod", Atomic: true}, now: planned.Add(48 * time.Hour), want: "made with Atomic=false"},
 		{name: "too old", saved: s, opts: opts, now: planned.Add(48 * time.Hour), want: "more than --plan-max-age"},
+		{name: "another operation wins over the rest", saved: s, opts: render.Options{Atomic: true}, now: planned.Add(48 * time.Hour), op: OpRollback,
+			identity: func() (ClusterIdentity, error) {
+				t.Fatal("identity read for another operation's plan")
+				return here, nil
+			}, want: "is of an upgrade, not of a rollback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.identity == nil {
@@ -43,7 +49,7 @@ func TestReplayStart(t *testing.T) {
 			}
 			var out bytes.Buffer
 			masker := &redact.Masker{Key: []byte("this run's key")}
-			r, err := Start(tc.saved, Run{Out: &out, Masker: masker, Identity: tc.identity, Render: tc.opts, Now: tc.now, MaxAge: 24 * time.Hour})
+			r, err := Start(tc.saved, Run{Out: &out, Masker: masker, Identity: tc.identity, Render: tc.opts, Op: tc.op, Now: tc.now, MaxAge: 24 * time.Hour})
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
@@ -93,6 +99,7 @@ func TestReplayUseIn(t *testing.T) {
 		{"same release, chart and values", rendered(1, ch), ""},
 		{"release moved", rendered(2, ch), "moved from revision 1 to 2"},
 		{"chart changed", rendered(1, &chart.Chart{Metadata: ch.Metadata, Raw: []*chart.File{{Name: "values.yaml", Data: []byte("mode: b")}}}), "chart ./app changed"},
+		{"another operation", func() *render.Result { res := rendered(1, ch); res.RollbackTo = 1; return res }(), "is of an upgrade, not of a rollback to revision 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := r.UseIn(tc.res)

@@ -64,6 +64,13 @@ type Plan struct {
 		// LastRevision is the release's newest revision when planned (0: install).
 		LastRevision int `json:"lastRevision"`
 	} `json:"release"`
+	// RollbackTo pins the operation: the stored revision a rollback's plan
+	// goes back to; 0 (omitted) for an upgrade's or an install's. A plan
+	// applies only to the same operation.
+	RollbackTo int `json:"rollbackTo,omitempty"`
+	// Operation is "uninstall" for an uninstall's plan (its manifest is the
+	// last revision's, which Helm deletes); omitted otherwise.
+	Operation    Op              `json:"operation,omitempty"`
 	ChartRef     string          `json:"chartRef"`
 	ChartDigest  string          `json:"chartDigest"`
 	ValuesDigest string          `json:"valuesDigest"`
@@ -211,6 +218,24 @@ func (s *Plan) digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// Op is the operation a saved plan is of: only the same applies it.
+type Op string
+
+// Operations of a saved plan.
+const (
+	OpUpgrade   Op = "" // an upgrade's or an install's
+	OpRollback  Op = "rollback"
+	OpUninstall Op = "uninstall"
+)
+
+// op is the operation of the saved plan.
+func (s *Plan) op() Op {
+	if s.RollbackTo > 0 {
+		return OpRollback
+	}
+	return s.Operation
+}
+
 // Source is what a saved plan is made of: the reviewed plan and its
 // render, how they are applied, where and by whom they were planned.
 type Source struct {
@@ -221,6 +246,9 @@ type Source struct {
 	ChartRef string
 	Render   render.Options
 	Force    bool
+	// Uninstall, set for an uninstall's plan, are its flags in place of
+	// Render's and Force (see UninstallFlags).
+	Uninstall map[string]interface{}
 	// Created is when the plan was made; Cluster where.
 	Created time.Time
 	Cluster ClusterIdentity
@@ -242,6 +270,8 @@ func New(src Source) *Plan {
 		Cluster:      src.Cluster,
 		PlannedBy:    src.PlannedBy,
 		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		Operation:    OpUpgrade,
+		RollbackTo:   res.RollbackTo,
 		ChartRef:     src.ChartRef,
 		ChartDigest:  ChartDigest(res.Chart),
 		ValuesDigest: ValuesDigest(res.Values, src.Render),
@@ -251,6 +281,9 @@ func New(src Source) *Plan {
 		Acknowledged: gate.Given(src.Plan),
 		MaskKey:      src.MaskKey,
 		Reports:      src.Reports,
+	}
+	if src.Uninstall != nil {
+		s.ApplyFlags, s.Operation = src.Uninstall, OpUninstall
 	}
 	s.Release.Name, s.Release.Namespace = res.Next.Name, res.Next.Namespace
 	if res.Last != nil {
@@ -328,6 +361,9 @@ func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 	if res.Last != nil {
 		last = res.Last.Version
 	}
+	if res.RollbackTo != s.RollbackTo {
+		return fmt.Errorf("saved plan is %s, not %s; apply it with the command that made it", operation(s.RollbackTo), operation(res.RollbackTo))
+	}
 	if last != s.Release.LastRevision {
 		return fmt.Errorf("saved plan is stale: release %s moved from revision %d to %d since the plan; plan again", s.Release.Name, s.Release.LastRevision, last)
 	}
@@ -341,6 +377,34 @@ func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 	res.Next.Hooks = s.Hooks
 	res.Next.Info.Notes = s.Notes
 	return nil
+}
+
+// operation names what a plan of rollbackTo is of.
+func operation(rollbackTo int) string {
+	if rollbackTo > 0 {
+		return fmt.Sprintf("of a rollback to revision %d", rollbackTo)
+	}
+	return "of an upgrade"
+}
+
+// words names op.
+func (op Op) words() string {
+	switch op {
+	case OpRollback:
+		return "of a rollback"
+	case OpUninstall:
+		return "of an uninstall"
+	}
+	return "of an upgrade"
+}
+
+// UninstallFlags are an uninstall's flags as a saved plan pins them (as
+// ApplyFlags, through their JSON form): what Helm's uninstall is run with.
+func UninstallFlags(flags any) map[string]interface{} {
+	var out map[string]interface{}
+	data, _ := json.Marshal(flags)
+	_ = json.Unmarshal(data, &out)
+	return out
 }
 
 // unmoved refuses the saved plan when an object it changes moved in the

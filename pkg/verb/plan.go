@@ -95,7 +95,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	// for another cluster, other flags, or too long ago.
 	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
 		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Render:   req.Render, Force: req.Apply.Force, Now: c.Now(), MaxAge: req.SavedMaxAge})
+		Render:   req.Render, Force: req.Apply.Force, Op: req.op(), Now: c.Now(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +150,10 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	}
 	c.warnSecretCopies(p)
 	c.logStages(stats)
+	// Helm's upgrade and rollback delete with background propagation.
+	if err := c.gateGuardedDeletes(ctx, p, false); err != nil {
+		return nil, err
+	}
 	if err := replay.Unmoved(p); err != nil {
 		return nil, err
 	}

@@ -2,11 +2,11 @@ package verb
 
 import (
 	"context"
-	"fmt"
 
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // Rollback is `helm rollback RELEASE [REVISION]`, planned as an upgrade
@@ -32,19 +32,22 @@ func RollbackRequest(release string, to Rollback, opts render.Options, apply App
 }
 
 // rollbackSource reads the revision req.Rollback goes back to from helm's
-// release storage. A release Helm 4 applied server-side is refused: Helm
-// 4's rollback would apply it server-side, which this SDK's rollback
-// action does not.
+// release storage. A release Helm 4 applied server-side is planned
+// server-side and applied through Helm 4's rollback action (pkg/apply).
 func (c *Config) rollbackSource(ctx context.Context, req PlanRequest, helm *action.Configuration) (*render.Result, error) {
 	c.progress("Reading the revisions of release %s", req.ReleaseName)
 	res, err := render.Rollback(ctx, helm, req.ReleaseName, c.Namespace, req.Rollback.Revision)
 	if err != nil {
 		return nil, err
 	}
-	if res.ServerSideApply(req.Render.ServerSide) {
-		return nil, fmt.Errorf("release %q in namespace %s: revision %d was applied server-side by Helm 4; rolling back a server-side release is not supported yet (use helm 4's rollback); nothing was planned or written",
-			req.ReleaseName, c.Namespace, res.Last.Version)
-	}
 	c.Logf("rolling back release %s from revision %d to revision %d, as revision %d", req.ReleaseName, res.Last.Version, res.RollbackTo, res.Next.Version)
 	return res, nil
+}
+
+// op is the operation of req, as a saved plan pins it.
+func (req PlanRequest) op() savedplan.Op {
+	if req.Rollback != nil {
+		return savedplan.OpRollback
+	}
+	return savedplan.OpUpgrade
 }

@@ -24,6 +24,19 @@ type SaveRequest struct {
 // against and the apply flags, to req.Path (mode 0600, encrypted to
 // req.Keys), and says so on Out. Without a path it does nothing.
 func (c *Config) SavePlan(ctx context.Context, req SaveRequest, planned *Planned) error {
+	return c.save(ctx, req, savedplan.Source{Plan: planned.Plan, Rendered: planned.Rendered,
+		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force})
+}
+
+// SaveUninstallPlan is SavePlan of an uninstall's plan: the last revision
+// it deletes, its live objects and flags (see uninstallSource).
+func (c *Config) SaveUninstallPlan(ctx context.Context, req SaveRequest, planned *PlannedUninstall) error {
+	return c.save(ctx, req, savedplan.Source{Plan: planned.Plan, Rendered: uninstallSource(planned.Release),
+		Uninstall: planned.Request.flags()})
+}
+
+// save writes the saved plan of src, made now here by req.PlannedBy.
+func (c *Config) save(ctx context.Context, req SaveRequest, src savedplan.Source) error {
 	if req.Path == "" {
 		return nil
 	}
@@ -31,10 +44,8 @@ func (c *Config) SavePlan(ctx context.Context, req SaveRequest, planned *Planned
 	if err != nil {
 		return fmt.Errorf("--plan-out: %w", err)
 	}
-	saved := savedplan.New(savedplan.Source{Plan: planned.Plan, Rendered: planned.Rendered,
-		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force,
-		Created: c.Now(), Cluster: id, PlannedBy: req.PlannedBy, MaskKey: c.Masker.Key, Reports: req.Reports})
-	if err := savedplan.Write(req.Path, saved, req.Keys); err != nil {
+	src.Created, src.Cluster, src.PlannedBy, src.MaskKey, src.Reports = c.Now(), id, req.PlannedBy, c.Masker.Key, req.Reports
+	if err := savedplan.Write(req.Path, savedplan.New(src), req.Keys); err != nil {
 		return err
 	}
 	if req.Keys.Unencrypted {

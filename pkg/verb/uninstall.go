@@ -23,11 +23,13 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
 
 // UninstallRequest is `uninstall RELEASE` with helm uninstall's flags.
+// Its JSON form is those flags alone: what a saved plan pins.
 type UninstallRequest struct {
-	ReleaseName string
+	ReleaseName string `json:"-"`
 	// KeepHistory, Cascade (background, orphan, foreground), DisableHooks,
 	// Wait, Timeout and Description are helm uninstall's flags.
 	KeepHistory  bool
@@ -38,7 +40,12 @@ type UninstallRequest struct {
 	Description  string
 	// ForApply: the plan is to be applied (the Lease is read for the
 	// apply to take, as for an upgrade).
-	ForApply bool
+	ForApply bool `json:"-"`
+	// Saved, when set, is the reviewed plan of this uninstall to apply
+	// (--plan): refused if anything moved since, or if older than
+	// SavedMaxAge (0: no limit).
+	Saved       *savedplan.Plan `json:"-"`
+	SavedMaxAge time.Duration   `json:"-"`
 }
 
 // PlannedUninstall is an uninstall's plan with what its apply needs.
@@ -49,6 +56,8 @@ type PlannedUninstall struct {
 	// why (also in the plan's notes).
 	Left  []string
 	Lease *releasestate.LeaseObservation
+	// Release is the revision Helm's uninstall deletes (for a saved plan).
+	Release *release.Release
 }
 
 // leftPrefix starts the plan notes that name what an uninstall leaves.
@@ -71,8 +80,15 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 		return nil, err
 	}
 	lease := state.Lease
+	replay, err := c.replayUninstall(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	rel, err := c.lastRevision(req.ReleaseName, state)
 	if err != nil {
+		return nil, err
+	}
+	if err := replay.UseIn(uninstallSource(rel)); err != nil {
 		return nil, err
 	}
 	c.progress("Planning the uninstall of %s against the cluster", req.ReleaseName)
@@ -91,6 +107,12 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if err != nil {
 		return nil, err
 	}
+	if err := c.gateGuardedDeletes(ctx, p, req.Cascade == "orphan"); err != nil {
+		return nil, err
+	}
+	if err := replay.Unmoved(p); err != nil {
+		return nil, err
+	}
 	left, err := c.leftBehind(ctx, p, rel)
 	if err != nil {
 		return nil, err
@@ -102,7 +124,7 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 	if note := lease.Note(); note != "" {
 		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
-	return &PlannedUninstall{Plan: p, Request: req, Left: left, Lease: lease}, nil
+	return &PlannedUninstall{Plan: p, Request: req, Left: left, Lease: lease, Release: rel}, nil
 }
 
 // lastRevision is the revision helm uninstall deletes: the newest, whatever
@@ -208,16 +230,13 @@ func (c *Config) templateClaims(ctx context.Context, id manifest.ObjectID, sts *
 	return out, nil
 }
 
-// UninstallResult is what an applied uninstall left: Remaining are the
-// planned deletions still in the cluster, each with why; Left what the plan
-// said stays.
+// UninstallResult is what an applied uninstall left (also the plan's
+// Uninstalled, for the JSON report): the planned deletions gone and still
+// there, what the plan said stays, and Helm's error, sanitised, when its
+// uninstall failed (the run fails, after the read-back).
 type UninstallResult struct {
-	Response  *release.UninstallReleaseResponse
-	Remaining []string
-	Left      []string
-	// Failed is Helm's error, sanitised, when its uninstall failed ("" when
-	// it succeeded): the run fails, after the read-back.
-	Failed string
+	Response *release.UninstallReleaseResponse
+	*plan.Uninstalled
 }
 
 // Uninstall runs Helm's own uninstall action on the reviewed plan, holding
@@ -245,8 +264,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	res, helmErr := u.Run(req.ReleaseName)
 	// Read back after a failure too: Helm deletes what it can and then
 	// says how many deletions failed, not which objects are left.
-	remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)
-	out := &UninstallResult{Response: res, Remaining: remaining, Left: planned.Left}
+	deleted, remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)
+	out := &UninstallResult{Response: res, Uninstalled: &plan.Uninstalled{Deleted: deleted, Remaining: remaining, Left: planned.Left}}
+	planned.Plan.Uninstalled = out.Uninstalled
 	if helmErr != nil {
 		out.Failed = fmt.Sprintf("helm uninstall %s: %s", req.ReleaseName, c.Sanitizer.Text(helmErr.Error(), redact.MessageLimit))
 		if left := c.revokeGuardAcks(ctx, acks); left != "" {
@@ -268,8 +288,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 const settle = 15 * time.Second
 
 // remaining reads each planned deletion back, until all are gone or for
-// settle at most (within timeout), and names those still there with why.
-func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Duration) ([]string, error) {
+// settle at most (within timeout): it returns those gone and those still
+// there, with why.
+func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Duration) ([]manifest.ObjectID, []plan.Remaining, error) {
 	var deleted []plan.Change
 	for _, ch := range p.Changes {
 		if ch.Action == plan.ActionDelete {
@@ -280,41 +301,44 @@ func (c *Config) remaining(ctx context.Context, p *plan.Plan, timeout time.Durat
 	// settling time, is the answer.
 	settled := time.Now().Add(min(settle, timeout))
 	for {
-		var still []string
+		var gone []manifest.ObjectID
+		var still []plan.Remaining
 		for _, ch := range deleted {
-			why, err := c.stillThere(ctx, ch)
+			r, err := c.stillThere(ctx, ch)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if why != "" {
-				still = append(still, why)
+			if r != nil {
+				still = append(still, *r)
+			} else {
+				gone = append(gone, ch.ID)
 			}
 		}
 		if len(still) == 0 || time.Now().After(settled) {
-			sort.Strings(still)
-			return still, nil
+			sort.Slice(still, func(i, j int) bool { return still[i].String() < still[j].String() })
+			return gone, still, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("reading the deleted objects back after the uninstall: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("reading the deleted objects back after the uninstall: %w", ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
 // stillThere says why the object of deletion ch is still in the cluster,
-// "" when it is gone.
-func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error) {
+// nil when it is gone.
+func (c *Config) stillThere(ctx context.Context, ch plan.Change) (*plan.Remaining, error) {
 	ri, _, err := c.Cluster.Resource(schema.FromAPIVersionAndKind(ch.APIVersion, ch.ID.Kind), ch.ID.Namespace)
 	if err != nil {
-		return "", nil // the kind went with its CRD
+		return nil, nil // the kind went with its CRD
 	}
 	obj, err := ri.Get(ctx, ch.ID.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return nil, nil
 	case err != nil:
-		return "", fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
+		return nil, fmt.Errorf("reading %s back after the uninstall: %w", ch.ID, err)
 	}
 	// The plan keeps the live resourceVersion, not the UID (shown objects
 	// drop server-managed fields): an object not being deleted either was
@@ -325,8 +349,10 @@ func (c *Config) stillThere(ctx context.Context, ch plan.Change) (string, error)
 	} else if ch.LiveResourceVersion != "" && obj.GetResourceVersion() != ch.LiveResourceVersion {
 		why = "not being deleted, and changed since the plan (created again, or its delete did not take)"
 	}
-	if f := obj.GetFinalizers(); len(f) > 0 {
-		why += ", held by the finalizer(s) " + strings.Join(f, ", ")
+	// Finalizer names are anyone's text.
+	var finalizers []string
+	for _, f := range obj.GetFinalizers() {
+		finalizers = append(finalizers, c.Sanitizer.Text(f, redact.MessageLimit))
 	}
-	return c.Sanitizer.Text(ch.ID.String()+": "+why, redact.MessageLimit), nil
+	return &plan.Remaining{ID: ch.ID, Why: why, Finalizers: finalizers}, nil
 }

@@ -47,9 +47,16 @@ func TestUninstallLeftovers(t *testing.T) {
 		change("again", "u5", plan.ActionDelete), change("kept", "u4", plan.ActionNoop),
 	}}
 	// A timeout under the settling time: the rounds end with it.
-	got, err := c.remaining(context.Background(), p, time.Second)
+	gone, still, err := c.remaining(context.Background(), p, time.Second)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(gone) != 1 || gone[0].Name != "gone" {
+		t.Errorf("gone: %v, want the ConfigMap gone", gone)
+	}
+	var got []string
+	for _, r := range still {
+		got = append(got, r.String())
 	}
 	want := []string{
 		"ConfigMap/prod/again: not being deleted, and changed since the plan (created again, or its delete did not take)",

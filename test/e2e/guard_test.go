@@ -270,6 +270,8 @@ func TestGuard(t *testing.T) {
 		}
 	})
 
+	t.Run("the tool's uninstall of a StatefulSet is gated for the guard", func(t *testing.T) { guardedStatefulSetUninstall(t, c) })
+
 	t.Run("the acknowledgement is bound to the object's UID", func(t *testing.T) {
 		// The claim's UID on the ConfigMap's twin: another claim.
 		twin := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: twin, annotations: {meta.helm.sh/release-name: vol}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
@@ -306,6 +308,8 @@ func TestGuard(t *testing.T) {
 		mustBin(t, c, c.Kubectl, "delete", "namespace", pns, "--wait=false")
 		gone(t, c, "namespace", pns)
 	})
+
+	t.Run("a casual delete leaves the guard in force", func(t *testing.T) { guardSurvivesCasualDelete(t, c, stsNS) })
 
 	t.Run("guard uninstall removes exactly what it installed", func(t *testing.T) {
 		// Someone else's policy stays.

@@ -143,22 +143,61 @@ func TestRollbackImage(t *testing.T) {
 	}
 }
 
-// TestRollbackHelm4Refused: a release Helm 4 applied server-side is refused
-// with exit 1, saying why and what to use, before any write.
-func TestRollbackHelm4Refused(t *testing.T) {
+// TestRollbackHelm4: a release Helm 4 applied server-side is planned
+// server-side (revision 2's ConfigMap deleted, the other's value patched
+// back) and rolled back through Helm 4's rollback action: history says
+// "Rollback to 1" with the tool's audit line, the record stays server-side,
+// and the object is Helm's by server-side apply (field manager helm,
+// operation Apply).
+func TestRollbackHelm4(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
-	chart := func(v string) string {
-		return writeChart(t, "app", "1.0."+v, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {v: \"" + v + "\"}\n"})
+	chart := func(v string, extra bool) string {
+		files := map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {v: \"" + v + "\"}\n"}
+		if extra {
+			files["extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n"
+		}
+		return writeChart(t, "app", "1.0."+v, files)
 	}
-	mustBin(t, c, c.Helm4, "install", "app", chart("1"), "-n", ns)
-	mustBin(t, c, c.Helm4, "upgrade", "app", chart("2"), "-n", ns)
-	before := len(c.AuditEvents(t, nil))
-	r := run(t, c, "rollback", "app", "1", "-n", ns)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "applied server-side by Helm 4; rolling back a server-side release is not supported yet") {
-		t.Fatalf("exit %d, want 1 refusing the Helm 4 release\n%s", r.Code, r.Stderr)
+	mustBin(t, c, c.Helm4, "install", "app", chart("1", false), "-n", ns)
+	mustBin(t, c, c.Helm4, "upgrade", "app", chart("2", true), "-n", ns)
+
+	p, r := planJSON(t, c, "rollback", "app", "1", "-n", ns, "--detailed-exitcode")
+	if r.Code != 3 || p.Release.Operation != "rollback" || p.Release.ApplyMethod != "ssa" {
+		t.Fatalf("rollback --dry-run: exit %d, operation %q, apply method %q; want 3, rollback, ssa\n%s", r.Code, p.Release.Operation, p.Release.ApplyMethod, r.Stderr)
 	}
-	if w := toolWrites(t, c, ns, before); len(w) > 0 {
-		t.Fatalf("the refused rollback wrote to the cluster: %+v", w)
+	if extra := p.change(t, "ConfigMap", "extra"); extra.Action != "delete" {
+		t.Errorf("ConfigMap extra: %s, want a delete", extra.Action)
+	}
+	if settings := p.change(t, "ConfigMap", "settings"); settings.Action != "update" || settings.Class != "in-place" {
+		t.Errorf("ConfigMap settings: %s %s, want an in-place update", settings.Action, settings.Class)
+	}
+
+	r = run(t, c, "rollback", "app", "1", "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("rollback: exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	if h := mustBin(t, c, c.Helm4, "history", "app", "-n", ns); !strings.Contains(h, "Rollback to 1; safe-upgrade") {
+		t.Errorf("helm 4 history lacks the rollback with the audit line:\n%s", h)
+	}
+	cms := c.Clientset(t).CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(t.Context(), "settings", metav1.GetOptions{})
+	if err != nil || cm.Data["v"] != "1" {
+		t.Fatalf("ConfigMap settings after the rollback: %v %v, want v=1", err, cm.Data)
+	}
+	applied := false
+	for _, m := range cm.ManagedFields {
+		applied = applied || (m.Manager == "helm" && m.Operation == metav1.ManagedFieldsOperationApply)
+	}
+	if !applied {
+		t.Errorf("ConfigMap settings is not Helm's by server-side apply: %+v", cm.ManagedFields)
+	}
+	waitFor(t, "ConfigMap extra deleted", func() bool {
+		_, err := cms.Get(t.Context(), "extra", metav1.GetOptions{})
+		return err != nil
+	})
+	// The next plan reads the new revision as server-side, with nothing to do.
+	if p, r := planJSON(t, c, "app", chart("1", false), "-n", ns); r.Code != 0 || p.Release.ApplyMethod != "ssa" {
+		t.Errorf("upgrade plan after the rollback: exit %d, apply method %q; want 0, ssa\n%s", r.Code, p.Release.ApplyMethod, r.Stderr)
 	}
 }

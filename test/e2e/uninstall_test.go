@@ -104,10 +104,11 @@ func TestUninstallGatesDataLoss(t *testing.T) {
 		t.Errorf("kept ConfigMap: %+v, want a noop", ch)
 	}
 
-	r = run(t, c, append([]string{"uninstall", "app", "-n", ns}, acks...)...)
+	r = run(t, c, append([]string{"uninstall", "app", "-n", ns, "-o", "json"}, acks...)...)
 	if r.Code != 1 {
 		t.Fatalf("acknowledged uninstall with an object held by a finalizer: exit %d, want 1\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
+	checkUninstalledJSON(t, r.Stdout, "PersistentVolumeClaim/"+ns+"/scratch", "ConfigMap/"+ns+"/held", "example.com/hold", "PersistentVolumeClaim/"+ns+"/data-db-0")
 	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 	last := strings.Join(lines[max(0, len(lines)-4):], "\n")
 	for _, want := range []string{

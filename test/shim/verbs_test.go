@@ -30,8 +30,9 @@ func TestRollbackUninstallThroughShim(t *testing.T) {
 		run        func(t testing.TB, args ...string) string
 	}{
 		{"helm3", c.Helm3, c.Helm},
-		// The tool plans no rollback of a server-side release yet
-		// (docs/rollback.md): Helm 4 applies client-side here.
+		// Helm 4 applies server-side by default (its rollback through Helm
+		// 4's action), and client-side with --server-side=false.
+		{"helm4-server-side", c.Helm4, c.HelmV4},
 		{"helm4", c.Helm4, func(t testing.TB, args ...string) string {
 			if args[0] == "install" || args[0] == "upgrade" {
 				args = append(args, "--server-side=false")
