@@ -7,6 +7,7 @@
 # floor, the tool's plan of the same release installed by Helm 4 (server-side
 # apply) beside its plan of the Helm 3 release, with the dry-run requests of
 # each and the ratios, and the tool's slope between 1000 and 5000 objects,
+# then the rollback and uninstall plans beside their floors (BenchmarkVerbs),
 # then what the drop-in helm adds to a command it passes through
 # (BenchmarkShimPassThrough) and a 10-release helmfile diff through it beside
 # 10 helm upgrade --dry-run=server (BenchmarkShimHelmfileDiff, when helmfile
@@ -101,6 +102,36 @@ awk -v runs="$BENCH_RUNS" -v helmfile="${SAFE_UPGRADE_HELMFILE:-}" '
     } else if (helmfile == "") {
       print "\nhelmfile diff through the shim: skipped, helmfile is not in the cache (make orchestrators builds it, about 1255 CPU-seconds cold)"
     }
+  }' "$out"
+
+# The plans of the other verbs beside their floors (BenchmarkVerbs): each
+# tool run and its floor timed in turns. status -A and log get their rows
+# here once those verbs are on main (branches status and log).
+go test -count=1 -run '^$' -bench 'Verbs' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
+  grep -v '^I[0-9]' | tee "$out"
+awk -v runs="$BENCH_RUNS" '
+  /^BenchmarkVerbs\/.*ns\/op/ {
+    n = split($1, part, "/"); row = part[2] ", " part[3]; gsub("-", " ", row)
+    who = part[4]; sub(/-[0-9]+$/, "", who)
+    for (i = 3; i < NF; i += 2) {
+      if ($(i+1) == "ns/op") t[row, who] = $i / 1e9
+      if ($(i+1) == "CPU-s") cpu[row, who] = $i
+      if ($(i+1) == "peak-RSS-MiB") m[row, who] = $i
+    }
+    if (!(row in seen)) { seen[row] = 1; order[++rows] = row }
+  }
+  function cell(r, w) { return ((r, w) in t) ? sprintf("%.2f s, %.2f CPU-s, %.0f MiB", t[r, w], cpu[r, w], m[r, w]) : "—" }
+  function ratio(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
+  END {
+    if (!rows) { print "bench: no verb results"; exit 1 }
+    printf "\nPlans of the other verbs (--dry-run -o json) and their floors, timed in turns, medians of %d runs (floors: rollback, helm get manifest of both revisions + one LIST; uninstall, helm get manifest + one LIST):\n\n", runs
+    print "| plan | this tool | floor | tool / floor (wall) | tool / floor (CPU) |"
+    print "|---|---|---|---|---|"
+    for (i = 1; i <= rows; i++) {
+      r = order[i]
+      printf "| %s | %s | %s | %s | %s |\n", r, cell(r, "tool"), cell(r, "floor"), ratio(t[r, "tool"], t[r, "floor"]), ratio(cpu[r, "tool"], cpu[r, "floor"])
+    }
+    print "| status -A, log | — (not on main yet: branches status and log add their rows) | | | |"
   }' "$out"
 
 # What the rollout watch adds after Helm returns (BenchmarkWatch).

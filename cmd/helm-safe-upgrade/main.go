@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/cpuprof"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/gcbudget"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/heapprof"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
@@ -20,6 +21,7 @@ var (
 )
 
 func main() {
+	gcbudget.Start() // unless GOGC or GOMEMLIMIT is set
 	helmsdk.InitProcess()
 	streams := iostreams.System()
 	build := cli.BuildInfo{Version: version, Commit: commit}

@@ -355,12 +355,7 @@ func BenchmarkUpgrade(b *testing.B) {
 // (tool-s, tool-CPU-s: the watch's own CPU is not measured apart). Medians
 // of BENCH_RUNS runs; the per-resource line of the last run is logged.
 func BenchmarkWatch(b *testing.B) {
-	runs := benchRuns(b)
-	c := testcluster.Get(b)
-	env := c.Env()
-	chart := writeBenchChart(b)
-	tool := benchTool(b, c)
-	ns := c.Namespace(b)
+	runs, c, env, chart, tool, ns := benchSetup(b)
 	base := []string{"bench", chart, "-n", ns, "--timeout", "15m", "--set", "objects=1000"}
 	_, err := execMeasured(env, c.Helm3, append([]string{"install"}, base...)...)
 	must(b, err)
