@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
+)
+
+// statusDoc mirrors the documented JSON document of status
+// (docs/json-schema.md#status-document).
+type statusDoc struct {
+	APIVersion, Kind string
+	Summary          struct{ Releases, InSync, Drifted, Missing, Extra int }
+	Releases         []struct {
+		Name, Namespace, HelmStatus, ApplyMethod string
+		Revision                                 int
+		Health                                   []string
+		Objects                                  []struct {
+			Kind, Namespace, Name, State, Next string
+			Drift                              []struct {
+				Path, Stored, Live, Manager, Operation, Time string
+				Reverted                                     bool
+			}
+			Notes []string
+		}
+	}
+}
+
+// statusJSON runs status with -o json and --detailed-exitcode and decodes
+// its document.
+func statusJSON(t *testing.T, c *testcluster.Cluster, args ...string) (*statusDoc, result) {
+	t.Helper()
+	r := run(t, c, append([]string{"status"}, append(args, "-o", "json", "--detailed-exitcode")...)...)
+	if r.Code == 1 {
+		t.Fatalf("status failed (exit 1):\n%s\n%s", r.Stderr, r.Stdout)
+	}
+	var doc statusDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("decoding the status document: %v\nstdout:\n%s\nstderr:\n%s", err, r.Stdout, r.Stderr)
+	}
+	if doc.APIVersion != "safe-upgrade/v1" || doc.Kind != "Status" {
+		t.Fatalf("document %s %s, want safe-upgrade/v1 Status", doc.APIVersion, doc.Kind)
+	}
+	return &doc, r
+}
+
+// statusApp is a release whose Deployment leaves its replicas to an
+// autoscaler (the chart does not set them), with a ConfigMap and a Service.
+func statusApp(t *testing.T) string {
+	return writeChart(t, "app", "1.0.0", map[string]string{
+		"d.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.27"}]}
+`,
+		"cm.yaml":  configMap(false, "fast"),
+		"svc.yaml": service(""),
+	})
+}
+
+// TestStatusDrift: after a kubectl edit of the image, a scale by an
+// autoscaler, a deleted ConfigMap and a stray Service carrying the
+// release's annotations, status names exactly those (the scale aside: the
+// chart does not set replicas), says the next upgrade reverts the image
+// with a rolling update and re-creates the ConfigMap, and exits 3 with
+// --detailed-exitcode; an untouched release exits 0 with nothing to say.
+func TestStatusDrift(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // pods run under kwok
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", statusApp(t), "-n", ns, "--wait", "--timeout", "5m")
+
+	doc, r := statusJSON(t, c, "app", "-n", ns)
+	if r.Code != 0 || doc.Summary.Drifted+doc.Summary.Missing+doc.Summary.Extra != 0 || doc.Summary.InSync != 3 {
+		t.Fatalf("untouched release: exit %d, summary %+v, want 0 and 3 in sync\n%s\n%s", r.Code, doc.Summary, r.Stdout, r.Stderr)
+	}
+	if rel := doc.Releases[0]; rel.HelmStatus != "deployed" || len(rel.Health) != 0 {
+		t.Errorf("untouched release: Helm status %q, health %q; want deployed, none", rel.HelmStatus, rel.Health)
+	}
+
+	cs := c.Clientset(t)
+	ctx := t.Context()
+	// kubectl edit's own field manager, as it patches.
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	// An autoscaler scales through the scale subresource.
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`),
+		metav1.PatchOptions{FieldManager: "horizontal-pod-autoscaler"}, "scale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stray := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: ns,
+		Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
+		Annotations: map[string]string{"meta.helm.sh/release-name": "app", "meta.helm.sh/release-namespace": ns}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 8080}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	doc, r = statusJSON(t, c, "app", "-n", ns)
+	if r.Code != cli.ExitPending {
+		t.Errorf("exit %d, want 3\n%s", r.Code, r.Stderr)
+	}
+	if s := doc.Summary; s.InSync != 1 || s.Drifted != 1 || s.Missing != 1 || s.Extra != 1 {
+		t.Errorf("summary %+v, want 1 in sync (the Service), 1 drifted, 1 missing, 1 extra\n%s", s, r.Stdout)
+	}
+	states := map[string]string{}
+	for _, o := range doc.Releases[0].Objects {
+		states[o.Kind+"/"+o.Name] = o.State + " " + o.Next
+		switch o.Kind + "/" + o.Name {
+		case "Deployment/web":
+			if len(o.Drift) != 1 {
+				t.Fatalf("Deployment/web drift %+v, want the image only", o.Drift)
+			}
+			d := o.Drift[0]
+			if d.Path != "spec.template.spec.containers[0].image" || d.Stored != "nginx:1.27" || d.Live != "nginx:1.28" ||
+				d.Manager != "kubectl-edit" || d.Operation != "Update" || d.Time == "" || !d.Reverted {
+				t.Errorf("Deployment/web drift %+v, want the image nginx:1.27 → nginx:1.28 by kubectl-edit (Update), reverted", d)
+			}
+		case "Service/stray":
+			if len(o.Notes) == 0 || !strings.Contains(o.Notes[0], "annotation meta.helm.sh/release-name names the release") {
+				t.Errorf("Service/stray notes %q, want why it is the release's", o.Notes)
+			}
+		}
+	}
+	want := map[string]string{"Deployment/web": "drifted rolling", "ConfigMap/settings": "missing create", "Service/stray": "extra ", "Service/api": "in-sync "}
+	for k, v := range want {
+		if states[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, states[k], v, states)
+		}
+	}
+	if len(states) != len(want) {
+		t.Errorf("objects %v, want exactly %v", states, want)
+	}
+
+	// The text names the same, for a person.
+	r = run(t, c, "status", "app", "-n", ns)
+	saysAll(t, "status text", r.Stdout, "drifted  Deployment.apps/"+ns+"/web: next upgrade: reverted (rolling)",
+		"spec.template.spec.containers[0].image: nginx:1.27 → nginx:1.28 (manager kubectl-edit, Update, ",
+		"missing  ConfigMap/"+ns+"/settings: next upgrade: re-created", "extra    Service/"+ns+"/stray")
+	if r.Code != 0 {
+		t.Errorf("without --detailed-exitcode: exit %d, want 0", r.Code)
+	}
+}
