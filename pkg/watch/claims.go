@@ -34,12 +34,16 @@ func unbound(obj *unstructured.Unstructured) bool {
 // current, saying so. Any other claim (class Immediate, or none: it binds
 // to a matching PersistentVolume) is in progress until it is bound; a
 // claim still unbound when the watch ends is named as not current.
-func (w *Watcher) unboundClaim(obj *unstructured.Unstructured) status {
+// bindingMode says a class's volumeBindingMode (nil: not known).
+func unboundClaim(obj *unstructured.Unstructured, bindingMode func(class string) (string, error)) status {
 	class, _, _ := unstructured.NestedString(obj.Object, "spec", "storageClassName")
 	if class == "" {
 		return status{state: plan.StateInProgress, detail: "not bound", reason: "no StorageClass: it binds to a PersistentVolume that matches it, and none has yet"}
 	}
-	mode, err := w.bindingMode(class)
+	if bindingMode == nil {
+		return status{state: plan.StateInProgress, detail: "not bound", reason: "StorageClass " + class + " has not bound it yet"}
+	}
+	mode, err := bindingMode(class)
 	switch {
 	case err != nil:
 		return status{state: plan.StateInProgress, detail: "not bound", reason: fmt.Sprintf("StorageClass %s cannot be read: %v", class, err)}

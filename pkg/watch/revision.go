@@ -35,27 +35,14 @@ func (w *Watcher) revision(t *target, obj *unstructured.Unstructured) func(*core
 	if t.gvk.Kind == "Job" || obj == nil {
 		return nil
 	}
+	if of := revisionLabel(t.gvk.Kind, obj); of != nil {
+		return of
+	}
 	fresh := func(p *corev1.Pod) bool {
 		uid, before := t.podsBefore[p.Name]
 		return !before || uid != p.UID
 	}
-	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	if observed < obj.GetGeneration() {
-		return fresh
-	}
-	labelled := func(label, value string) func(*corev1.Pod) bool {
-		return func(p *corev1.Pod) bool { return p.Labels[label] == value }
-	}
-	switch t.gvk.Kind {
-	case "StatefulSet":
-		if rev, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision"); rev != "" {
-			return labelled(revisionHashLabel, rev) // the ControllerRevision's name
-		}
-	case "DaemonSet":
-		if gen := obj.GetAnnotations()[templateGenerationAnno]; gen != "" {
-			return labelled(templateGenerationLabel, gen)
-		}
-	case "Deployment":
+	if t.gvk.Kind == "Deployment" && observed(obj) {
 		return func(p *corev1.Pod) bool {
 			if fresh(p) {
 				return true
@@ -65,6 +52,36 @@ func (w *Watcher) revision(t *target, obj *unstructured.Unstructured) func(*core
 		}
 	}
 	return fresh
+}
+
+// revisionLabel tells the pods of the revision a StatefulSet's or
+// DaemonSet's controller rolls out now, from obj's status and labels
+// alone; nil for another kind, or when the controller has not seen obj's
+// generation yet.
+func revisionLabel(kind string, obj *unstructured.Unstructured) func(*corev1.Pod) bool {
+	if obj == nil || !observed(obj) {
+		return nil
+	}
+	labelled := func(label, value string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return p.Labels[label] == value }
+	}
+	switch kind {
+	case "StatefulSet":
+		if rev, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision"); rev != "" {
+			return labelled(revisionHashLabel, rev) // the ControllerRevision's name
+		}
+	case "DaemonSet":
+		if gen := obj.GetAnnotations()[templateGenerationAnno]; gen != "" {
+			return labelled(templateGenerationLabel, gen)
+		}
+	}
+	return nil
+}
+
+// observed reports whether obj's controller has seen its generation.
+func observed(obj *unstructured.Unstructured) bool {
+	gen, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	return gen >= obj.GetGeneration()
 }
 
 // newReplicaSetHash is the pod-template-hash of the ReplicaSet of

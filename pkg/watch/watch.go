@@ -25,13 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -780,7 +778,7 @@ func (w *Watcher) evaluate(pods map[string]map[string]*corev1.Pod,
 			t.last = status{state: plan.StateInProgress, detail: "waiting for Helm's apply", reason: "live: " + t.before.String()}
 		case t.group.gvr == live.ClaimsGVR && unbound(obj):
 			t.applied = t.applied || beforeApply
-			t.last = w.unboundClaim(obj)
+			t.last = unboundClaim(obj, w.bindingMode)
 		default:
 			t.applied = t.applied || beforeApply
 			t.last = evaluate(t, obj, podList(pods[t.change.ID.Namespace]), w.revision(t, obj))
@@ -956,230 +954,6 @@ func uids(objs map[string]*unstructured.Unstructured) map[string]types.UID {
 // live one (a change of metadata alone moves no generation).
 func specChanged(ch *plan.Change) bool {
 	return fieldChanged(ch, "spec")
-}
-
-// selectorOf is a workload's pod selector (spec.selector); nil when it has
-// none or it cannot be read.
-func selectorOf(o *unstructured.Unstructured) labels.Selector {
-	if o == nil {
-		return nil
-	}
-	m, ok, _ := unstructured.NestedMap(o.Object, "spec", "selector")
-	if !ok {
-		return nil
-	}
-	ls := &metav1.LabelSelector{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, ls); err != nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil || sel.Empty() {
-		return nil
-	}
-	return sel
-}
-
-// status is a target's state at one moment.
-type status struct {
-	state  string
-	detail string
-	reason string
-	// trouble: the reason says something is wrong (a pod's problem, a
-	// Failed condition), not only that it is not done yet.
-	trouble bool
-	// crashed is the crash-looping container the reason names, if any.
-	crashed *container
-}
-
-func (s status) line() string {
-	text := s.state
-	if s.detail != "" {
-		text += ": " + s.detail
-	}
-	if s.reason != "" && s.state != plan.StateCurrent {
-		text += " — " + s.reason
-	}
-	return text
-}
-
-// evaluate is t's status given its live object (nil: not found) and the
-// pods of its namespace; the problems of a workload's pods fail it only
-// for the pods of the revision the upgrade produced (ofRevision; nil: all
-// of them): those of the revision it replaces (a crash loop the upgrade
-// repairs) only say why it is not ready yet.
-func evaluate(t *target, obj *unstructured.Unstructured, pods []*corev1.Pod, ofRevision func(*corev1.Pod) bool) status {
-	if obj == nil {
-		return status{state: plan.StateInProgress, detail: "not found"}
-	}
-	res, err := kstatus.Compute(obj)
-	if err != nil {
-		return status{state: plan.StateInProgress, reason: err.Error()}
-	}
-	if !t.workload() {
-		switch res.Status {
-		case kstatus.CurrentStatus:
-			return status{state: plan.StateCurrent}
-		case kstatus.FailedStatus:
-			return status{state: plan.StateFailed, reason: res.Message, trouble: true}
-		}
-		return status{state: plan.StateInProgress, reason: res.Message}
-	}
-	mine := t.podsOf(obj, pods)
-	s := status{state: plan.StateInProgress, detail: t.detail(obj)}
-	var worst *problem
-	for _, p := range mine {
-		pr := podProblem(p)
-		if pr != nil && ofRevision != nil && !ofRevision(p) {
-			// Said of the pod, not after the message it quotes.
-			pr.text = "pod " + p.Name + " (of the revision being replaced)" + strings.TrimPrefix(pr.text, "pod "+p.Name)
-			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
-		}
-		if pr != nil && (worst == nil || pr.rank > worst.rank) {
-			worst = pr
-		}
-	}
-	s.trouble = worst != nil && !worst.replaced || res.Status == kstatus.FailedStatus
-	if worst != nil {
-		s.crashed = worst.crashed
-	}
-	switch {
-	case res.Status == kstatus.FailedStatus:
-		s.state, s.reason = plan.StateFailed, failedMessage(res)
-		if worst != nil {
-			s.reason += "; " + worst.text
-		}
-	case res.Status == kstatus.CurrentStatus:
-		s.state = plan.StateCurrent
-	case worst != nil && worst.fatal && t.gvk.Kind != "Job":
-		// A Job retries failed pods up to its backoff limit: its own
-		// Failed condition decides.
-		s.state, s.reason = plan.StateFailed, worst.text
-	case worst != nil:
-		s.reason = worst.text
-	case !countsOnly.MatchString(res.Message):
-		s.reason = res.Message
-	}
-	return s
-}
-
-// countsOnly matches kstatus's messages that only count pods ("Updated:
-// 1/3", "Replicas: 4/3", "Pending termination: 1"), which the detail
-// says in the workload's terms.
-var countsOnly = regexp.MustCompile(`^[A-Za-z ]+: \d+(/\d+)?$`)
-
-// failedMessage is kstatus's message with the reason of the condition
-// behind it (ProgressDeadlineExceeded, BackoffLimitExceeded, ...).
-func failedMessage(res *kstatus.Result) string {
-	for _, c := range res.Conditions {
-		if c.Reason != "" && c.Message != "" {
-			return fmt.Sprintf("%s (%s)", c.Message, c.Reason)
-		}
-		if c.Reason != "" {
-			return fmt.Sprintf("%s (%s)", res.Message, c.Reason)
-		}
-	}
-	return res.Message
-}
-
-// podsOf are the pods of pods that obj's selector matches and that are
-// not being deleted, the new ones (created since the snapshot) first.
-func (t *target) podsOf(obj *unstructured.Unstructured, pods []*corev1.Pod) []*corev1.Pod {
-	sel := selectorOf(obj)
-	if sel == nil {
-		return nil
-	}
-	var fresh, old []*corev1.Pod
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if _, ok := t.podsBefore[p.Name]; ok && t.podsBefore[p.Name] == p.UID {
-			old = append(old, p)
-		} else {
-			fresh = append(fresh, p)
-		}
-	}
-	return append(fresh, old...)
-}
-
-// detail is a workload's progress in its own terms: pods updated (of the
-// new revision), ready, and those beyond the desired count.
-func (t *target) detail(obj *unstructured.Unstructured) string {
-	if t.gvk.Kind == "Job" {
-		active, _, _ := unstructured.NestedInt64(obj.Object, "status", "active")
-		succeeded, _, _ := unstructured.NestedInt64(obj.Object, "status", "succeeded")
-		failed, _, _ := unstructured.NestedInt64(obj.Object, "status", "failed")
-		return fmt.Sprintf("%d active, %d succeeded, %d failed", active, succeeded, failed)
-	}
-	r := counts(t.gvk.Kind, obj)
-	switch t.expect.kind {
-	case expectReplaced, expectPartition, expectReused:
-		return r.words(t.gvk.Kind, true)
-	case expectKeptUntilDeleted:
-		return "0 replaced; pods keep the old template until deleted, " + r.words(t.gvk.Kind, false)
-	case expectKept:
-		return "no pod replaced, " + r.words(t.gvk.Kind, false)
-	}
-	return r.words(t.gvk.Kind, false)
-}
-
-// replicas are a workload's pod counts from its status: desired, all not
-// terminating (total), of the newest revision (updated), ready.
-type replicas struct {
-	desired, total, updated, ready int64
-}
-
-// words say r as kubectl rollout status does, in short: "1/3 updated, 3
-// ready, 2 old pending termination"; updated: say how many are of the new
-// revision. A ready count above the desired one always comes with why: old
-// pods still there (a surge), or more pods than desired (a scale-down).
-func (r replicas) words(kind string, updated bool) string {
-	var parts []string
-	// "N/M" only with N ≤ M: more comes with the count of the surplus.
-	of := func(n int64, what string) string {
-		if n <= r.desired {
-			return fmt.Sprintf("%d/%d %s", n, r.desired, what)
-		}
-		return fmt.Sprintf("%d %s", n, what)
-	}
-	if updated {
-		parts = append(parts, of(r.updated, "updated"))
-	}
-	parts = append(parts, of(r.ready, "ready"))
-	var old int64
-	if updated && r.total > r.updated {
-		old = r.total - r.updated
-		// A Deployment's controller scales the old ReplicaSets down; a
-		// StatefulSet's or DaemonSet's replaces each old pod in turn.
-		switch kind {
-		case "Deployment", "ReplicaSet":
-			parts = append(parts, fmt.Sprintf("%d old pending termination", old))
-		default:
-			parts = append(parts, fmt.Sprintf("%d old to replace", old))
-		}
-	}
-	if surplus := max(r.total, r.ready, r.updated) - r.desired; surplus > old {
-		parts = append(parts, fmt.Sprintf("%d above the %d desired, being removed", surplus-old, r.desired))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// counts are a workload's pod counts from its status; a spec without
-// replicas wants one.
-func counts(kind string, obj *unstructured.Unstructured) replicas {
-	get := func(path ...string) int64 {
-		v, _, _ := unstructured.NestedInt64(obj.Object, path...)
-		return v
-	}
-	if kind == "DaemonSet" {
-		return replicas{desired: get("status", "desiredNumberScheduled"), total: get("status", "currentNumberScheduled"),
-			updated: get("status", "updatedNumberScheduled"), ready: get("status", "numberReady")}
-	}
-	want, ok, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if !ok {
-		want = 1
-	}
-	return replicas{desired: want, total: get("status", "replicas"), updated: get("status", "updatedReplicas"), ready: get("status", "readyReplicas")}
 }
 
 // templateChanged reports whether a change's predicted pod template differs
