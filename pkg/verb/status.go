@@ -12,7 +12,10 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
@@ -24,6 +27,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
 // StatusRequest is `status RELEASE…` with its flags.
@@ -90,6 +94,10 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	c.Logf("status: %d LIST request(s) for %d release(s)", inv.Requests, len(targets))
 	out := &plan.Status{ServerVersion: c.ServerVersion}
 	observers, schemas := live.NewObservers(c.Cluster), live.NewSchemas(c.Cluster)
+	pods, err := c.statusPods(ctx, targets, req.AllNamespaces)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range targets {
 		cluster := planner.Live{Cluster: c.Cluster, Observers: observers, Schemas: schemas}.Parts()
 		cluster.Objects = inventoryObjects{inv: inv, cluster: c.Cluster}
@@ -97,6 +105,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 		if err != nil {
 			return nil, err
 		}
+		rs.Health = append(rs.Health, c.workloadHealth(t, inv, pods)...)
 		rs.Objects = append(rs.Objects, c.extras(inv, t, targets)...)
 		sort.SliceStable(rs.Objects, func(i, j int) bool { return rs.Objects[i].ID.Less(rs.Objects[j].ID) })
 		out.Releases = append(out.Releases, *rs)
@@ -440,6 +449,70 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 	}
 	for i, l := range out {
 		out[i] = c.Sanitizer.Text(l, redact.MessageLimit)
+	}
+	return out
+}
+
+// workloadKinds are the kinds whose readiness their pods say.
+var workloadKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
+	{Group: "batch", Kind: "Job"}: true,
+}
+
+// statusPods LISTs the pods of the targets' namespaces once (every
+// namespace when they are several), when a target has a workload: the
+// watch's health check reads why a workload is not ready from them.
+func (c *Config) statusPods(ctx context.Context, targets []*statusTarget, allNamespaces bool) (map[string][]*corev1.Pod, error) {
+	namespaces := map[string]bool{}
+	for _, t := range targets {
+		for _, o := range t.objects.Objects() {
+			if workloadKinds[o.GVK.GroupKind()] {
+				namespaces[o.ID.Namespace] = true
+			}
+		}
+	}
+	if len(namespaces) == 0 {
+		return nil, nil
+	}
+	ns := ""
+	if len(namespaces) == 1 && !allNamespaces {
+		for n := range namespaces {
+			ns = n
+		}
+	}
+	list, err := c.Cluster.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Logf("status: pods not listed, workloads' reasons not read: %v", err)
+		return nil, nil
+	}
+	out := map[string][]*corev1.Pod{}
+	for i := range list.Items {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, pod); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
+		}
+		out[pod.Namespace] = append(out[pod.Namespace], pod)
+	}
+	return out, nil
+}
+
+// workloadHealth is a line for each workload of t that is not ready, with
+// the watch's reason (watch.Check): an image that cannot be pulled, a
+// crash loop, a pod that cannot be scheduled.
+func (c *Config) workloadHealth(t *statusTarget, inv *live.Inventory, pods map[string][]*corev1.Pod) []string {
+	var out []string
+	for _, o := range t.objects.Objects() {
+		if !workloadKinds[o.GVK.GroupKind()] || inv.Failed(o.GVK.GroupKind()) != nil {
+			continue
+		}
+		obj := inv.State(o.ID).Decode().Obj
+		if obj == nil {
+			continue // missing: said as such
+		}
+		if h := watch.Check(obj, pods[o.ID.Namespace]); h.State != plan.StateCurrent {
+			out = append(out, c.Sanitizer.Text(fmt.Sprintf("%s not ready: %s", o.ID, h), redact.MessageLimit))
+		}
 	}
 	return out
 }

@@ -158,3 +158,71 @@ func TestStatusDrift(t *testing.T) {
 		t.Errorf("without --detailed-exitcode: exit %d, want 0", r.Code)
 	}
 }
+
+// TestStatusSeveralReleasesOneListPerKind: two untouched releases in two
+// namespaces, one installed by Helm 3 and one by Helm 4 (server-side
+// apply), asked together in every namespace (-A): both in sync, exit 0
+// with --detailed-exitcode, and each kind LISTed once for both.
+func TestStatusSeveralReleasesOneListPerKind(t *testing.T) {
+	c := testcluster.Get(t)
+	ns3, ns4 := c.Namespace(t), c.Namespace(t)
+	chart := statusApp(t)
+	c.Helm(t, "install", "one", chart, "-n", ns3)
+	c.HelmV4(t, "install", "two", chart, "-n", ns4)
+
+	before := len(c.AuditEvents(t, nil))
+	doc, r := statusJSON(t, c, "one", "two", "-A")
+	if r.Code != 0 || len(doc.Releases) != 2 || doc.Summary.InSync != 6 || doc.Summary.Drifted+doc.Summary.Missing+doc.Summary.Extra != 0 {
+		t.Fatalf("exit %d, summary %+v of %d release(s); want 0, 6 objects in sync in 2 releases\n%s\n%s", r.Code, doc.Summary, len(doc.Releases), r.Stdout, r.Stderr)
+	}
+	methods := map[string]string{}
+	for _, rel := range doc.Releases {
+		methods[rel.Namespace+"/"+rel.Name] = rel.ApplyMethod
+	}
+	if methods[ns3+"/one"] != "csa" || methods[ns4+"/two"] != "ssa" {
+		t.Errorf("apply methods %v, want one csa (Helm 3) and two ssa (Helm 4)", methods)
+	}
+	lists := map[string]int{}
+	for _, e := range c.AuditEvents(t, nil)[before:] {
+		if e.Verb == "list" && e.Stage == "ResponseComplete" && strings.HasPrefix(e.UserAgent, "helm-safe-upgrade/") {
+			switch e.ObjectRef.Resource {
+			case "deployments", "configmaps", "services":
+				lists[e.ObjectRef.Resource+" in "+orAll(e.ObjectRef.Namespace)]++
+			}
+		}
+	}
+	want := map[string]int{"deployments in every namespace": 1, "configmaps in every namespace": 1, "services in every namespace": 1}
+	if len(lists) != len(want) {
+		t.Errorf("LISTs %v, want %v", lists, want)
+	}
+	for k, n := range want {
+		if lists[k] != n {
+			t.Errorf("LISTs of %s: %d, want %d (all: %v)", k, lists[k], n, lists)
+		}
+	}
+}
+
+func orAll(ns string) string {
+	if ns == "" {
+		return "every namespace"
+	}
+	return ns
+}
+
+// TestStatusWorkloadNotReady: a workload whose pods cannot pull their
+// image is in sync with its release but not ready, and status says why in
+// the release's health, with the watch's reason.
+func TestStatusWorkloadNotReady(t *testing.T) {
+	c := testcluster.Get(t)
+	c.RequireOwnCluster(t) // image tags fail only under kwok's stages
+	ns := c.Namespace(t)
+	c.Helm(t, "install", "app", writeChart(t, "app", "1.0.0", map[string]string{"d.yaml": deployment("web", "nginx:pull-error", "RollingUpdate", 1)}), "-n", ns)
+	var last string
+	waitFor(t, "status to name the image pull error", func() bool {
+		doc, r := statusJSON(t, c, "app", "-n", ns)
+		last = r.Stdout
+		return r.Code == 0 && len(doc.Releases) == 1 && len(doc.Releases[0].Health) == 1 &&
+			strings.Contains(doc.Releases[0].Health[0], "ImagePull")
+	})
+	saysAll(t, "status", last, "Deployment.apps/"+ns+"/web not ready: ", "nginx:pull-error")
+}
