@@ -151,10 +151,15 @@ type jsonStatus struct {
 
 type jsonStatusSummary struct {
 	Releases int `json:"releases"`
-	InSync   int `json:"inSync"`
-	Drifted  int `json:"drifted"`
-	Missing  int `json:"missing"`
-	Extra    int `json:"extra"`
+	jsonObjectCounts
+}
+
+// jsonObjectCounts counts objects by state.
+type jsonObjectCounts struct {
+	InSync  int `json:"inSync"`
+	Drifted int `json:"drifted"`
+	Missing int `json:"missing"`
+	Extra   int `json:"extra"`
 }
 
 type jsonReleaseStatus struct {
@@ -167,7 +172,7 @@ type jsonReleaseStatus struct {
 	AppVersion   string             `json:"appVersion,omitempty"`
 	ApplyMethod  string             `json:"applyMethod"`
 	Updated      string             `json:"updated,omitempty"`
-	Summary      jsonStatusSummary  `json:"summary"`
+	Summary      jsonObjectCounts   `json:"summary"`
 	Health       []string           `json:"health,omitempty"`
 	Objects      []jsonObjectStatus `json:"objects"`
 	Notes        []string           `json:"notes,omitempty"`
@@ -196,18 +201,18 @@ type jsonFieldDrift struct {
 	Reverted  bool   `json:"reverted"`
 }
 
-func statusSummary(s plan.StatusSummary, releases int) jsonStatusSummary {
-	return jsonStatusSummary{Releases: releases, InSync: s.InSync, Drifted: s.Drifted, Missing: s.Missing, Extra: s.Extra}
+func objectCounts(s plan.StatusSummary) jsonObjectCounts {
+	return jsonObjectCounts{InSync: s.InSync, Drifted: s.Drifted, Missing: s.Missing, Extra: s.Extra}
 }
 
 func writeStatusJSON(w io.Writer, st *plan.Status) error {
-	doc := jsonStatus{APIVersion: plan.APIVersion, Kind: StatusKind, Summary: statusSummary(st.Summary(), len(st.Releases)),
+	doc := jsonStatus{APIVersion: plan.APIVersion, Kind: StatusKind, Summary: jsonStatusSummary{Releases: len(st.Releases), jsonObjectCounts: objectCounts(st.Summary())},
 		Releases: []jsonReleaseStatus{}, ServerVersion: st.ServerVersion}
 	for i := range st.Releases {
 		r := &st.Releases[i]
 		jr := jsonReleaseStatus{Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, LastRevision: r.Last,
 			HelmStatus: r.HelmStatus, Chart: r.Chart, AppVersion: r.AppVersion, ApplyMethod: r.ApplyMethod,
-			Summary: statusSummary(r.Summary(), 1), Health: r.Health, Objects: []jsonObjectStatus{}, Notes: r.Notes}
+			Summary: objectCounts(r.Summary()), Health: r.Health, Objects: []jsonObjectStatus{}, Notes: r.Notes}
 		if !r.Updated.IsZero() {
 			jr.Updated = r.Updated.UTC().Format(time.RFC3339)
 		}
