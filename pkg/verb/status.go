@@ -360,7 +360,9 @@ func (c *Config) objectStatus(ctx context.Context, ch *plan.Change, t *statusTar
 func (c *Config) fieldDrift(drift []plan.Drift, stored *manifest.Object, liveObj *unstructured.Unstructured) []plan.FieldDrift {
 	var storedObj *unstructured.Unstructured
 	if stored != nil {
-		storedObj = stored.Obj
+		// As the drift was found: decoded (a Secret's stringData folded
+		// into data), not defaulted.
+		storedObj = predict.Decoded(stored.Obj)
 	}
 	maskedStored, maskedLive := c.Masker.Object(storedObj), c.Masker.Object(liveObj)
 	owners := classify.Owners(liveObj, predict.FieldManager)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -226,3 +227,69 @@ func TestStatusWorkloadNotReady(t *testing.T) {
 	})
 	saysAll(t, "status", last, "Deployment.apps/"+ns+"/web not ready: ", "nginx:pull-error")
 }
+
+// TestStatusStatefulSetClaimsGrown: a StatefulSet whose claim template
+// grew through an acknowledged recreate (the StatefulSet orphaned and made
+// again over the same pods and claims) is in sync with its new revision:
+// status, volumeClaimTemplates' defaults and the pods' claims are no drift.
+func TestStatusStatefulSetClaimsGrown(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, v2 := stsRelease(t, c)
+	if r := run(t, c, "app", v2, "-n", ns, "--ack", "StatefulSet/"+ns+"/db"); r.Code != 0 {
+		t.Fatalf("acknowledged recreate: exit %d\n%s", r.Code, r.Stderr)
+	}
+	doc, r := statusJSON(t, c, "app", "-n", ns)
+	if r.Code != 0 || doc.Summary.InSync != 1 || doc.Summary.Drifted+doc.Summary.Missing+doc.Summary.Extra != 0 {
+		t.Fatalf("exit %d, summary %+v; want 0 and the StatefulSet in sync\n%s\n%s", r.Code, doc.Summary, r.Stdout, r.Stderr)
+	}
+	if rel := doc.Releases[0]; rel.Revision != 2 || rel.HelmStatus != "deployed" || len(rel.Health) != 0 {
+		t.Errorf("revision %d, Helm status %q, health %q; want 2, deployed, none", rel.Revision, rel.HelmStatus, rel.Health)
+	}
+}
+
+// TestStatusSecretsAndHostileText: a Secret's value changed in the cluster
+// is drift shown masked (neither value, plain or base64, in any format),
+// a ConfigMap value holding terminal escapes is shown escaped, and a chart
+// whose values are regenerated on every render is in sync while untouched
+// (status renders nothing).
+func TestStatusSecretsAndHostileText(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	const stored, changed = "status-secret-4711", "changed-secret-0815"
+	chart := writeChart(t, "app", "1.0.0", map[string]string{
+		"s.yaml":     "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + stored + "}\n",
+		"cm.yaml":    configMap(false, "fast"),
+		"token.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: token}\ndata: {token: {{ randAlphaNum 16 | quote }}}\n",
+	})
+	c.Helm(t, "install", "app", chart, "-n", ns)
+	if doc, r := statusJSON(t, c, "app", "-n", ns); r.Code != 0 || doc.Summary.InSync != 3 {
+		t.Fatalf("untouched release with a regenerated value: exit %d, summary %+v; want 0, 3 in sync\n%s", r.Code, doc.Summary, r.Stderr)
+	}
+	cs := c.Clientset(t)
+	if _, err := cs.CoreV1().Secrets(ns).Patch(t.Context(), "db", types.StrategicMergePatchType,
+		[]byte(`{"stringData":{"password":"`+changed+`"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(t.Context(), "settings", types.MergePatchType,
+		[]byte(`{"data":{"mode":"\u001b[31mred\u001b]0;owned\u0007"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	forbidden := []string{stored, changed, b64(stored), b64(changed), "\x1b"}
+	for _, format := range []string{"text", "json", "markdown", "sarif"} {
+		r := run(t, c, "status", "app", "-n", ns, "-o", format, "--detailed-exitcode")
+		if r.Code != cli.ExitPending {
+			t.Errorf("-o %s: exit %d, want 3\n%s", format, r.Code, r.Stderr)
+		}
+		for _, f := range forbidden {
+			if strings.Contains(r.Stdout+r.Stderr, f) {
+				t.Errorf("-o %s: output holds %q:\n%s\n%s", format, f, r.Stdout, r.Stderr)
+			}
+		}
+		if format == "text" {
+			saysAll(t, "status text", r.Stdout, "drifted  Secret/"+ns+"/db", "data.password: (sensitive: ", "(manager kubectl-edit, Update, ",
+				`data.mode: fast → \x1b[31mred\x1b]0;owned\a`)
+		}
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
