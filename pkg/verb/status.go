@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
@@ -98,20 +100,36 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range targets {
-		cluster := planner.Live{Cluster: c.Cluster, Observers: observers, Schemas: schemas}.Parts()
-		cluster.Objects = inventoryObjects{inv: inv, cluster: c.Cluster}
-		rs, err := c.releaseStatus(ctx, t, cluster, inv)
-		if err != nil {
-			return nil, err
-		}
-		rs.Health = append(rs.Health, c.workloadHealth(t, inv, pods)...)
-		rs.Objects = append(rs.Objects, c.extras(inv, t, targets)...)
-		sort.SliceStable(rs.Objects, func(i, j int) bool { return rs.Objects[i].ID.Less(rs.Objects[j].ID) })
-		out.Releases = append(out.Releases, *rs)
+	// Releases are planned a few at a time: each plan reads little more
+	// than the inventory, but its Lease and journal are a GET each.
+	out.Releases = make([]plan.ReleaseStatus, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statusConcurrency)
+	for i, t := range targets {
+		g.Go(func() (err error) {
+			defer panics.Catch(&err) // a panic here would exit 2, the gate's code
+			cluster := planner.Live{Cluster: c.Cluster, Observers: observers, Schemas: schemas}.Parts()
+			cluster.Objects = inventoryObjects{inv: inv, cluster: c.Cluster}
+			rs, err := c.releaseStatus(gctx, t, cluster, inv)
+			if err != nil {
+				return err
+			}
+			rs.Health = append(rs.Health, c.workloadHealth(t, inv, pods)...)
+			rs.Objects = append(rs.Objects, c.extras(inv, t, targets)...)
+			sort.SliceStable(rs.Objects, func(i, j int) bool { return rs.Objects[i].ID.Less(rs.Objects[j].ID) })
+			out.Releases[i] = *rs
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// statusConcurrency bounds the releases planned at once; each plan bounds
+// its own objects' evaluations.
+const statusConcurrency = 4
 
 // statusTargets reads the releases asked from Helm's storage: of the
 // release namespace, or with AllNamespaces of every namespace (Helm's
