@@ -74,62 +74,104 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 		return nil, err
 	}
 	c.progress("Reading the releases' records")
-	helm, targets, err := c.statusTargets(req)
-	if err != nil {
+	var targets []*statusTarget
+	var helm *action.Configuration
+	if err := c.Stage("releases", func() (err error) {
+		helm, targets, err = c.readTargets(req)
+		return err
+	}); err != nil {
 		return nil, err
-	}
-	for _, t := range targets {
-		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
-		if t.objects, err = manifest.Split(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
-			return nil, err
-		}
-		t.hooks = hookIDs(t.current)
-		t.serverSide = render.RecordedServerSide(ctx, helm, "", t.current)
-		c.Sanitizer.AddManifest(t.current.Manifest)
 	}
 	c.progress("Listing the live objects of %d release(s)", len(targets))
 	var inv *live.Inventory
-	_ = c.Stage("live", func() error {
+	var pods map[string][]*corev1.Pod
+	if err := c.Stage("live", func() error {
+		// The pods' LIST and the apply methods' GETs beside the
+		// inventory's LISTs.
+		var g errgroup.Group
+		g.Go(func() (err error) {
+			defer panics.Catch(&err)
+			pods, err = c.statusPods(ctx, targets, req.AllNamespaces)
+			return err
+		})
+		g.Go(func() error { return readApplyMethods(ctx, helm, targets) })
 		inv = c.inventory(ctx, targets, req.AllNamespaces)
-		return nil
-	})
-	c.Logf("status: %d LIST request(s) for %d release(s)", inv.Requests, len(targets))
-	out := &plan.Status{ServerVersion: c.ServerVersion}
-	observers, schemas := live.NewObservers(c.Cluster), live.NewSchemas(c.Cluster)
-	pods, err := c.statusPods(ctx, targets, req.AllNamespaces)
-	if err != nil {
+		return g.Wait()
+	}); err != nil {
 		return nil, err
 	}
+	c.Logf("status: %d LIST request(s) of the releases' kinds for %d release(s)", inv.Requests, len(targets))
+	out := &plan.Status{ServerVersion: c.ServerVersion}
+	observers, schemas := live.NewObservers(c.Cluster), live.NewSchemas(c.Cluster)
 	// Releases are planned a few at a time: each plan reads little more
 	// than the inventory, but its Lease and journal are a GET each.
 	out.Releases = make([]plan.ReleaseStatus, len(targets))
+	start, requests := time.Now(), c.Requests()
+	extras := c.extras(inv, targets)
+	// One planner for every release: its parts read the same inventory.
+	cluster := planner.Live{Cluster: c.Cluster, Observers: observers, Schemas: schemas}.Parts()
+	cluster.Objects = inventoryObjects{inv: inv, cluster: c.Cluster}
+	pl := c.planner(cluster, c.ServerVersion)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(statusConcurrency)
 	for i, t := range targets {
 		g.Go(func() (err error) {
 			defer panics.Catch(&err) // a panic here would exit 2, the gate's code
-			cluster := planner.Live{Cluster: c.Cluster, Observers: observers, Schemas: schemas}.Parts()
-			cluster.Objects = inventoryObjects{inv: inv, cluster: c.Cluster}
-			rs, err := c.releaseStatus(gctx, t, cluster, inv)
+			rs, err := c.releaseStatus(gctx, t, pl, inv)
 			if err != nil {
 				return err
 			}
 			rs.Health = append(rs.Health, c.workloadHealth(t, inv, pods)...)
-			rs.Objects = append(rs.Objects, c.extras(inv, t, targets)...)
+			rs.Objects = append(rs.Objects, extras[t]...)
 			sort.SliceStable(rs.Objects, func(i, j int) bool { return rs.Objects[i].ID.Less(rs.Objects[j].ID) })
 			out.Releases[i] = *rs
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	c.logStage("plans", time.Since(start), c.Requests()-requests, "each release planned as the next upgrade of its stored manifest, with its health")
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// readTargets reads the releases asked and parses their stored manifests;
+// it returns the configuration the records were read with.
+func (c *Config) readTargets(req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+	helm, targets, err := c.statusTargets(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range targets {
+		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
+		if t.objects, err = manifest.Split(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
+			return nil, nil, err
+		}
+		t.hooks = hookIDs(t.current)
+		c.Sanitizer.AddManifest(t.current.Manifest)
+	}
+	return helm, targets, nil
+}
+
+// readApplyMethods reads how each target was applied (Helm 4 records it
+// beside the release: a GET of its record each), a few at a time.
+func readApplyMethods(ctx context.Context, helm *action.Configuration, targets []*statusTarget) error {
+	var g errgroup.Group
+	g.SetLimit(live.DefaultConcurrency)
+	for _, t := range targets {
+		g.Go(func() (err error) {
+			defer panics.Catch(&err)
+			t.serverSide = render.RecordedServerSide(ctx, helm, "", t.current)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // statusConcurrency bounds the releases planned at once; each plan bounds
 // its own objects' evaluations.
-const statusConcurrency = 4
+const statusConcurrency = live.DefaultConcurrency
 
 // statusTargets reads the releases asked from Helm's storage: of the
 // release namespace, or with AllNamespaces of every namespace (Helm's
@@ -315,7 +357,7 @@ func (o inventoryObjects) Get(ctx context.Context, obj, _ *manifest.Object) live
 
 // releaseStatus plans t's next upgrade of the same manifest and turns each
 // change into the object's status, with t's health.
-func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, cluster planner.Cluster, inv *live.Inventory) (*plan.ReleaseStatus, error) {
+func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner.Planner, inv *live.Inventory) (*plan.ReleaseStatus, error) {
 	cur := t.current
 	rs := &plan.ReleaseStatus{Name: cur.Name, Namespace: cur.Namespace, Revision: cur.Version, Last: t.last.Version,
 		HelmStatus: string(t.last.Info.Status), Chart: chartRef(cur.Chart), ApplyMethod: plan.ApplyMethodCSA}
@@ -335,7 +377,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, cluster pla
 		PreviousManifest: cur.Manifest,
 		NextManifest:     cur.Manifest,
 	}
-	p, err := c.planner(cluster, c.ServerVersion).Plan(ctx, in)
+	p, err := pl.Plan(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: %w", cur.Name, cur.Namespace, err)
 	}
@@ -412,10 +454,11 @@ func lastWrite(obj *unstructured.Unstructured, manager string) (string, time.Tim
 	return op, at
 }
 
-// extras are the objects of the inventory that claim t's release without
-// being in its manifest (nor in another target's).
-func (c *Config) extras(inv *live.Inventory, t *statusTarget, targets []*statusTarget) []plan.ObjectStatus {
-	var out []plan.ObjectStatus
+// extras returns, per target, the objects of the inventory that claim its
+// release without being in any target's manifest; each item is decoded
+// once, whatever the number of targets.
+func (c *Config) extras(inv *live.Inventory, targets []*statusTarget) map[*statusTarget][]plan.ObjectStatus {
+	out := map[*statusTarget][]plan.ObjectStatus{}
 	for _, id := range inv.IDs() {
 		if slices.ContainsFunc(targets, func(o *statusTarget) bool { return o.objects.Get(id) != nil }) {
 			continue
@@ -425,15 +468,16 @@ func (c *Config) extras(inv *live.Inventory, t *statusTarget, targets []*statusT
 			continue
 		}
 		m := live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}
-		if !t.claims(m) {
-			continue
-		}
 		how := "labels app.kubernetes.io/instance and app.kubernetes.io/managed-by: Helm name"
 		if _, ok := m.Annotations[manifest.ReleaseNameAnnotation]; ok {
 			how = "annotation " + manifest.ReleaseNameAnnotation + " names"
 		}
-		out = append(out, plan.ObjectStatus{ID: id, APIVersion: st.Obj.GetAPIVersion(), State: plan.StateExtra,
-			Notes: []string{fmt.Sprintf("not in revision %d's manifest, but its %s the release: Helm neither upgrades nor deletes it", t.current.Version, how)}})
+		for _, t := range targets {
+			if t.claims(m) {
+				out[t] = append(out[t], plan.ObjectStatus{ID: id, APIVersion: st.Obj.GetAPIVersion(), State: plan.StateExtra,
+					Notes: []string{fmt.Sprintf("not in revision %d's manifest, but its %s the release: Helm neither upgrades nor deletes it", t.current.Version, how)}})
+			}
+		}
 	}
 	return out
 }
