@@ -65,6 +65,10 @@ func nextText(o *plan.ObjectStatus) string {
 		return "re-created"
 	case o.Next == string(plan.ActionNoop):
 		return "left as it is (noop)"
+	case o.Next == string(plan.ClassInvalid):
+		return "fails (invalid; see why)"
+	case o.Next == string(plan.ClassRecreateRequired):
+		return "reverted by a recreate (recreate-required: destructive, to acknowledge)"
 	}
 	return "reverted (" + o.Next + ")"
 }
@@ -86,7 +90,7 @@ func fieldDriftText(d plan.FieldDrift) string {
 	if d.Reverted {
 		s += "; the next upgrade reverts it"
 	} else {
-		s += "; the next upgrade keeps the live value"
+		s += "; not reverted by the next upgrade"
 	}
 	return s
 }

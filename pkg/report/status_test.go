@@ -20,6 +20,10 @@ func statusFixture() *plan.Status {
 		Health: []string{"Helm status of revision 5 is failed: upgrade failed (compared with revision 4, the last deployed one)",
 			`Deployment.apps/shop/web not ready: in-progress: 1/3 updated — pod web-1: image "nginx:1.28|x" cannot be pulled`},
 		Objects: []plan.ObjectStatus{
+			{ID: id("", "ConfigMap", "flags"), APIVersion: "v1", State: plan.StateDrifted, Next: "invalid",
+				Drift: []plan.FieldDrift{{Path: "data.mode", Stored: "fast", Live: "slow", Manager: "kubectl-edit", Operation: "Update", Time: at}},
+				Reasons: []plan.Reason{{Path: "data.mode", Manager: "kubectl-edit", Source: plan.SourceServer,
+					Message: `conflict with field manager "kubectl-edit": Helm 4's server-side apply fails here; with --force-conflicts it takes the field from "kubectl-edit" and the update is in-place`}}},
 			{ID: id("", "ConfigMap", "settings"), APIVersion: "v1", State: plan.StateMissing, Next: "create"},
 			{ID: id("apps", "Deployment", "web"), APIVersion: "apps/v1", State: plan.StateDrifted, Next: "rolling",
 				Drift: []plan.FieldDrift{{Path: "spec.template.spec.containers[0].image", Stored: "nginx:1.27", Live: "nginx:1.28",
@@ -67,7 +71,7 @@ func TestStatusJSONContract(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"releases": 2, "inSync": 2, "drifted": 2, "missing": 1, "extra": 1}
+	want := map[string]int{"releases": 2, "inSync": 2, "drifted": 3, "missing": 1, "extra": 1}
 	if doc.APIVersion != plan.APIVersion || doc.Kind != StatusKind {
 		t.Errorf("apiVersion %q kind %q, want %q %q", doc.APIVersion, doc.Kind, plan.APIVersion, StatusKind)
 	}

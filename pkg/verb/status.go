@@ -410,8 +410,22 @@ func (c *Config) objectStatus(ctx context.Context, ch *plan.Change, t *statusTar
 	} else if stored != nil {
 		liveObj = c.Cluster.Get(ctx, stored).Obj
 	}
-	s.Drift = c.fieldDrift(ch.Drift, stored, liveObj)
+	s.Drift = c.fieldDrift(conflictDrift(ch), stored, liveObj)
 	return s
+}
+
+// conflictDrift is ch's drift with the fields of its server-side apply
+// conflicts (another manager took a field the chart sets: Helm 4's upgrade
+// fails there, so the planner lists them as reasons, not as drift it
+// reverts).
+func conflictDrift(ch *plan.Change) []plan.Drift {
+	drift := ch.Drift
+	for _, r := range ch.Reasons {
+		if r.Manager != "" && r.Path != "" && !slices.ContainsFunc(drift, func(d plan.Drift) bool { return d.Path == r.Path }) {
+			drift = append(drift, plan.Drift{Path: r.Path, Manager: r.Manager})
+		}
+	}
+	return drift
 }
 
 // fieldDrift details each drifted field: its stored and live values (Secret

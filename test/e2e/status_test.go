@@ -293,3 +293,31 @@ func TestStatusSecretsAndHostileText(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestStatusHelm4Drift: on a release Helm 4 applied server-side, a field
+// `kubectl edit` took from Helm is drift owned by kubectl-edit, and the next
+// upgrade's verdict is Helm 4's: its apply conflicts with that manager.
+func TestStatusHelm4Drift(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	c.HelmV4(t, "install", "app", statusApp(t), "-n", ns)
+	if _, err := c.Clientset(t).CoreV1().ConfigMaps(ns).Patch(t.Context(), "settings", types.StrategicMergePatchType,
+		[]byte(`{"data":{"mode":"slow"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, r := statusJSON(t, c, "app", "-n", ns)
+	if r.Code != cli.ExitPending || doc.Releases[0].ApplyMethod != "ssa" {
+		t.Fatalf("exit %d, apply method %q; want 3, ssa\n%s\n%s", r.Code, doc.Releases[0].ApplyMethod, r.Stdout, r.Stderr)
+	}
+	for _, o := range doc.Releases[0].Objects {
+		if o.Kind != "ConfigMap" {
+			if o.State != "in-sync" {
+				t.Errorf("%s/%s: %s, want in-sync", o.Kind, o.Name, o.State)
+			}
+			continue
+		}
+		if o.State != "drifted" || o.Next != "invalid" || len(o.Drift) != 1 || o.Drift[0].Path != "data.mode" || o.Drift[0].Manager != "kubectl-edit" {
+			t.Errorf("ConfigMap/settings: %+v; want drifted at data.mode by kubectl-edit, next upgrade invalid (a conflict)", o)
+		}
+	}
+}
