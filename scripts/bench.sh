@@ -147,6 +147,23 @@ awk -v runs="$BENCH_RUNS" '
   }
   /watch requests per resource/ { sub(/^.*watch requests per resource/, "watch requests per resource"); print }' "$out"
 
+# status -A of many releases beside kubectl get of the same kinds
+# (BenchmarkStatus).
+go test -count=1 -run '^$' -bench 'Status' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
+  grep -v '^I[0-9]' | tee "$out"
+awk -v runs="$BENCH_RUNS" '
+  /^BenchmarkStatus\/.*ns\/op/ {
+    split($1, part, "/"); shape = part[2]; who = part[3]; sub(/-[0-9]+$/, "", who); gsub("-", " ", shape)
+    t[who] = $3 / 1e6; for (i = 5; i < NF; i += 2) if ($(i+1) == "CPU-s") u[who] = $i
+  }
+  END {
+    if (!("tool" in t) || !("floor" in t)) { print "status bench: no results"; exit 1 }
+    printf "\n| status -A, %s (median of %d) | wall | CPU | ratio to the floor (target <= 1.5) |\n", shape, runs
+    print "|---|---|---|---|"
+    printf "| status -A -o json | %.2f s | %.2f CPU-s | %.2f |\n", t["tool"] / 1000, u["tool"], t["tool"] / t["floor"]
+    printf "| kubectl get (the same kinds) -A -o json | %.2f s | %.2f CPU-s | 1 |\n", t["floor"] / 1000, u["floor"]
+  }' "$out"
+
 if [[ "${BENCH_STAGES:-1}" != 0 ]]; then
   echo
   go test -count=1 -run '^$' -bench . -benchmem ./pkg/...

@@ -66,6 +66,7 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newRecoverCommand,
 		newRollbackCommand,
 		newUninstallCommand,
+		newStatusCommand,
 		newShowPlanCommand,
 		newShimCommand,
 		newGuardCommand,

@@ -70,6 +70,14 @@ func describe(opts any) string {
 		if ns := o.Settings.Namespace(); ns != "default" {
 			parts = append(parts, "-n "+ns)
 		}
+	case *StatusOptions:
+		parts = append([]string{"status"}, o.Request.Releases...)
+		if o.AllNamespaces {
+			parts = append(parts, "-A")
+		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
 	case *ShowPlanOptions:
 		parts = []string{"show-plan", o.Path, "-o " + o.Output}
 	case *GitOpsOptions:
@@ -181,6 +189,12 @@ func TestReadingRule(t *testing.T) {
 		{"uninstall RELEASE with helm's flags", []string{"uninstall", "demo", "--dry-run", "--keep-history", "--cascade", "orphan", "-n", "ns"}, "uninstall demo --dry-run --keep-history --cascade orphan -n ns"},
 		{"flags before uninstall", []string{"-n", "ns", "--cascade", "foreground", "uninstall", "my.db-1"}, "uninstall my.db-1 --cascade foreground -n ns"},
 		{"uninstall a release named uninstall", []string{"uninstall", "uninstall"}, "uninstall uninstall --cascade background"},
+		{"status RELEASE", []string{"status", "demo"}, "status demo"},
+		{"status of several releases", []string{"status", "a", "b", "-n", "ns", "-o", "json"}, "status a b -n ns"},
+		{"status of every release", []string{"status", "-A"}, "status -A"},
+		{"status of a release named status", []string{"status", "status"}, "status status"},
+		{"release status, chart path", []string{"status", "./chart"}, "upgrade status ./chart"},
+		{"release status, repo chart", []string{"status", "bitnami/postgresql", "--dry-run"}, "upgrade status bitnami/postgresql --dry-run"},
 	}
 	for _, tt := range tests {
 		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
@@ -212,6 +226,8 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"uninstall"}, "uninstall expects RELEASE, got 0 argument(s)"},
 		{[]string{"uninstall", "a", "b"}, "uninstall expects RELEASE, got 2 argument(s)"},
 		{[]string{"uninstall", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
+		{[]string{"status"}, "status expects RELEASE [RELEASE...], or -A for every release"},
+		{[]string{"status", "demo", "-f", "values.yaml"}, "unknown shorthand flag: 'f'"},
 		{[]string{"upgrade", "a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
 		{[]string{"upgrade"}, "expected RELEASE and CHART, got 0 argument(s)"},
 		{[]string{"shim"}, "shim expects a command: shim install DIR"},
@@ -253,6 +269,7 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"help", "rollback"}, []string{"helm safe-upgrade rollback RELEASE [REVISION] [flags]"}},
 		{[]string{"uninstall", "--help"}, []string{"helm safe-upgrade uninstall RELEASE [flags]", "--keep-history", "--cascade", "--no-hooks", "--wait", "--timeout", "--description", "--dry-run", "--ack", "--output"}},
 		{[]string{"help", "uninstall"}, []string{"helm safe-upgrade uninstall RELEASE [flags]"}},
+		{[]string{"status", "--help"}, []string{"helm safe-upgrade status RELEASE [RELEASE...] [flags]", "--all-namespaces", "--detailed-exitcode", "--output", "managedFields"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
 		{[]string{"gitops", "--help"}, []string{"helm safe-upgrade gitops BASE HEAD [flags]", "HelmRelease", "Application", "--ack-file", "--detailed-exitcode", "--kube-version", "--live", "--output", DefaultAckFile}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},

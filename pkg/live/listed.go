@@ -132,8 +132,8 @@ func (c *Cluster) page(ctx context.Context, mapping *meta.RESTMapping, namespace
 	if gvr.Group == "" {
 		path = []string{"api", gvr.Version}
 	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		path = append(path, "namespaces", namespace)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
+		path = append(path, "namespaces", namespace) // "": every namespace
 	}
 	path = append(path, gvr.Resource)
 	// JSON whatever the client prefers (CBOR may be enabled): the page is

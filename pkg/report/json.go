@@ -157,6 +157,11 @@ type jsonReason struct {
 	Consumer string `json:"consumer,omitempty"`
 }
 
+// jsonReasonOf is r in the JSON documents (the plan's and status's).
+func jsonReasonOf(r plan.Reason) jsonReason {
+	return jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager, Consumer: r.Consumer}
+}
+
 type jsonRollout struct {
 	Replicas int64  `json:"replicas"`
 	Strategy string `json:"strategy"`
@@ -376,7 +381,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 		jc.Class = string(c.Class) // an update's, or an uninstall's verdict on a deletion
 	}
 	for _, r := range c.Reasons {
-		jc.Reasons = append(jc.Reasons, jsonReason{Path: r.Path, Message: r.Message, Source: string(r.Source), Regenerated: r.Regenerated, IgnoredBy: r.IgnoredBy, IgnoredIn: r.IgnoredIn, Manager: r.Manager, Consumer: r.Consumer})
+		jc.Reasons = append(jc.Reasons, jsonReasonOf(r))
 	}
 	if r := c.Rollout; r != nil {
 		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}

@@ -92,6 +92,11 @@ func (pw *planWriter) writeSARIF(w io.Writer) error {
 				WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
 				WithRegion(sarif.NewRegion().WithStartLine(line))))
 	}
+	return writeSARIFRun(w, run)
+}
+
+// writeSARIFRun writes a SARIF report of the one run.
+func writeSARIFRun(w io.Writer, run *sarif.Run) error {
 	rep := sarif.NewReport()
 	rep.AddRun(run)
 	var b bytes.Buffer
