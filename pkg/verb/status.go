@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -28,6 +27,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
@@ -181,7 +181,7 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 	if !req.AllNamespaces {
 		var out []*statusTarget
 		for _, name := range req.Releases {
-			hist, err := render.History(c.Helm.Releases, name)
+			hist, err := releasestate.History(c.Helm.Releases, name)
 			if err != nil {
 				return nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 			}
@@ -196,7 +196,7 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 		}
 		return c.Helm, out, nil
 	}
-	helm, err := render.NewConfiguration(c.Settings.RESTClientGetter(), "", os.Getenv("HELM_DRIVER"), c.Logf)
+	helm, err := releasestate.NewConfiguration(c.Settings.RESTClientGetter(), "", os.Getenv("HELM_DRIVER"), c.Logf)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -511,14 +511,14 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 		}
 		out = append(out, line)
 	}
-	var journal *apply.JournalError
-	switch err := apply.CheckJournal(ctx, c.Cluster, name, ns); {
+	var journal *releasestate.JournalError
+	switch err := releasestate.CheckJournal(ctx, c.Cluster, name, ns); {
 	case errors.As(err, &journal):
 		out = append(out, "an interrupted apply left its recreate journal: "+err.Error())
 	case err != nil:
 		out = append(out, "the recreate journal could not be read: "+err.Error())
 	}
-	lease, err := apply.ObserveLease(ctx, c.Cluster, name, ns, false, c.Now())
+	lease, err := releasestate.ObserveLease(ctx, c.Cluster, name, ns, false, c.Now())
 	switch {
 	case err != nil:
 		out = append(out, "the release's Lease could not be read: "+err.Error())
