@@ -69,6 +69,8 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newShowPlanCommand,
 		newShimCommand,
 		newGuardCommand,
+		newLogCommand,
+		newDiffCommand,
 	}
 }
 
