@@ -248,8 +248,10 @@ func logFields(e *jsonLogEntry) [][2]string {
 	if e.By != nil {
 		add("By", whoLine(*e.By))
 		add("Command", e.By.Command)
+	} else if e.Computed && e.Why != "" {
+		add("By", "not recorded: "+e.Why)
 	} else if e.Computed {
-		add("By", "not recorded (not applied by the tool)")
+		add("By", "not recorded: no record of the tool (plain helm, or before the tool)")
 	}
 	add("Changes", changesLine(e))
 	for _, c := range e.Changes {
@@ -325,7 +327,10 @@ func changesLine(e *jsonLogEntry) string {
 	if s.Noop > 0 {
 		line += fmt.Sprintf("; %d unchanged", s.Noop)
 	}
-	if s.Destructive > 0 {
+	switch {
+	case s.Destructive > 0 && e.Computed: // nothing to say who acknowledged what
+		line += fmt.Sprintf("; %d destructive", s.Destructive)
+	case s.Destructive > 0:
 		line += fmt.Sprintf("; %d destructive (%d acknowledged)", s.Destructive, s.Destructive-s.Blocked)
 	}
 	if e.Computed {

@@ -20,6 +20,11 @@ func (c *Config) Recover(ctx context.Context, release string, opts render.Option
 	if err != nil {
 		return err
 	}
-	return apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
+	before := c.newestDescription(release)
+	err = apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
 		Timeout: opts.TimeLimit(), Confirm: confirm, Lease: c.leaseRequest(user)}, c.Out)
+	// What it restored goes in the settled revision's record (a restore
+	// that failed half-way too: its description says so).
+	c.recordRecovery(ctx, release, user, before)
+	return err
 }
