@@ -255,8 +255,8 @@ func logFields(e *jsonLogEntry) [][2]string {
 	}
 	add("Changes", changesLine(e))
 	for _, c := range e.Changes {
-		if c.Acknowledged {
-			add("Acknowledged", fmt.Sprintf("%s %s@%s via %s", c.Class, changeID(&c), c.Fingerprint, c.AckedBy))
+		if c.Acknowledged && !e.Computed { // a computed entry knows of no acknowledgement
+			add("Acknowledged", ackLine(&c))
 		}
 	}
 	for _, r := range e.Recreated {
@@ -362,9 +362,16 @@ func objectPath(ns, name string) string {
 	return ns + "/" + name
 }
 
-// changeID is the change's identity as --ack names it.
-func changeID(c *jsonChange) string {
-	return toPlanChange(c).ID.String()
+// ackLine is an acknowledged change as --ack names it, with where the
+// acknowledgement came from: "recreate-required
+// StatefulSet.apps/shop/db@9f2c41d7e0ab via flag".
+func ackLine(c *jsonChange) string {
+	pc := toPlanChange(c)
+	s := pc.Verdict() + " " + pc.ID.String() + "@" + c.Fingerprint
+	if c.AckedBy != "" {
+		s += " via " + c.AckedBy
+	}
+	return s
 }
 
 // toPlanChange is c as the plan's change, for the report's printed forms
