@@ -20,7 +20,7 @@ import (
 
 // A revision record is what the tool knew when it made a revision of a
 // release — who ran it, the classified changes with their acknowledgements,
-// what it recreated, the rollout's outcome, a later --recover — kept beside
+// what it recreated, the rollout's outcome, a later --recover or uninstall — kept beside
 // Helm's own record of that revision for `log`. It is a ConfigMap, not a
 // Secret: it never holds a Secret value (the changes are the report's
 // masked form), so it needs no Secret's protection, and a Secret would be
@@ -79,8 +79,10 @@ type RevisionRecord struct {
 	Changes   json.RawMessage `json:"changes,omitempty"`
 	Outcome   json.RawMessage `json:"outcome,omitempty"`
 	Recreated []string        `json:"recreated,omitempty"`
-	// Recoveries are the --recover runs that settled this revision.
-	Recoveries []Recovery `json:"recoveries,omitempty"`
+	// Events are what happened to the revision after its apply: a
+	// --recover run that settled it, the uninstall that ended it (with
+	// --keep-history).
+	Events []Event `json:"events,omitempty"`
 	// Notes say what the record lacks (cut to its bound).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -97,13 +99,22 @@ type Who struct {
 	Pipeline string `json:"pipeline,omitempty"`
 }
 
-// Recovery is one --recover run on the revision: when, by whom, and what it
-// said it did (restored objects, the revision marked failed).
-type Recovery struct {
+// Event is one run on the revision after its apply: its kind
+// (EventRecover, EventUninstall), when, by whom, and what it said it did
+// (restored objects, the revision marked failed; what the uninstall
+// deleted).
+type Event struct {
+	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 	By   Who       `json:"by"`
 	Line string    `json:"line"`
 }
+
+// Kinds of Event.
+const (
+	EventRecover   = "recover"
+	EventUninstall = "uninstall"
+)
 
 // ManifestDigest is the digest a record pins its revision's manifest with.
 func ManifestDigest(manifest string) string {

@@ -102,7 +102,7 @@ type LogEntry struct {
 	// Summary, Changes and Outcome are RecordForm's.
 	Summary, Changes, Outcome json.RawMessage
 	Recreated                 []string
-	Recoveries                []LogRecovery
+	Events                    []LogEvent
 	Notes                     []string
 }
 
@@ -116,8 +116,10 @@ type LogWho struct {
 	Pipeline string `json:"pipeline,omitempty"`
 }
 
-// LogRecovery is a --recover run on a revision.
-type LogRecovery struct {
+// LogEvent is a run on a revision after its apply: kind recover (a
+// --recover that settled it) or uninstall.
+type LogEvent struct {
+	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 	By   LogWho    `json:"by"`
 	Line string    `json:"line"`
@@ -142,24 +144,24 @@ type jsonLog struct {
 }
 
 type jsonLogEntry struct {
-	Revision    int           `json:"revision"`
-	Updated     time.Time     `json:"updated"`
-	Chart       string        `json:"chart"`
-	AppVersion  string        `json:"appVersion,omitempty"`
-	Status      string        `json:"status"`
-	Description string        `json:"description,omitempty"`
-	Operation   string        `json:"operation,omitempty"`
-	RollbackTo  int           `json:"rollbackTo,omitempty"`
-	Computed    bool          `json:"computed"`
-	Why         string        `json:"why,omitempty"`
-	By          *LogWho       `json:"by,omitempty"`
-	Helm        string        `json:"helm,omitempty"`
-	Summary     *jsonSummary  `json:"summary,omitempty"`
-	Changes     []jsonChange  `json:"changes"`
-	Outcome     *jsonOutcome  `json:"outcome,omitempty"`
-	Recreated   []string      `json:"recreated,omitempty"`
-	Recoveries  []LogRecovery `json:"recoveries,omitempty"`
-	Notes       []string      `json:"notes,omitempty"`
+	Revision    int          `json:"revision"`
+	Updated     time.Time    `json:"updated"`
+	Chart       string       `json:"chart"`
+	AppVersion  string       `json:"appVersion,omitempty"`
+	Status      string       `json:"status"`
+	Description string       `json:"description,omitempty"`
+	Operation   string       `json:"operation,omitempty"`
+	RollbackTo  int          `json:"rollbackTo,omitempty"`
+	Computed    bool         `json:"computed"`
+	Why         string       `json:"why,omitempty"`
+	By          *LogWho      `json:"by,omitempty"`
+	Helm        string       `json:"helm,omitempty"`
+	Summary     *jsonSummary `json:"summary,omitempty"`
+	Changes     []jsonChange `json:"changes"`
+	Outcome     *jsonOutcome `json:"outcome,omitempty"`
+	Recreated   []string     `json:"recreated,omitempty"`
+	Events      []LogEvent   `json:"events,omitempty"`
+	Notes       []string     `json:"notes,omitempty"`
 }
 
 // decoded is an entry's stored forms decoded; a form that does not decode
@@ -167,7 +169,7 @@ type jsonLogEntry struct {
 func (e *LogEntry) decoded() jsonLogEntry {
 	je := jsonLogEntry{Revision: e.Revision, Updated: e.Updated.UTC(), Chart: e.Chart, AppVersion: e.AppVersion, Status: e.Status,
 		Description: e.Description, Operation: e.Operation, RollbackTo: e.RollbackTo, Computed: e.Computed, Why: e.Why, Helm: e.Helm,
-		Recreated: e.Recreated, Recoveries: e.Recoveries, Notes: e.Notes, Changes: []jsonChange{}}
+		Recreated: e.Recreated, Events: e.Events, Notes: e.Notes, Changes: []jsonChange{}}
 	if e.By != (LogWho{}) {
 		by := e.By
 		je.By = &by
@@ -266,12 +268,16 @@ func logFields(e *jsonLogEntry) [][2]string {
 		add("Rollout", outcomeLine(e.Outcome))
 	}
 	add("Helm", e.Helm)
-	for _, r := range e.Recoveries {
-		line := r.At.UTC().Format(time.RFC3339)
-		if who := whoLine(r.By); who != "" {
+	for _, ev := range e.Events {
+		line := ev.At.UTC().Format(time.RFC3339)
+		if who := whoLine(ev.By); who != "" {
 			line += " by " + who
 		}
-		add("Recovered", line+": "+r.Line)
+		label := map[string]string{"recover": "Recovered", "uninstall": "Uninstalled"}[ev.Kind]
+		if label == "" {
+			label = "Event"
+		}
+		add(label, line+": "+ev.Line)
 	}
 	add("Description", e.Description)
 	for _, n := range e.Notes {

@@ -44,7 +44,7 @@ func fixtureLog(t *testing.T) []LogEntry {
 	e2.Summary, e2.Changes, e2.Outcome = form(applied)
 	e1 := LogEntry{Revision: 7, Updated: at, Chart: "shop-1.0.0", Status: "failed", Operation: "upgrade", Computed: true,
 		Why: "the apply did not record its changes (interrupted)", Description: "safe-upgrade --recover: the apply was interrupted",
-		Recoveries: []LogRecovery{{At: at.Add(30 * time.Minute), By: LogWho{User: "bob"}, Line: "safe-upgrade --recover: the apply was interrupted; restored StatefulSet.apps/shop/postgres"}}}
+		Events: []LogEvent{{Kind: "recover", At: at.Add(30 * time.Minute), By: LogWho{User: "bob"}, Line: "safe-upgrade --recover: the apply was interrupted; restored StatefulSet.apps/shop/postgres"}}}
 	e1.Summary, e1.Changes, _ = form(&plan.Plan{Release: plan.Release{Name: "shop", Namespace: "shop"}})
 	return []LogEntry{e3, e2, e1}
 }

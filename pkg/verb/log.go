@@ -138,8 +138,8 @@ func (c *Config) fromRecord(e *report.LogEntry, rec *releasestate.RevisionRecord
 	for _, r := range rec.Recreated {
 		e.Recreated = append(e.Recreated, text(r))
 	}
-	for _, r := range rec.Recoveries {
-		e.Recoveries = append(e.Recoveries, report.LogRecovery{At: r.At, By: who(r.By), Line: text(r.Line)})
+	for _, ev := range rec.Events {
+		e.Events = append(e.Events, report.LogEvent{Kind: text(ev.Kind), At: ev.At, By: who(ev.By), Line: text(ev.Line)})
 	}
 	for _, n := range rec.Notes {
 		e.Notes = append(e.Notes, text(n))

@@ -93,40 +93,66 @@ func (c *Config) newestDescription(name string) string {
 
 // recordRecovery adds the --recover run that just settled the newest
 // revision of release (its description, changed from before, says what it
-// restored) to that revision's record, creating the record when the
-// interrupted apply left none; a failure is a warning.
+// restored) to that revision's record; a failure is a warning.
 func (c *Config) recordRecovery(ctx context.Context, name, user, before string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.recordTimeout())
-	defer cancel()
-	err := func() error {
-		hist, err := render.History(c.Helm.Releases, name)
-		if err != nil || len(hist) == 0 || hist[0].Info == nil {
-			return err
-		}
-		rel := hist[0]
-		if rel.Info.Description == before || !strings.HasPrefix(rel.Info.Description, recoverLinePrefix) {
-			return nil // nothing was settled (no journal, or the upgrade had finished)
-		}
-		digest := releasestate.ManifestDigest(rel.Manifest)
-		recs, _, err := releasestate.ListRevisionRecords(ctx, c.Cluster.Dynamic, c.Namespace, name)
-		if err != nil {
-			return err
-		}
-		rec := recs[rel.Version]
-		if rec == nil || rec.ManifestDigest != digest {
-			rec = &releasestate.RevisionRecord{Release: name, Namespace: c.Namespace, Revision: rel.Version, ManifestDigest: digest}
-		}
-		rec.Recoveries = append(rec.Recoveries, releasestate.Recovery{At: c.Now().UTC(), By: c.who(user),
-			Line: c.Sanitizer.Text(firstLine(rel.Info.Description), redact.RecordLimit)})
-		data, err := rec.Encode(report.WithoutDiffs)
-		if err != nil {
-			return err
-		}
-		return releasestate.WriteRevisionRecord(ctx, c.Cluster.Dynamic, rec, data)
-	}()
+	hist, err := render.History(c.Helm.Releases, name)
+	if err == nil && (len(hist) == 0 || hist[0].Info == nil || hist[0].Info.Description == before ||
+		!strings.HasPrefix(hist[0].Info.Description, recoverLinePrefix)) {
+		return // nothing was settled (no journal, or the upgrade had finished)
+	}
+	if err == nil {
+		err = c.addEvent(ctx, hist[0], releasestate.EventRecover, user, firstLine(hist[0].Info.Description))
+	}
 	if err != nil {
 		fmt.Fprintf(c.Out, "warning: recording the recovery of release %q: %s\n", name, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
+}
+
+// recordUninstall keeps the records as Helm keeps its history: with
+// --keep-history the uninstalled revision's record gains the uninstall
+// (what it deleted: the plan's line); without, Helm removed every revision
+// and the records go with them. A failure is a warning.
+func (c *Config) recordUninstall(ctx context.Context, planned *PlannedUninstall, user string) {
+	name := planned.Request.ReleaseName
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.recordTimeout())
+	defer cancel()
+	err := func() error {
+		if !planned.Request.KeepHistory {
+			return c.pruneRecords(ctx, name, c.Namespace)
+		}
+		rel, err := c.Helm.Releases.Get(name, planned.Plan.Release.CurrentRevision)
+		if err != nil {
+			return err
+		}
+		return c.addEvent(ctx, rel, releasestate.EventUninstall, user, report.AuditLine(planned.Plan, ""))
+	}()
+	if err != nil {
+		fmt.Fprintf(c.Out, "warning: recording the uninstall of release %q: %s\n", name, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
+	}
+}
+
+// addEvent adds an event of kind, run by user, saying line, to the record
+// of revision rel, creating the record when its apply left none (killed,
+// or not applied by the tool).
+func (c *Config) addEvent(ctx context.Context, rel *release.Release, kind, user, line string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.recordTimeout())
+	defer cancel()
+	digest := releasestate.ManifestDigest(rel.Manifest)
+	recs, _, err := releasestate.ListRevisionRecords(ctx, c.Cluster.Dynamic, c.Namespace, rel.Name)
+	if err != nil {
+		return err
+	}
+	rec := recs[rel.Version]
+	if rec == nil || rec.ManifestDigest != digest {
+		rec = &releasestate.RevisionRecord{Release: rel.Name, Namespace: c.Namespace, Revision: rel.Version, ManifestDigest: digest}
+	}
+	rec.Events = append(rec.Events, releasestate.Event{Kind: kind, At: c.Now().UTC(), By: c.who(user),
+		Line: c.Sanitizer.Text(line, redact.RecordLimit)})
+	data, err := rec.Encode(report.WithoutDiffs)
+	if err != nil {
+		return err
+	}
+	return releasestate.WriteRevisionRecord(ctx, c.Cluster.Dynamic, rec, data)
 }
 
 // recoverLinePrefix starts the description --recover gives the revision

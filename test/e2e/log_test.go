@@ -20,20 +20,21 @@ type logDoc struct {
 	Kind       string `json:"kind"`
 	Release    string `json:"release"`
 	Revisions  []struct {
-		Revision   int    `json:"revision"`
-		Status     string `json:"status"`
-		Operation  string `json:"operation"`
-		Chart      string `json:"chart"`
-		Computed   bool   `json:"computed"`
-		Why        string `json:"why"`
-		Helm       string `json:"helm"`
-		By         *struct{ User, Caller, Command string }
-		Summary    map[string]int `json:"summary"`
-		Changes    []jsonChange   `json:"changes"`
-		Recreated  []string       `json:"recreated"`
-		Recoveries []struct {
+		Revision  int    `json:"revision"`
+		Status    string `json:"status"`
+		Operation string `json:"operation"`
+		Chart     string `json:"chart"`
+		Computed  bool   `json:"computed"`
+		Why       string `json:"why"`
+		Helm      string `json:"helm"`
+		By        *struct{ User, Caller, Command string }
+		Summary   map[string]int `json:"summary"`
+		Changes   []jsonChange   `json:"changes"`
+		Recreated []string       `json:"recreated"`
+		Events    []struct {
+			Kind string `json:"kind"`
 			Line string `json:"line"`
-		} `json:"recoveries"`
+		} `json:"events"`
 		Outcome *struct {
 			AsPredicted int `json:"asPredicted"`
 			Differ      int `json:"differ"`
@@ -231,8 +232,8 @@ func TestLogOfToolRevisions(t *testing.T) {
 	if !r5.Computed || r5.By != nil || r5.Status != "deployed" || r5.Summary["rolling"] != 1 {
 		t.Errorf("revision 5 (plain helm): computed %v, by %+v, status %s, counts %v; want computed, nobody recorded, deployed, 1 rolling", r5.Computed, r5.By, r5.Status, r5.Summary)
 	}
-	if len(r3.Recoveries) != 1 || !strings.Contains(r3.Recoveries[0].Line, "safe-upgrade --recover") || r3.Status != "failed" || !r3.Computed {
-		t.Errorf("revision 3 (killed, recovered): status %s, computed %v, recoveries %+v; want failed, its changes computed, one recovery", r3.Status, r3.Computed, r3.Recoveries)
+	if len(r3.Events) != 1 || r3.Events[0].Kind != "recover" || !strings.Contains(r3.Events[0].Line, "safe-upgrade --recover") || r3.Status != "failed" || !r3.Computed {
+		t.Errorf("revision 3 (killed, recovered): status %s, computed %v, events %+v; want failed, its changes computed, one recovery", r3.Status, r3.Computed, r3.Events)
 	}
 	if r4.Computed || r4.Status != "superseded" || r4.Outcome == nil || r4.Outcome.Failed == 0 || r4.Summary["rolling"] != 1 || r4.By == nil || r4.By.User == "" {
 		t.Errorf("revision 4 (failed rollout): %+v; want recorded by a user, 1 rolling, the outcome failed", r4)
@@ -291,4 +292,13 @@ func TestLogOfToolRevisions(t *testing.T) {
 	if want := []string{"safe-upgrade.revision.app.v4", "safe-upgrade.revision.app.v6"}; !slices.Equal(names, want) {
 		t.Errorf("records after --history-max 3: %v, want %v", names, want)
 	}
+
+	// The uninstall that keeps the history is the last revision's event.
+	tool(0, "uninstall", "app", "--keep-history", "--ack-all-destructive")
+	doc, lr = readLog(t, c, "app", "-n", ns, "--max-count", "1")
+	outputs.WriteString(lr.Stdout + lr.Stderr)
+	if last := doc.Revisions[0]; last.Revision != 6 || last.Status != "uninstalled" || len(last.Events) != 1 || last.Events[0].Kind != "uninstall" || last.Computed {
+		t.Errorf("after uninstall --keep-history, revision 6: %+v; want uninstalled, its record with the uninstall", last)
+	}
+	noCanary(t, "the tool's outputs", outputs.String(), secretCanaries(pw1, pw2, pw5))
 }
