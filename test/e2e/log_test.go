@@ -181,7 +181,8 @@ func revisionRecords(t *testing.T, c *testcluster.Cluster, ns string) map[string
 // computed from the stored manifests and marked so; `log -p` shows each
 // change's verdict and diff. The Secret's values appear in no output and
 // no record, plain or base64. A later upgrade with --history-max prunes the
-// records of the revisions Helm pruned.
+// records of the revisions Helm pruned; a rollback is recorded as one; an
+// uninstall --keep-history is the last revision's event.
 func TestLogOfToolRevisions(t *testing.T) {
 	c := testcluster.Get(t)
 	c.RequireOwnCluster(t) // image tags fail only under kwok's stages
@@ -293,12 +294,21 @@ func TestLogOfToolRevisions(t *testing.T) {
 		t.Errorf("records after --history-max 3: %v, want %v", names, want)
 	}
 
+	// A rollback is recorded as one, with the revision it went back to.
+	tool(0, "rollback", "app", "5", "--ack-all-destructive")
+	doc, lr = readLog(t, c, "app", "-n", ns, "--max-count", "1")
+	outputs.WriteString(lr.Stdout + lr.Stderr)
+	if rb := doc.Revisions[0]; rb.Revision != 7 || rb.Operation != "rollback" || rb.Computed || rb.Summary["inPlace"] != 1 || rb.By == nil {
+		t.Errorf("revision 7 (rollback to 5): %+v; want the tool's record of a rollback changing the ConfigMap in place", rb)
+	}
+	saysAll(t, "log of the rollback", tool(0, "log", "app", "--max-count", "1").Stdout, "revision 7 (rollback to revision 5, deployed)")
+
 	// The uninstall that keeps the history is the last revision's event.
 	tool(0, "uninstall", "app", "--keep-history", "--ack-all-destructive")
 	doc, lr = readLog(t, c, "app", "-n", ns, "--max-count", "1")
 	outputs.WriteString(lr.Stdout + lr.Stderr)
-	if last := doc.Revisions[0]; last.Revision != 6 || last.Status != "uninstalled" || len(last.Events) != 1 || last.Events[0].Kind != "uninstall" || last.Computed {
-		t.Errorf("after uninstall --keep-history, revision 6: %+v; want uninstalled, its record with the uninstall", last)
+	if last := doc.Revisions[0]; last.Revision != 7 || last.Status != "uninstalled" || len(last.Events) != 1 || last.Events[0].Kind != "uninstall" || last.Computed {
+		t.Errorf("after uninstall --keep-history, revision 7: %+v; want uninstalled, its record with the uninstall", last)
 	}
 	noCanary(t, "the tool's outputs", outputs.String(), secretCanaries(pw1, pw2, pw5))
 }
