@@ -266,6 +266,17 @@ func logFields(e *jsonLogEntry) [][2]string {
 	}
 	if e.Outcome != nil {
 		add("Rollout", outcomeLine(e.Outcome))
+		for _, ob := range e.Outcome.Objects {
+			if ob.Predicted == "" {
+				continue
+			}
+			name := ob.Kind + "/" + objectPath(ob.Namespace, ob.Name)
+			if ob.AsPredicted {
+				add("Outcome", fmt.Sprintf("%s: %s (predicted: %s)", name, ob.Observed, ob.Predicted))
+			} else {
+				add("Outcome", fmt.Sprintf("%s: predicted %s, observed %s", name, ob.Predicted, ob.Observed))
+			}
+		}
 	}
 	add("Helm", e.Helm)
 	for _, ev := range e.Events {

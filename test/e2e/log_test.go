@@ -264,7 +264,7 @@ func TestLogOfToolRevisions(t *testing.T) {
 		"revision 2 (upgrade, superseded)", "revision 1 (install, superseded)",
 		"Acknowledged: recreate-required StatefulSet.apps/"+ns+"/db@"+sts.Fingerprint+" via flag",
 		"Recreated:    StatefulSet.apps/"+ns+"/db", "Recovered:", "safe-upgrade --recover",
-		"Rollout:      1 failed or not ready (Deployment/"+ns+"/web failed:", "as predicted",
+		"Rollout:      1 failed or not ready (Deployment/"+ns+"/web failed:", "as predicted", "Outcome:      StatefulSet/"+ns+"/db: ",
 		"-          storage: 1Gi", "+          storage: 2Gi", "not recorded: no record of the tool (plain helm, or before the tool)")
 	tool(0, "log", "app", "-p", "-o", "markdown")
 	if short, _ := readLog(t, c, "app", "-n", ns, "--max-count", "2"); len(short.Revisions) != 2 || short.Revisions[1].Revision != 4 {
