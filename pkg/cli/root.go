@@ -71,6 +71,8 @@ func verbs() []func(*Factory, runFunc) *cobra.Command {
 		newShimCommand,
 		newGuardCommand,
 		newGitOpsCommand,
+		newLogCommand,
+		newDiffCommand,
 	}
 }
 

@@ -92,6 +92,22 @@ func describe(opts any) string {
 		if o.Output != "" {
 			parts = append(parts, "-o "+o.Output)
 		}
+	case *LogOptions:
+		parts = []string{"log", o.Request.ReleaseName, "-o " + o.Output}
+		if o.Patch {
+			parts = append(parts, "-p")
+		}
+		if o.MaxCount != 0 {
+			parts = append(parts, fmt.Sprintf("--max-count %d", o.MaxCount))
+		}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
+	case *DiffOptions:
+		parts = []string{"diff", o.Request.ReleaseName, fmt.Sprint(o.Request.From), fmt.Sprint(o.Request.To), "-o " + o.Output}
+		if ns := o.Settings.Namespace(); ns != "default" {
+			parts = append(parts, "-n "+ns)
+		}
 	default:
 		parts = []string{"unknown options"}
 	}
@@ -172,6 +188,12 @@ func TestReadingRule(t *testing.T) {
 		{"release uninstall, repo chart", []string{"uninstall", "bitnami/postgresql", "--dry-run"}, "upgrade uninstall bitnami/postgresql --dry-run"},
 		{"release uninstall, upgrade verb", []string{"upgrade", "uninstall", "mychart"}, "upgrade uninstall mychart"},
 		{"release status (a future verb)", []string{"status", "./chart"}, "upgrade status ./chart"},
+		{"release log, chart path", []string{"log", "./chart"}, "upgrade log ./chart"},
+		{"release log, repo chart", []string{"log", "bitnami/postgresql", "--dry-run"}, "upgrade log bitnami/postgresql --dry-run"},
+		{"release log, upgrade verb", []string{"upgrade", "log", "mychart"}, "upgrade log mychart"},
+		{"release diff, chart path", []string{"diff", "./chart"}, "upgrade diff ./chart"},
+		{"release diff, archive", []string{"diff", "Chart-1.0.0.tgz", "-n", "ns"}, "upgrade diff Chart-1.0.0.tgz -n ns"},
+		{"release diff, upgrade verb", []string{"upgrade", "diff", "mychart"}, "upgrade diff mychart"},
 
 		// The verbs.
 		{"upgrade RELEASE CHART", []string{"upgrade", "demo", "./chart", "--dry-run"}, "upgrade demo ./chart --dry-run"},
@@ -195,6 +217,13 @@ func TestReadingRule(t *testing.T) {
 		{"status of a release named status", []string{"status", "status"}, "status status"},
 		{"release status, chart path", []string{"status", "./chart"}, "upgrade status ./chart"},
 		{"release status, repo chart", []string{"status", "bitnami/postgresql", "--dry-run"}, "upgrade status bitnami/postgresql --dry-run"},
+		{"log RELEASE", []string{"log", "demo"}, "log demo -o text"},
+		{"log RELEASE -p --max-count N -n NS", []string{"log", "demo", "-p", "--max-count", "3", "-n", "ns"}, "log demo -o text -p --max-count 3 -n ns"},
+		{"flags before log", []string{"-n", "ns", "-o", "json", "log", "my.db-1"}, "log my.db-1 -o json -n ns"},
+		{"log a release named log", []string{"log", "log"}, "log log -o text"},
+		{"diff RELEASE REV1 REV2", []string{"diff", "demo", "2", "3"}, "diff demo 2 3 -o text"},
+		{"diff RELEASE REV1 REV2 -o markdown", []string{"diff", "demo", "3", "1", "-o", "markdown", "-n", "ns"}, "diff demo 3 1 -o markdown -n ns"},
+		{"diff a release named diff", []string{"diff", "diff", "1", "2"}, "diff diff 1 2 -o text"},
 	}
 	for _, tt := range tests {
 		for _, argv0 := range []string{"helm-safe-upgrade", "kubectl-safe_upgrade"} {
@@ -238,6 +267,13 @@ func TestReadingRuleErrors(t *testing.T) {
 		{[]string{"guard", "status", "-o", "json"}, "unknown shorthand flag: 'o'"},
 		{[]string{"show-plan"}, "show-plan expects FILE"},
 		{[]string{"show-plan", "a", "b"}, "show-plan expects FILE, got 2"},
+		{[]string{"log"}, "log expects RELEASE, got 0 argument(s)"},
+		{[]string{"log", "a", "b"}, "log expects RELEASE, got 2 argument(s)"},
+		{[]string{"diff"}, "diff expects RELEASE, got 0 argument(s)"},
+		{[]string{"diff", "demo"}, "diff demo: expects RELEASE REV1 REV2"},
+		{[]string{"diff", "demo", "1", "x"}, `diff: revision "x": want a revision number`},
+		{[]string{"diff", "demo", "0", "2"}, `diff: revision "0": want a revision number`},
+		{[]string{"diff", "demo", "1", "2", "3"}, "diff expects RELEASE REV1 REV2, got 4 argument(s)"},
 		{[]string{"a", "b", "c"}, "expected RELEASE and CHART, got 3 argument(s)"},
 		{[]string{"-n", "ns"}, "expected RELEASE and CHART, got 0 argument(s)"},
 	}
@@ -272,6 +308,10 @@ func TestHelpOfEachCommand(t *testing.T) {
 		{[]string{"status", "--help"}, []string{"helm safe-upgrade status RELEASE [RELEASE...] [flags]", "--all-namespaces", "--detailed-exitcode", "--output", "managedFields"}},
 		{[]string{"show-plan", "--help"}, []string{"helm safe-upgrade show-plan FILE [flags]", "--output"}},
 		{[]string{"gitops", "--help"}, []string{"helm safe-upgrade gitops BASE HEAD [flags]", "HelmRelease", "Application", "--ack-file", "--detailed-exitcode", "--kube-version", "--live", "--output", DefaultAckFile}},
+		{[]string{"log", "--help"}, []string{"helm safe-upgrade log RELEASE [flags]", "--patch", "--max-count", "--output", "--namespace", "computed"}},
+		{[]string{"help", "log"}, []string{"helm safe-upgrade log RELEASE [flags]"}},
+		{[]string{"diff", "--help"}, []string{"helm safe-upgrade diff RELEASE REV1 REV2 [flags]", "--output", "--diff-context", "--namespace"}},
+		{[]string{"help", "diff"}, []string{"helm safe-upgrade diff RELEASE REV1 REV2 [flags]"}},
 		{[]string{"shim", "--help"}, []string{"helm safe-upgrade shim [command]", "install"}},
 		{[]string{"shim", "install", "--help"}, []string{"helm safe-upgrade shim install DIR"}},
 		{[]string{"help", "shim", "install"}, []string{"helm safe-upgrade shim install DIR"}},

@@ -103,3 +103,17 @@ func plain(text string, keepTab bool) bool {
 func bidiControl(r rune) bool {
 	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
+
+// Lines is Text of each line of text, none cut (NoLimit), the line breaks
+// kept: a diff under review, from a record or a plan, shown whole.
+func (s *Sanitizer) Lines(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		line, eol := strings.CutSuffix(l, "\n")
+		if line = s.Text(line, NoLimit); eol {
+			line += "\n"
+		}
+		lines[i] = line
+	}
+	return strings.Join(lines, "")
+}

@@ -103,15 +103,7 @@ func unifiedDiff(c *plan.Change, context int, s sides) (string, error) {
 // leaves the bidirectional controls and NEL a live object can hold.
 func escapeLines(d string) string {
 	var escapeOnly *redact.Sanitizer
-	lines := strings.SplitAfter(d, "\n")
-	for i, l := range lines {
-		text, eol := strings.CutSuffix(l, "\n")
-		if text = escapeOnly.Text(text, redact.NoLimit); eol {
-			text += "\n"
-		}
-		lines[i] = text
-	}
-	return strings.Join(lines, "")
+	return escapeOnly.Lines(d)
 }
 
 // yamlLines renders obj as YAML split into lines that keep their "\n"; nil

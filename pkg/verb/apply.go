@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/release"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -84,6 +86,23 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Bound:       c.boundBy,
 	}, c.Out)
 	troubles := seen()
+	var ue *apply.UpgradeError
+	failed := errors.As(err, &ue) && ue.ReadErr == nil
+	if err == nil || failed {
+		// The revision's record, once the rollout was watched (deferred:
+		// every return below), while the Lease is still held.
+		var attempted int
+		var status release.Status
+		if failed {
+			attempted, status = ue.Attempted, ue.AttemptedStatus
+		}
+		revision, said := appliedRevision(rel, err, attempted, status)
+		defer func() {
+			if !unanswered { // writing it would only wait for the server again
+				c.recordRevision(ctx, planned, revision, user, said)
+			}
+		}()
+	}
 	if err != nil {
 		if left := c.revokeGuardAcks(ctx, acks); left != "" {
 			err = fmt.Errorf("%w; %s", err, left)
@@ -94,7 +113,6 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		}
 		unanswered = serverUnanswered(err)
 		err = c.explainHooks(ctx, planned, err)
-		var ue *apply.UpgradeError
 		if len(troubles) > 0 && errors.As(err, &ue) && !unanswered {
 			// Helm ran and failed (its wait, most often): what the watch
 			// saw says why, and a deadline that passed was the wait's,

@@ -18,11 +18,16 @@ func (c *Config) Recover(ctx context.Context, release string, opts render.Option
 	if err := c.Connect(ctx); err != nil {
 		return err
 	}
-	_, lease, err := c.takeLease(ctx, release, nil)
+	user, lease, err := c.takeLease(ctx, release, nil)
 	if err != nil {
 		return err
 	}
 	defer c.releaseLease(lease, false)
-	return apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
+	before := c.newestDescription(release)
+	err = apply.Recover(ctx, apply.RecoverRequest{Config: c.Helm, Cluster: c.Cluster, Name: release, Namespace: c.Namespace,
 		Timeout: opts.TimeLimit(), Confirm: confirm}, c.Out)
+	// What it restored goes in the settled revision's record (a restore
+	// that failed half-way too: its description says so).
+	c.recordRecovery(ctx, release, user, before)
+	return err
 }

@@ -247,7 +247,7 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	if err := c.Connect(ctx); err != nil {
 		return nil, err
 	}
-	_, lease, err := c.takeLease(ctx, req.ReleaseName, planned.Lease)
+	user, lease, err := c.takeLease(ctx, req.ReleaseName, planned.Lease)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +262,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	u.DeletionPropagation = req.Cascade
 	u.Description = c.describe(report.AuditLine(planned.Plan, req.Description))
 	res, helmErr := u.Run(req.ReleaseName)
+	if helmErr == nil {
+		c.recordUninstall(ctx, planned, user)
+	}
 	// Read back after a failure too: Helm deletes what it can and then
 	// says how many deletions failed, not which objects are left.
 	deleted, remaining, err := c.remaining(ctx, planned.Plan, req.Timeout)

@@ -117,7 +117,14 @@ func leaseHolder(t *testing.T, c *testcluster.Cluster, ns, release string) (stri
 // stale, as a user who runs --recover after a kill would find it.
 func killApplyWaitingOnHook(t *testing.T, c *testcluster.Cluster, ns string) {
 	t.Helper()
-	p := startTool(t, c, "app", stsV2(t, waitHook), "-n", ns, "--ack-all-destructive", "--timeout", "10m")
+	killWaitingOnHook(t, c, ns, stsV2(t, waitHook))
+}
+
+// killWaitingOnHook is killApplyWaitingOnHook with the chart to apply: one
+// whose StatefulSet db is recreated and whose hook never completes.
+func killWaitingOnHook(t *testing.T, c *testcluster.Cluster, ns, chart string) {
+	t.Helper()
+	p := startTool(t, c, "app", chart, "-n", ns, "--ack-all-destructive", "--timeout", "10m")
 	cs := c.Clientset(t)
 	testcluster.Eventually(t, "the StatefulSet deleted and the hook waiting", func() (bool, string) {
 		_, stsErr := cs.AppsV1().StatefulSets(ns).Get(t.Context(), "db", metav1.GetOptions{})

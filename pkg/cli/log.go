@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
+)
+
+// LogOptions are `log RELEASE`: the release's revisions as a commit log.
+type LogOptions struct {
+	*Factory
+	Patch    bool
+	MaxCount int
+	Output   string
+	Timeout  time.Duration
+
+	// Set by Complete.
+	Request verb.LogRequest
+	Config  *verb.Config
+}
+
+// logFormats are the formats of log and diff: those a reviewer reads.
+func logFormats() []string { return report.SavedFormats() }
+
+// newLogCommand is `log RELEASE [-p] [--max-count N] [-o text|json|markdown]`.
+func newLogCommand(f *Factory, runF runFunc) *cobra.Command {
+	o := &LogOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "log RELEASE",
+		Short: "The release's revisions, newest first: who ran each, what it changed (classified), what was acknowledged, how the rollout went",
+		Long: `One entry per revision, newest first, as git log reads: revision, date, chart
+and app version, Helm's status, who ran it (user, the orchestrator that called
+the drop-in helm, the CI commit and pipeline), the changes counted by verdict,
+the acknowledgements with their fingerprints and where they came from (flag,
+ack-file, prompt), what was recreated, --recover runs, and the rollout's
+outcome against the plan's prediction. With -p, each object's verdict,
+reasons and diff.
+
+A revision the tool applied is read from the record it wrote beside Helm's;
+one made by plain helm (or before the tool was used) is computed from the
+manifests Helm stored for it and the revision before, offline, and marked
+computed. Nothing is written.`,
+		Args:          releaseArg("log"),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerb(cmd.Context(), o, args, runF)
+		},
+	}
+	f.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.Patch, "patch", "p", false, "show each change's verdict, reasons and diff")
+	// Not -n, git log's: -n is the namespace, as in every helm command.
+	cmd.Flags().IntVar(&o.MaxCount, "max-count", 0, "show only the newest N revisions (0: all that Helm keeps)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatText, "format: "+strings.Join(logFormats(), ", "))
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
+	return cmd
+}
+
+// Complete takes the release and makes the run's configuration.
+func (o *LogOptions) Complete(args []string) error {
+	o.Request = verb.LogRequest{ReleaseName: args[0], MaxCount: o.MaxCount}
+	o.Config = o.RunConfig(o.Timeout)
+	return nil
+}
+
+// Validate checks the format and the count.
+func (o *LogOptions) Validate() error {
+	if o.MaxCount < 0 {
+		return fmt.Errorf("--max-count %d: want 0 (all) or more", o.MaxCount)
+	}
+	return validateLogFormat(o.Output)
+}
+
+func validateLogFormat(format string) error {
+	if !slices.Contains(logFormats(), format) {
+		return fmt.Errorf("--output %q: want %s", format, strings.Join(logFormats(), ", "))
+	}
+	return nil
+}
+
+// Run reads the revisions and prints them.
+func (o *LogOptions) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	entries, err := o.Config.Log(ctx, o.Request)
+	if err != nil {
+		return err
+	}
+	return report.WriteLog(o.Streams.Out, o.Request.ReleaseName, o.Config.Namespace, entries,
+		report.LogOptions{Format: o.Output, Patch: o.Patch, Color: o.Streams.Color()})
+}
