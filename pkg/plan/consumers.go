@@ -37,6 +37,9 @@ const (
 	// the template does not change: the running pods keep the old value
 	// until they restart.
 	SightStale Sight = "stale"
+	// SightRestarted: as SightStale, and --restart-stale restarts the
+	// workload after Helm's upgrade, so its new pods read the new value.
+	SightRestarted Sight = "restarted"
 	// SightFile: a volume mounted whole; the kubelet updates the files in
 	// place, the application must re-read them.
 	SightFile Sight = "file"
@@ -118,6 +121,8 @@ func (c Consumer) Text() string {
 		s = who + " picks the change up by rolling: its pod template changes in this plan"
 	case SightStale:
 		s = "running pods of " + who + " keep the old value until they restart"
+	case SightRestarted:
+		s = who + " is restarted after the upgrade (--restart-stale): its new pods read the new value"
 	case SightFile:
 		s = who + ": the kubelet updates the file within about a minute; the application must re-read it"
 	case SightFails:

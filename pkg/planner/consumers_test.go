@@ -109,15 +109,7 @@ func TestConfigConsumers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Offline{Release: "app", Namespace: "prod"}.Parts()
-			if tt.workloads != nil {
-				c.Workloads = tt.workloads
-			}
-			p, err := New(c, "").Plan(context.Background(), Input{Release: plan.Release{Name: "app", Namespace: "prod"},
-				PreviousManifest: tt.base, NextManifest: tt.head})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := readersPlan(t, Input{PreviousManifest: tt.base, NextManifest: tt.head}, tt.workloads)
 			for _, ch := range p.Changes {
 				if ch.ID.Name != tt.object {
 					continue
@@ -155,4 +147,20 @@ func TestConfigConsumers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readersPlan plans in offline, as release app in namespace prod, with
+// workloads (nil: none) outside the release.
+func readersPlan(t *testing.T, in Input, workloads WorkloadLister) *plan.Plan {
+	t.Helper()
+	c := Offline{Release: "app", Namespace: "prod"}.Parts()
+	if workloads != nil {
+		c.Workloads = workloads
+	}
+	in.Release = plan.Release{Name: "app", Namespace: "prod"}
+	p, err := New(c, "").Plan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -23,6 +23,8 @@ type Run struct {
 	// Render and Force are the run's apply flags (--force-replace).
 	Render render.Options
 	Force  bool
+	// RestartStale is the run's --restart-stale.
+	RestartStale bool
 	// Now is the time; MaxAge is --plan-max-age (0: no limit).
 	Now    time.Time
 	MaxAge time.Duration
@@ -51,7 +53,7 @@ func Start(saved *Plan, run Run) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := saved.check(id, ApplyFlags(run.Render, run.Force), run.Now, run.MaxAge); err != nil {
+	if err := saved.check(id, withRestart(ApplyFlags(run.Render, run.Force), run.RestartStale), run.Now, run.MaxAge); err != nil {
 		return nil, err
 	}
 	return &Replay{saved: saved, render: run.Render}, nil

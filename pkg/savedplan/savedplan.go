@@ -75,6 +75,9 @@ type Plan struct {
 	// Acknowledged are the destructive changes acknowledged when planning,
 	// each bound to its fingerprint.
 	Acknowledged []gate.Ack `json:"acknowledged,omitempty"`
+	// Restart are the workloads --restart-stale restarts after Helm's
+	// upgrade (plan.Plan.Restarts): the apply restarts exactly those.
+	Restart []string `json:"restart,omitempty"`
 	// MaskKey is the key Secret values were masked with in the reviewed
 	// plan: the apply masks with it too, so live Secrets' state digests
 	// and the markers shown compare equal. The file holds the values in
@@ -221,6 +224,8 @@ type Source struct {
 	ChartRef string
 	Render   render.Options
 	Force    bool
+	// RestartStale is --restart-stale.
+	RestartStale bool
 	// Created is when the plan was made; Cluster where.
 	Created time.Time
 	Cluster ClusterIdentity
@@ -241,7 +246,7 @@ func New(src Source) *Plan {
 		Created:      src.Created.UTC().Truncate(time.Second),
 		Cluster:      src.Cluster,
 		PlannedBy:    src.PlannedBy,
-		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		ApplyFlags:   withRestart(ApplyFlags(src.Render, src.Force), src.RestartStale),
 		ChartRef:     src.ChartRef,
 		ChartDigest:  ChartDigest(res.Chart),
 		ValuesDigest: ValuesDigest(res.Values, src.Render),
@@ -256,6 +261,7 @@ func New(src Source) *Plan {
 	if res.Last != nil {
 		s.Release.LastRevision = res.Last.Version
 	}
+	s.Restart = restarts(src.Plan)
 	for _, ch := range src.Plan.Changes {
 		if ch.Action != plan.ActionNoop {
 			s.Objects = append(s.Objects, Object{Object: ch.ID.String(),
@@ -346,6 +352,9 @@ func (s *Plan) useIn(res *render.Result, opts render.Options) error {
 // unmoved refuses the saved plan when an object it changes moved in the
 // cluster since.
 func (s *Plan) unmoved(p *plan.Plan) error {
+	if err := s.sameRestarts(p); err != nil {
+		return err
+	}
 	now := map[string]plan.Change{}
 	for _, c := range p.Changes {
 		now[c.ID.String()] = c

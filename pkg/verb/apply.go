@@ -24,6 +24,10 @@ type ApplyMode struct {
 	// plan.Release.ForceReplace); only when the user asked for it. Helm 4
 	// refuses it with server-side apply, and so do the plan and the apply.
 	Force bool
+	// RestartStale is --restart-stale: the workloads the plan restarts
+	// (plan.Plan.Restarts) are restarted once Helm's upgrade succeeded
+	// (see restart.go); saved plans pin it.
+	RestartStale bool
 	// Watch is whether and how long the rollout is watched after Helm
 	// returns (not pinned by saved plans: it writes nothing).
 	Watch WatchRequest
@@ -101,6 +105,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			return c.explainWait(planned, err, troubles)
 		}
 		return c.timedOut(err)
+	}
+	if err := c.restartStale(ctx, planned, rel.Version); err != nil {
+		return err
 	}
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan, on either way out.

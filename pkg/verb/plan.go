@@ -94,7 +94,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	// for another cluster, other flags, or too long ago.
 	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
 		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Render:   req.Render, Force: req.Apply.Force, Now: c.Now(), MaxAge: req.SavedMaxAge})
+		Render:   req.Render, Force: req.Apply.Force, RestartStale: req.Apply.RestartStale, Now: c.Now(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +128,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
 	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
 	in.Release.ApplyMethod = plan.ApplyMethodCSA
 	if res.ServerSideApply(req.Render.ServerSide) {
 		in.Release.ApplyMethod = plan.ApplyMethodSSA

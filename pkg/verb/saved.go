@@ -32,7 +32,7 @@ func (c *Config) SavePlan(ctx context.Context, req SaveRequest, planned *Planned
 		return fmt.Errorf("--plan-out: %w", err)
 	}
 	saved := savedplan.New(savedplan.Source{Plan: planned.Plan, Rendered: planned.Rendered,
-		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force,
+		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force, RestartStale: planned.Apply.RestartStale,
 		Created: c.Now(), Cluster: id, PlannedBy: req.PlannedBy, MaskKey: c.Masker.Key, Reports: req.Reports})
 	if err := savedplan.Write(req.Path, saved, req.Keys); err != nil {
 		return err
