@@ -2,6 +2,7 @@ package verb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,6 +30,13 @@ func (c *Config) restartStale(ctx context.Context, planned *Planned, revision in
 	if len(res.Failed) == 0 {
 		return nil
 	}
+	return errors.New(c.Sanitizer.Text(restartFailed(planned.Plan.Release.Name, revision, res), redact.MessageLimit))
+}
+
+// restartFailed says, of restarts some of which failed after release's
+// revision was applied, which workloads were restarted and which not, and
+// why.
+func restartFailed(release string, revision int, res apply.RestartResult) string {
 	why := make([]string, len(res.Errors))
 	for i, err := range res.Errors {
 		why[i] = err.Error()
@@ -37,6 +45,6 @@ func (c *Config) restartStale(ctx context.Context, planned *Planned, revision in
 	if len(res.Restarted) > 0 {
 		restarted = strings.Join(res.Restarted, ", ")
 	}
-	return fmt.Errorf("release %q revision %d was applied, but --restart-stale failed: restarted: %s; not restarted: %s (%s); their running pods keep the old value until they restart",
-		planned.Plan.Release.Name, revision, c.texts([]string{restarted}, redact.MessageLimit), c.texts([]string{strings.Join(res.Failed, ", ")}, redact.MessageLimit), c.texts(why, redact.MessageLimit))
+	return fmt.Sprintf("release %q revision %d was applied, but --restart-stale failed: restarted: %s; not restarted: %s (%s); the running pods of those not restarted keep the old value until they restart",
+		release, revision, restarted, strings.Join(res.Failed, ", "), strings.Join(why, "; "))
 }
