@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -151,4 +152,39 @@ func restartManagers(t *testing.T, c *testcluster.Cluster, ns, name string) []st
 		}
 	}
 	return out
+}
+
+// TestStaleConfigRestartSavedPlan: a plan saved with --restart-stale is
+// applied with the flag only (refused without it, nothing written), and
+// restarts the workloads it recorded.
+func TestStaleConfigRestartSavedPlan(t *testing.T) {
+	c := testcluster.Get(t)
+	const password = "e2e-restart-saved-pw-3f70"
+	ns := staleRelease(t, c, password)
+	args := []string{"app", staleChart, "-n", ns, "--set", "password=" + password, "--set", "greeting=hi"}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if r := run(t, c, append(args, "--restart-stale", "--dry-run", "--plan-out", path, "--plan-unencrypted")...); r.Code != 0 {
+		t.Fatalf("--plan-out: exit %d\n%s", r.Code, r.Stderr)
+	}
+	before := len(c.AuditEvents(t, nil))
+	r := run(t, c, append(args, "--plan", path, "--plan-unencrypted")...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "saved plan was made with RestartStale=true") {
+		t.Fatalf("--plan without --restart-stale: exit %d, want 1 naming the flag\n%s", r.Code, r.Stderr)
+	}
+	if w := toolWrites(t, c, ns, before); len(w) > 0 {
+		t.Fatalf("a refused saved plan wrote to the cluster: %+v", w)
+	}
+	pods := map[string]map[string]string{}
+	for name := range staleDeployments {
+		pods[name] = podUIDs(t, c, ns, name)
+	}
+	r = run(t, c, append(args, "--plan", path, "--plan-unencrypted", "--restart-stale")...)
+	if r.Code != 0 {
+		t.Fatalf("--plan --restart-stale: exit %d, want 0\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for name, rolls := range staleDeployments {
+		if kept := maps.Equal(pods[name], podUIDs(t, c, ns, name)); kept == rolls {
+			t.Errorf("Deployment/%s: pods kept %v, want kept %v", name, kept, !rolls)
+		}
+	}
 }
