@@ -69,6 +69,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces every object of the new manifest that exists with PUT, changed or not, instead of patching it (the plan checked each PUT)")
 	}
 	seen := c.watchAlongside(ctx, w, planned)
+	planned.applied = c.Now()
 	rel, err := apply.Apply(ctx, apply.Request{
 		Config:      c.Helm,
 		Cluster:     c.Cluster,

@@ -68,6 +68,9 @@ type Planned struct {
 	// Lease is the release's Lease as read before the plan: the apply
 	// takes it on condition that nobody took it since.
 	Lease *apply.LeaseObservation
+	// applied is when the apply started: the readers' pods that predate
+	// it keep the values they read (see readers.go).
+	applied time.Time
 }
 
 // Plan plans req within --timeout: offline against req.Offline when set
