@@ -71,6 +71,9 @@ type Consumer struct {
 	// Env is the variable (env) or the prefix (envFrom).
 	Env      string
 	Optional bool
+	// ServiceAccount, of an imagePullSecrets read, is the ServiceAccount
+	// that lists the Secret ("": the pod template does).
+	ServiceAccount string
 	// Missing: Key is not in the object as the plan leaves it (or the
 	// object is deleted).
 	Missing bool
@@ -98,6 +101,12 @@ func (c Consumer) how() string {
 		s := "volume"
 		if c.Key != "" {
 			s += " item " + c.Key
+		}
+		parts = append(parts, s)
+	case ViaImagePullSecrets:
+		s := string(c.Via)
+		if c.ServiceAccount != "" {
+			s += " of ServiceAccount " + c.ServiceAccount
 		}
 		parts = append(parts, s)
 	default:

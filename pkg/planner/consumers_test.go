@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,4 +164,29 @@ func readersPlan(t *testing.T, in Input, workloads WorkloadLister) *plan.Plan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestServiceAccountPullSecrets: a Secret the release's ServiceAccount
+// lists in imagePullSecrets is read by the pods of the workloads that run
+// as it (the API server copies the list into each pod it creates), used
+// at their next image pull; a workload running as another ServiceAccount
+// does not read it.
+func TestServiceAccountPullSecrets(t *testing.T) {
+	registry := func(v string) string {
+		return "---\napiVersion: v1\nkind: Secret\nmetadata: {name: registry}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: '{\"auths\":{\"r\":{\"auth\":\"" + v + "\"}}}'}\n"
+	}
+	sa := "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: builder}\nimagePullSecrets: [{name: registry}]\n"
+	puller := strings.Replace(deployment("puller", "", ""), "      containers:", "      serviceAccountName: builder\n      containers:", 1)
+	other := deployment("other", "", "")
+	p := readersPlan(t, Input{PreviousManifest: registry("old-hunter2") + sa + puller + other, NextManifest: registry("new-hunter2") + sa + puller + other}, nil)
+	var got []string
+	for _, ch := range p.Changes {
+		for _, u := range ch.Consumers {
+			got = append(got, u.Text())
+		}
+	}
+	want := []string{"Deployment/puller uses it at its next image pull (imagePullSecrets of ServiceAccount builder)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("readers %q, want %q", got, want)
+	}
 }

@@ -209,7 +209,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 				work[i] = evaluation{} // its objects are garbage once it is evaluated
 				changes[i], err = p.change(gctx, in, e, crdKinds, san)
 				if e.next != nil && e.next.Obj != nil {
-					reads[i] = classify.ConfigRefs(id.Group, id.Kind, e.next.Obj.Object)
+					reads[i] = podReads(id.Group, id.Kind, e.next.Obj.Object)
 				}
 				markRegenerated(&changes[i], regen[id])
 				markIgnored(&changes[i], in.Ignore)

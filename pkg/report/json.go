@@ -141,9 +141,11 @@ type jsonConsumer struct {
 	Key       string `json:"key,omitempty"`
 	Env       string `json:"env,omitempty"`
 	Optional  bool   `json:"optional,omitempty"`
-	Missing   bool   `json:"missing,omitempty"`
-	Sees      string `json:"sees"`
-	Message   string `json:"message"`
+	// ServiceAccount lists the Secret an imagePullSecrets read is of.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	Missing        bool   `json:"missing,omitempty"`
+	Sees           string `json:"sees"`
+	Message        string `json:"message"`
 }
 
 type jsonReason struct {
@@ -392,7 +394,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 	for _, u := range c.Consumers {
 		jc.Consumers = append(jc.Consumers, jsonConsumer{Kind: u.Workload.Kind, Group: u.Workload.Group, Namespace: u.Workload.Namespace,
 			Name: u.Workload.Name, Outside: u.Outside, Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env,
-			Optional: u.Optional, Missing: u.Missing, Sees: string(u.Sees), Message: u.Text()})
+			Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), Message: u.Text()})
 	}
 	return jc
 }
