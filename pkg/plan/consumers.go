@@ -78,6 +78,9 @@ type Consumer struct {
 	// object is deleted).
 	Missing bool
 	Sees    Sight
+	// NotRestarted, of a stale reader --restart-stale leaves as it is,
+	// says why ("outside the release").
+	NotRestarted string
 }
 
 // workload is "Deployment/api".
@@ -154,6 +157,9 @@ func (c Consumer) Text() string {
 		s = who + " reads it"
 	}
 	s += " (" + c.how() + ")"
+	if c.NotRestarted != "" {
+		s += "; --restart-stale does not restart it: " + c.NotRestarted
+	}
 	if c.Missing && c.Sees != SightFails && c.Key != "" {
 		s += "; key " + c.Key + " does not exist"
 	}

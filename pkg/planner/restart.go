@@ -33,8 +33,12 @@ func restartStale(changes []plan.Change, on bool) {
 		t := &changes[i]
 		for j := range t.Consumers {
 			u := &t.Consumers[j]
+			if u.Sees != plan.SightStale {
+				continue
+			}
 			w := at[u.Workload]
-			if u.Sees != plan.SightStale || u.Outside || w == nil || !restartable(w) {
+			if why := notRestartable(u, w); why != "" {
+				u.NotRestarted = why
 				continue
 			}
 			u.Sees = plan.SightRestarted
@@ -54,15 +58,23 @@ func restartStale(changes []plan.Change, on bool) {
 	}
 }
 
-// restartable reports whether w's change can become a restart: a workload
-// kind whose pods a new template replaces, whose template the plan does
-// not change already (such a reader rolls, and is never stale) and whose
-// live object the plan holds.
-func restartable(w *plan.Change) bool {
-	if !classify.Restartable(schema.GroupKind{Group: w.ID.Group, Kind: w.ID.Kind}) || w.Before == nil {
-		return false
+// notRestartable says why the workload of u, a stale reader whose change
+// is w (nil: none), is not restarted; "" when it can be: a workload of
+// the release of a kind whose pods a new template replaces, whose
+// template the plan does not change already (such a reader rolls, and is
+// never stale), and whose live object the plan holds.
+func notRestartable(u *plan.Consumer, w *plan.Change) string {
+	switch {
+	case u.Outside || w == nil:
+		return "outside the release"
+	case !classify.Restartable(schema.GroupKind{Group: w.ID.Group, Kind: w.ID.Kind}):
+		return "a new template replaces no pod of a " + w.ID.Kind
+	case w.Before == nil:
+		return "not in the cluster"
+	case w.Action != plan.ActionNoop && (w.Action != plan.ActionUpdate || w.Class != plan.ClassNone && w.Class != plan.ClassInPlace):
+		return "its change is " + string(w.Class)
 	}
-	return w.Action == plan.ActionNoop || w.Action == plan.ActionUpdate && (w.Class == plan.ClassNone || w.Class == plan.ClassInPlace)
+	return ""
 }
 
 // restart makes c, a workload the apply restarts, a rolling update of its

@@ -26,6 +26,7 @@ func TestRestartStale(t *testing.T) {
 		workloads  WorkloadLister
 		restarted  []string              // workloads restarted, in plan order
 		sees       map[string]plan.Sight // workload name and via → sight
+		why        map[string]string     // workload name → why a stale one is not restarted
 		stale      [2]int
 	}{
 		{name: "envFrom and subPath readers restarted; the file reader and the checksum roll left as they are",
@@ -40,7 +41,8 @@ func TestRestartStale(t *testing.T) {
 			sees: map[string]plan.Sight{"a envFrom": plan.SightRolls, "b subPath": plan.SightRolls, "c volume": plan.SightRolls}},
 		{name: "a ReplicaSet keeps its pods whatever its template, a reader outside the release is not the release's: both stay stale",
 			base: cfg("1") + replicaSet, head: cfg("2") + replicaSet, workloads: workloadsFake{"Deployment": {outside}},
-			sees: map[string]plan.Sight{"rs envFrom": plan.SightStale, "outside envFrom": plan.SightStale}, stale: [2]int{1, 2}},
+			sees: map[string]plan.Sight{"rs envFrom": plan.SightStale, "outside envFrom": plan.SightStale}, stale: [2]int{1, 2},
+			why: map[string]string{"rs": "a new template replaces no pod of a ReplicaSet", "outside": "outside the release"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +73,9 @@ func TestRestartStale(t *testing.T) {
 				for _, u := range ch.Consumers {
 					if want, ok := tt.sees[u.Workload.Name+" "+string(u.Via)]; ok && u.Sees != want {
 						t.Errorf("%s: sees %q, want %q", u.Text(), u.Sees, want)
+					}
+					if u.Sees == plan.SightStale && u.NotRestarted != tt.why[u.Workload.Name] && !tt.off {
+						t.Errorf("%s: not restarted because %q, want %q", u.Text(), u.NotRestarted, tt.why[u.Workload.Name])
 					}
 				}
 			}

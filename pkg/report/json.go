@@ -145,7 +145,9 @@ type jsonConsumer struct {
 	ServiceAccount string `json:"serviceAccount,omitempty"`
 	Missing        bool   `json:"missing,omitempty"`
 	Sees           string `json:"sees"`
-	Message        string `json:"message"`
+	// NotRestarted says why --restart-stale leaves a stale reader.
+	NotRestarted string `json:"notRestarted,omitempty"`
+	Message      string `json:"message"`
 }
 
 type jsonReason struct {
@@ -394,7 +396,7 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 	for _, u := range c.Consumers {
 		jc.Consumers = append(jc.Consumers, jsonConsumer{Kind: u.Workload.Kind, Group: u.Workload.Group, Namespace: u.Workload.Namespace,
 			Name: u.Workload.Name, Outside: u.Outside, Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env,
-			Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), Message: u.Text()})
+			Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), NotRestarted: u.NotRestarted, Message: u.Text()})
 	}
 	return jc
 }

@@ -161,4 +161,9 @@ func TestStaleConfigOutsideReader(t *testing.T) {
 			}
 		}
 	}
+	// --restart-stale restarts the release's readers only, and says so.
+	r := run(t, c, append(args, "--restart-stale")...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, want+"; --restart-stale does not restart it: outside the release") {
+		t.Errorf("--restart-stale: exit %d, want 0 and the outside reader not restarted\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
