@@ -23,6 +23,9 @@ type ConfigRef struct {
 	// Env is the variable (env) or the prefix (envFrom).
 	Env      string
 	Optional bool
+	// ServiceAccount, of an imagePullSecrets read, names the
+	// ServiceAccount that lists the Secret (its pods get them at creation).
+	ServiceAccount string
 }
 
 // WorkloadKinds are the kinds whose pod templates ConfigRefs reads, by API
@@ -30,6 +33,13 @@ type ConfigRef struct {
 var WorkloadKinds = map[string]string{
 	"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps",
 	"Job": "batch", "CronJob": "batch", "Pod": "",
+}
+
+// IsWorkload reports whether group and kind are a workload kind (see
+// WorkloadKinds).
+func IsWorkload(group, kind string) bool {
+	g, ok := WorkloadKinds[kind]
+	return ok && g == group
 }
 
 // PodSpec returns the pod spec of an object of a workload kind (the
@@ -93,6 +103,40 @@ func ConfigRefs(group, kind string, obj map[string]interface{}) []ConfigRef {
 	for _, s := range objectsOf(spec["imagePullSecrets"]) {
 		if n := str(s["name"]); n != "" {
 			refs = append(refs, ConfigRef{Kind: "Secret", Name: n, Via: plan.ViaImagePullSecrets})
+		}
+	}
+	return refs
+}
+
+// ServiceAccountRef is the ServiceAccount the pods of obj (a workload
+// kind's) run as, whose imagePullSecrets the API server adds to each pod
+// when it is created: a read of those Secrets, which the planner resolves
+// where it knows the ServiceAccount (ServiceAccountPulls). ok false for
+// other kinds.
+func ServiceAccountRef(group, kind string, obj map[string]interface{}) (ConfigRef, bool) {
+	spec, ok := PodSpec(group, kind, obj)
+	if !ok {
+		return ConfigRef{}, false
+	}
+	sa := str(spec["serviceAccountName"])
+	if sa == "" {
+		sa = str(spec["serviceAccount"]) // its deprecated name
+	}
+	if sa == "" {
+		sa = "default"
+	}
+	return ConfigRef{Kind: "ServiceAccount", Name: sa, Via: plan.ViaImagePullSecrets}, true
+}
+
+// ServiceAccountPulls are the Secrets a ServiceAccount obj lists in its
+// imagePullSecrets, which the API server adds to each pod it runs when
+// the pod is created: reads of the pods of the workloads that use it.
+func ServiceAccountPulls(obj map[string]interface{}) []ConfigRef {
+	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+	var refs []ConfigRef
+	for _, s := range objectsOf(obj["imagePullSecrets"]) {
+		if n := str(s["name"]); n != "" {
+			refs = append(refs, ConfigRef{Kind: "Secret", Name: n, Via: plan.ViaImagePullSecrets, ServiceAccount: name})
 		}
 	}
 	return refs

@@ -51,3 +51,21 @@ func TestOfflineRemovedKeyBlocks(t *testing.T) {
 		t.Errorf("exit %d, want %d naming Deployment/a and key colour\n%s\n%s", code, ExitBlocked, out, errOut)
 	}
 }
+
+// TestOfflineRestartStaleGolden: --restart-stale shows Deployments a and b
+// (envFrom, subPath) as rolling restarts before the gate, in every output
+// form, and none of the readers as stale; planning writes nothing (offline
+// there is nothing to write to), and the pending restarts count (3).
+func TestOfflineRestartStaleGolden(t *testing.T) {
+	t.Setenv("GITHUB_ACTIONS", "")
+	for _, format := range []string{"text", "json", "markdown", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			out, errOut, code := execute(t, "helm-safe-upgrade", "app", staleChart, "-n", "demo", "--offline", "--from-chart", staleChart,
+				"--set", "greeting=hi", "--restart-stale", "--fail-on-stale-config", "--detailed-exitcode", "-o", format)
+			if code != ExitPending {
+				t.Fatalf("exit %d, want %d (nothing left stale, restarts pending)\n%s", code, ExitPending, errOut)
+			}
+			assertGolden(t, "restart."+format, out)
+		})
+	}
+}

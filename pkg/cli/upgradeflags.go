@@ -76,6 +76,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.FailOnRegenerated, "fail-on-regenerated", false, "with --detailed-exitcode: count updates of fields regenerated on every render (a generated password the upgrade rotates) as changes (exit 3)")
 	fs.BoolVar(&f.FailOnStaleConfig, "fail-on-stale-config", false, "block (exit 2, nothing written) when a changed ConfigMap or Secret is read through env, envFrom or a subPath mount by a workload whose pod template does not change: its running pods would keep the old value until they restart")
 	addApplyFlags(fs, &f.Apply)
+	fs.BoolVar(&f.Apply.RestartStale, "restart-stale", false, "after Helm's upgrade, restart (as kubectl rollout restart does) the release's Deployments, StatefulSets and DaemonSets whose running pods would keep a changed ConfigMap's or Secret's old value (read through env, envFrom or a subPath mount); planned and shown as rolling before the gate")
 	fs.StringArrayVar(&f.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH, [*] for any index or key (repeatable); never for a field the server refuses to change")
 	fs.StringVar(&f.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...], rules of --ignore's form); default: "+planner.RulesFileName+" in the chart's directory, when there is one")
 	f.addSavedPlanFlags(fs)

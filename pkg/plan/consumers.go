@@ -37,6 +37,9 @@ const (
 	// the template does not change: the running pods keep the old value
 	// until they restart.
 	SightStale Sight = "stale"
+	// SightRestarted: as SightStale, and --restart-stale restarts the
+	// workload after Helm's upgrade, so its new pods read the new value.
+	SightRestarted Sight = "restarted"
 	// SightFile: a volume mounted whole; the kubelet updates the files in
 	// place, the application must re-read them.
 	SightFile Sight = "file"
@@ -68,10 +71,16 @@ type Consumer struct {
 	// Env is the variable (env) or the prefix (envFrom).
 	Env      string
 	Optional bool
+	// ServiceAccount, of an imagePullSecrets read, is the ServiceAccount
+	// that lists the Secret ("": the pod template does).
+	ServiceAccount string
 	// Missing: Key is not in the object as the plan leaves it (or the
 	// object is deleted).
 	Missing bool
 	Sees    Sight
+	// NotRestarted, of a stale reader --restart-stale leaves as it is,
+	// says why ("outside the release").
+	NotRestarted string
 }
 
 // workload is "Deployment/api".
@@ -97,6 +106,12 @@ func (c Consumer) how() string {
 			s += " item " + c.Key
 		}
 		parts = append(parts, s)
+	case ViaImagePullSecrets:
+		s := string(c.Via)
+		if c.ServiceAccount != "" {
+			s += " of ServiceAccount " + c.ServiceAccount
+		}
+		parts = append(parts, s)
 	default:
 		parts = append(parts, string(c.Via))
 	}
@@ -118,6 +133,8 @@ func (c Consumer) Text() string {
 		s = who + " picks the change up by rolling: its pod template changes in this plan"
 	case SightStale:
 		s = "running pods of " + who + " keep the old value until they restart"
+	case SightRestarted:
+		s = who + " is restarted after the upgrade (--restart-stale): its new pods read the new value"
 	case SightFile:
 		s = who + ": the kubelet updates the file within about a minute; the application must re-read it"
 	case SightFails:
@@ -140,6 +157,9 @@ func (c Consumer) Text() string {
 		s = who + " reads it"
 	}
 	s += " (" + c.how() + ")"
+	if c.NotRestarted != "" {
+		s += "; --restart-stale does not restart it: " + c.NotRestarted
+	}
 	if c.Missing && c.Sees != SightFails && c.Key != "" {
 		s += "; key " + c.Key + " does not exist"
 	}

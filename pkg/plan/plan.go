@@ -181,6 +181,10 @@ type Change struct {
 	// Consumers, of a changed ConfigMap or Secret, are the workloads that
 	// read it and what their running pods see of the change.
 	Consumers []Consumer
+	// RestartedFor, on a workload --restart-stale restarts after Helm's
+	// upgrade, names the changed ConfigMaps and Secrets its running pods
+	// would not see otherwise ("ConfigMap settings"); see restart.go.
+	RestartedFor []string
 }
 
 // Release identifies the release being upgraded.

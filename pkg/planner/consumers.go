@@ -116,16 +116,17 @@ func (p *Planner) configConsumers(ctx context.Context, ns string, changes []plan
 	}
 	ids := slices.Collect(maps.Keys(inside))
 	sort.Slice(ids, func(i, j int) bool { return ids[i].Less(ids[j]) })
+	pulls := serviceAccountPulls(inside)
 	for _, id := range ids {
 		w := workloads[id]
-		if w != nil && w.Action == plan.ActionDelete {
+		if w != nil && w.Action == plan.ActionDelete || !classify.IsWorkload(id.Group, id.Kind) {
 			continue
 		}
-		consume(targets, id, w, false, inside[id])
+		consume(targets, id, w, false, pulls.expand(id.Namespace, inside[id]))
 	}
 	notes := []string{insideOnly}
 	if p.Cluster.Workloads != nil {
-		notes = p.outsideConsumers(ctx, ns, targets, workloads)
+		notes = p.outsideConsumers(ctx, ns, targets, workloads, pulls)
 	}
 	for _, t := range targets {
 		for i := range t.change.Consumers {
@@ -143,7 +144,7 @@ const insideOnly = "offline: the readers of changed ConfigMaps and Secrets are t
 // outsideConsumers adds the readers of targets that the release does not
 // hold, read from namespace ns, to targets; its notes say what could not be
 // read.
-func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*configTarget, release map[manifest.ObjectID]*plan.Change) []string {
+func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*configTarget, release map[manifest.ObjectID]*plan.Change, pulls saPulls) []string {
 	var failed []string
 	var first error
 	for _, kind := range slices.Sorted(maps.Keys(classify.WorkloadKinds)) {
@@ -154,7 +155,7 @@ func (p *Planner) outsideConsumers(ctx context.Context, ns string, targets []*co
 			if _, ok := release[id]; ok || controlledByWorkload(obj) || finished(obj) {
 				return // read from the render, through its controller's template, or by no running pod
 			}
-			consume(targets, id, nil, true, classify.ConfigRefs(group, kind, obj.Object))
+			consume(targets, id, nil, true, pulls.expand(ns, podReads(group, kind, obj.Object)))
 		})
 		if errors.Is(err, live.ErrNoServer) {
 			return []string{insideOnly}
@@ -208,7 +209,8 @@ func consume(targets []*configTarget, id manifest.ObjectID, w *plan.Change, outs
 			if t.change.ID.Kind != r.Kind || t.change.ID.Name != r.Name || t.change.ID.Namespace != id.Namespace {
 				continue
 			}
-			c := plan.Consumer{Workload: id, Outside: outside, Container: r.Container, Via: r.Via, Key: r.Key, Env: r.Env, Optional: r.Optional}
+			c := plan.Consumer{Workload: id, Outside: outside, Container: r.Container, Via: r.Via, Key: r.Key, Env: r.Env, Optional: r.Optional,
+				ServiceAccount: r.ServiceAccount}
 			_, has := t.after[r.Key]
 			c.Missing = t.deleted || r.Key != "" && !has
 			c.Sees = sight(t, r, id.Kind, rolls)
@@ -246,7 +248,7 @@ func sight(t *configTarget, r classify.ConfigRef, kind string, rolls bool) plan.
 // sanitizeConsumer escapes what the render or the cluster named (a
 // workload, a container, a key, a variable) as every text of the plan is.
 func sanitizeConsumer(c *plan.Consumer, san *redact.Sanitizer) {
-	for _, f := range []*string{&c.Workload.Name, &c.Container, &c.Key, &c.Env} {
+	for _, f := range []*string{&c.Workload.Name, &c.Container, &c.Key, &c.Env, &c.ServiceAccount} {
 		*f = san.Text(*f, redact.MessageLimit)
 	}
 }
@@ -266,4 +268,49 @@ func failing(c *plan.Change) {
 		c.Reasons = append(c.Reasons, plan.Reason{Path: path, Message: u.Text(), Source: plan.SourceCatalogue,
 			Consumer: u.Workload.Kind + "/" + u.Workload.Name})
 	}
+}
+
+// saPulls are the imagePullSecrets of the release's ServiceAccounts, by
+// namespace and name.
+type saPulls map[[2]string][]classify.ConfigRef
+
+// serviceAccountPulls gathers the ServiceAccounts' reads among inside.
+func serviceAccountPulls(inside map[manifest.ObjectID][]classify.ConfigRef) saPulls {
+	out := saPulls{}
+	for id, refs := range inside {
+		if id.Group == "" && id.Kind == "ServiceAccount" {
+			out[[2]string{id.Namespace, id.Name}] = refs
+		}
+	}
+	return out
+}
+
+// expand replaces a pod template's ServiceAccount read (classify.ConfigRefs)
+// by the imagePullSecrets of that ServiceAccount when the release holds
+// it (one the release does not hold is not read: its pull secrets are
+// not known), in namespace ns.
+func (s saPulls) expand(ns string, refs []classify.ConfigRef) []classify.ConfigRef {
+	out := make([]classify.ConfigRef, 0, len(refs))
+	for _, r := range refs {
+		if r.Kind == "ServiceAccount" {
+			out = append(out, s[[2]string{ns, r.Name}]...)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// podReads are the reads of ConfigMaps and Secrets by obj: a workload's
+// pod template's (classify.ConfigRefs, and its ServiceAccount, which
+// saPulls.expand resolves), or a ServiceAccount's imagePullSecrets.
+func podReads(group, kind string, obj map[string]interface{}) []classify.ConfigRef {
+	if group == "" && kind == "ServiceAccount" {
+		return classify.ServiceAccountPulls(obj)
+	}
+	refs := classify.ConfigRefs(group, kind, obj)
+	if sa, ok := classify.ServiceAccountRef(group, kind, obj); ok {
+		refs = append(refs, sa)
+	}
+	return refs
 }

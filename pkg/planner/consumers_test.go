@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,15 +110,7 @@ func TestConfigConsumers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Offline{Release: "app", Namespace: "prod"}.Parts()
-			if tt.workloads != nil {
-				c.Workloads = tt.workloads
-			}
-			p, err := New(c, "").Plan(context.Background(), Input{Release: plan.Release{Name: "app", Namespace: "prod"},
-				PreviousManifest: tt.base, NextManifest: tt.head})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := readersPlan(t, Input{PreviousManifest: tt.base, NextManifest: tt.head}, tt.workloads)
 			for _, ch := range p.Changes {
 				if ch.ID.Name != tt.object {
 					continue
@@ -154,5 +147,46 @@ func TestConfigConsumers(t *testing.T) {
 				t.Errorf("notes %q lack %q", p.Notes, tt.note)
 			}
 		})
+	}
+}
+
+// readersPlan plans in offline, as release app in namespace prod, with
+// workloads (nil: none) outside the release.
+func readersPlan(t *testing.T, in Input, workloads WorkloadLister) *plan.Plan {
+	t.Helper()
+	c := Offline{Release: "app", Namespace: "prod"}.Parts()
+	if workloads != nil {
+		c.Workloads = workloads
+	}
+	in.Release = plan.Release{Name: "app", Namespace: "prod"}
+	p, err := New(c, "").Plan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestServiceAccountPullSecrets: a Secret the release's ServiceAccount
+// lists in imagePullSecrets is read by the pods of the workloads that run
+// as it (the API server copies the list into each pod it creates), used
+// at their next image pull; a workload running as another ServiceAccount
+// does not read it.
+func TestServiceAccountPullSecrets(t *testing.T) {
+	registry := func(v string) string {
+		return "---\napiVersion: v1\nkind: Secret\nmetadata: {name: registry}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: '{\"auths\":{\"r\":{\"auth\":\"" + v + "\"}}}'}\n"
+	}
+	sa := "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: builder}\nimagePullSecrets: [{name: registry}]\n"
+	puller := strings.Replace(deployment("puller", "", ""), "      containers:", "      serviceAccountName: builder\n      containers:", 1)
+	other := deployment("other", "", "")
+	p := readersPlan(t, Input{PreviousManifest: registry("old-hunter2") + sa + puller + other, NextManifest: registry("new-hunter2") + sa + puller + other}, nil)
+	var got []string
+	for _, ch := range p.Changes {
+		for _, u := range ch.Consumers {
+			got = append(got, u.Text())
+		}
+	}
+	want := []string{"Deployment/puller uses it at its next image pull (imagePullSecrets of ServiceAccount builder)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("readers %q, want %q", got, want)
 	}
 }

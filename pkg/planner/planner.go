@@ -68,6 +68,10 @@ type Input struct {
 	CRDs, PreviousCRDs []CRDFile
 	SkipCRDs           bool
 	BaseCRDsUnknown    bool
+	// RestartStale is --restart-stale: the workloads whose running pods
+	// would keep a changed ConfigMap's or Secret's old value are planned
+	// to be restarted after Helm's upgrade (restartStale).
+	RestartStale bool
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -205,7 +209,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 				work[i] = evaluation{} // its objects are garbage once it is evaluated
 				changes[i], err = p.change(gctx, in, e, crdKinds, san)
 				if e.next != nil && e.next.Obj != nil {
-					reads[i] = classify.ConfigRefs(id.Group, id.Kind, e.next.Obj.Object)
+					reads[i] = podReads(id.Group, id.Kind, e.next.Obj.Object)
 				}
 				markRegenerated(&changes[i], regen[id])
 				markIgnored(&changes[i], in.Ignore)
@@ -238,6 +242,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		}
 	}
 	readNotes := p.configConsumers(ctx, ns, changes, inside, san)
+	restartStale(changes, in.RestartStale)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])
@@ -364,6 +369,9 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 		// Nothing shows or saves a noop's objects (no diff, no state to pin):
 		// keeping them would make memory grow with the release.
 		c.Before, c.After = nil, nil
+		if in.RestartStale && liveObj != nil && classify.Restartable(obj.GVK.GroupKind()) {
+			c.Before = p.shown(liveObj) // what a restart would change (restartStale)
+		}
 	}
 	return c, nil
 }

@@ -92,6 +92,9 @@ type jsonSummary struct {
 	// pods do not see, StaleWorkloads those pods' workloads.
 	StaleConfig    int `json:"staleConfig,omitempty"`
 	StaleWorkloads int `json:"staleWorkloads,omitempty"`
+	// Restarts counts the workloads --restart-stale restarts after the
+	// upgrade (each change's restartedFor says for what).
+	Restarts int `json:"restarts,omitempty"`
 }
 
 type jsonChange struct {
@@ -124,6 +127,9 @@ type jsonChange struct {
 	// Consumers: of a changed ConfigMap or Secret, the workloads that read
 	// it and what their running pods see.
 	Consumers []jsonConsumer `json:"consumers,omitempty"`
+	// RestartedFor: of a workload --restart-stale restarts, the changed
+	// ConfigMaps and Secrets its pods would not see otherwise.
+	RestartedFor []string `json:"restartedFor,omitempty"`
 }
 
 type jsonConsumer struct {
@@ -137,9 +143,13 @@ type jsonConsumer struct {
 	Key       string `json:"key,omitempty"`
 	Env       string `json:"env,omitempty"`
 	Optional  bool   `json:"optional,omitempty"`
-	Missing   bool   `json:"missing,omitempty"`
-	Sees      string `json:"sees"`
-	Message   string `json:"message"`
+	// ServiceAccount lists the Secret an imagePullSecrets read is of.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	Missing        bool   `json:"missing,omitempty"`
+	Sees           string `json:"sees"`
+	// NotRestarted says why --restart-stale leaves a stale reader.
+	NotRestarted string `json:"notRestarted,omitempty"`
+	Message      string `json:"message"`
 }
 
 type jsonReason struct {
@@ -342,6 +352,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 		Uninstalled:   toJSONUninstalled(p.Uninstalled),
 	}
 	doc.Summary.StaleConfig, doc.Summary.StaleWorkloads = p.StaleConfig()
+	doc.Summary.Restarts = len(p.Restarts())
 	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
 	if err != nil {
 		return nil, err
@@ -389,10 +400,11 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 	for _, d := range c.Drift {
 		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted, Manager: d.Manager})
 	}
+	jc.RestartedFor = c.RestartedFor
 	for _, u := range c.Consumers {
 		jc.Consumers = append(jc.Consumers, jsonConsumer{Kind: u.Workload.Kind, Group: u.Workload.Group, Namespace: u.Workload.Namespace,
 			Name: u.Workload.Name, Outside: u.Outside, Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env,
-			Optional: u.Optional, Missing: u.Missing, Sees: string(u.Sees), Message: u.Text()})
+			Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), NotRestarted: u.NotRestarted, Message: u.Text()})
 	}
 	return jc
 }

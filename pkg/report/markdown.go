@@ -56,6 +56,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if line := p.StaleConfigLine(); line != "" {
 		fmt.Fprintf(&top, "\n%s\n", mdText(line))
 	}
+	if line := p.RestartLine(); line != "" {
+		fmt.Fprintf(&top, "\n%s\n", mdText(line))
+	}
 	top.WriteString("\n" + mdText(releaseLine(p)))
 	if p.ServerVersion != "" {
 		top.WriteString(", Kubernetes " + mdText(p.ServerVersion))

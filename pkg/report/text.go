@@ -70,6 +70,9 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if line := p.StaleConfigLine(); line != "" {
 		fmt.Fprintln(bw, pal.yellow.Sprint(line))
 	}
+	if line := p.RestartLine(); line != "" {
+		fmt.Fprintln(bw, line)
+	}
 	if p.Offline {
 		fmt.Fprintln(bw, offlineLine)
 	}

@@ -30,6 +30,8 @@ type Run struct {
 	// Uninstall, for an uninstall, are its flags (UninstallFlags) in place
 	// of Render's and Force.
 	Uninstall map[string]interface{}
+	// RestartStale is the run's --restart-stale.
+	RestartStale bool
 	// Now is the time; MaxAge is --plan-max-age (0: no limit).
 	Now    time.Time
 	MaxAge time.Duration
@@ -65,7 +67,7 @@ func Start(saved *Plan, run Run) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	flags := ApplyFlags(run.Render, run.Force)
+	flags := withRestart(ApplyFlags(run.Render, run.Force), run.RestartStale)
 	if run.Op == OpUninstall {
 		flags = run.Uninstall
 	}

@@ -82,6 +82,9 @@ type Plan struct {
 	// Acknowledged are the destructive changes acknowledged when planning,
 	// each bound to its fingerprint.
 	Acknowledged []gate.Ack `json:"acknowledged,omitempty"`
+	// Restart are the workloads --restart-stale restarts after Helm's
+	// upgrade (plan.Plan.Restarts): the apply restarts exactly those.
+	Restart []string `json:"restart,omitempty"`
 	// MaskKey is the key Secret values were masked with in the reviewed
 	// plan: the apply masks with it too, so live Secrets' state digests
 	// and the markers shown compare equal. The file holds the values in
@@ -249,6 +252,8 @@ type Source struct {
 	// Uninstall, set for an uninstall's plan, are its flags in place of
 	// Render's and Force (see UninstallFlags).
 	Uninstall map[string]interface{}
+	// RestartStale is --restart-stale.
+	RestartStale bool
 	// Created is when the plan was made; Cluster where.
 	Created time.Time
 	Cluster ClusterIdentity
@@ -269,7 +274,7 @@ func New(src Source) *Plan {
 		Created:      src.Created.UTC().Truncate(time.Second),
 		Cluster:      src.Cluster,
 		PlannedBy:    src.PlannedBy,
-		ApplyFlags:   ApplyFlags(src.Render, src.Force),
+		ApplyFlags:   withRestart(ApplyFlags(src.Render, src.Force), src.RestartStale),
 		Operation:    OpUpgrade,
 		RollbackTo:   res.RollbackTo,
 		ChartRef:     src.ChartRef,
@@ -289,6 +294,7 @@ func New(src Source) *Plan {
 	if res.Last != nil {
 		s.Release.LastRevision = res.Last.Version
 	}
+	s.Restart = restarts(src.Plan)
 	for _, ch := range src.Plan.Changes {
 		if ch.Action != plan.ActionNoop {
 			s.Objects = append(s.Objects, Object{Object: ch.ID.String(),
@@ -410,6 +416,9 @@ func UninstallFlags(flags any) map[string]interface{} {
 // unmoved refuses the saved plan when an object it changes moved in the
 // cluster since.
 func (s *Plan) unmoved(p *plan.Plan) error {
+	if err := s.sameRestarts(p); err != nil {
+		return err
+	}
 	now := map[string]plan.Change{}
 	for _, c := range p.Changes {
 		now[c.ID.String()] = c

@@ -27,6 +27,10 @@ type ApplyMode struct {
 	// plan.Release.ForceReplace); only when the user asked for it. Helm 4
 	// refuses it with server-side apply, and so do the plan and the apply.
 	Force bool
+	// RestartStale is --restart-stale: the workloads the plan restarts
+	// (plan.Plan.Restarts) are restarted once Helm's upgrade succeeded
+	// (see restart.go); saved plans pin it.
+	RestartStale bool
 	// Watch is whether and how long the rollout is watched after Helm
 	// returns (not pinned by saved plans: it writes nothing).
 	Watch WatchRequest
@@ -68,6 +72,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces every object of the new manifest that exists with PUT, changed or not, instead of patching it (the plan checked each PUT)")
 	}
 	seen := c.watchAlongside(ctx, w, planned)
+	planned.applied = c.Now()
 	rel, err := apply.Apply(ctx, apply.Request{
 		Config:      c.Helm,
 		Cluster:     c.Cluster,
@@ -120,6 +125,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			return c.explainWait(planned, err, troubles)
 		}
 		return c.timedOut(err)
+	}
+	if err := c.restartStale(ctx, planned, rel.Version); err != nil {
+		return err
 	}
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan, on either way out.

@@ -59,6 +59,7 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
 	if !slices.Contains(req.Render.Values.ValueFiles, "-") { // stdin cannot be read twice
 		c.progress("Rendering again to find the fields regenerated on every render")
 		again, err := render.RenderOffline(ctx, c.Settings, req.ReleaseName, base, req.ChartRef, req.Render, target)

@@ -68,6 +68,9 @@ type Planned struct {
 	// Lease is the release's Lease as read before the plan: the apply
 	// takes it on condition that nobody took it since.
 	Lease *releasestate.LeaseObservation
+	// applied is when the apply started: the readers' pods that predate
+	// it keep the values they read (see readers.go).
+	applied time.Time
 }
 
 // Plan plans req within --timeout: offline against req.Offline when set
@@ -95,7 +98,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	// for another cluster, other flags, or too long ago.
 	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
 		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Render:   req.Render, Force: req.Apply.Force, Op: req.op(), Now: c.Now(), MaxAge: req.SavedMaxAge})
+		Render:   req.Render, Force: req.Apply.Force, RestartStale: req.Apply.RestartStale, Op: req.op(), Now: c.Now(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +132,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
 	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
 	in.Release.ApplyMethod = plan.ApplyMethodCSA
 	if res.ServerSideApply(req.Render.ServerSide) {
 		in.Release.ApplyMethod = plan.ApplyMethodSSA

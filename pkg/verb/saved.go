@@ -25,7 +25,7 @@ type SaveRequest struct {
 // req.Keys), and says so on Out. Without a path it does nothing.
 func (c *Config) SavePlan(ctx context.Context, req SaveRequest, planned *Planned) error {
 	return c.save(ctx, req, savedplan.Source{Plan: planned.Plan, Rendered: planned.Rendered,
-		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force})
+		ChartRef: planned.ChartRef, Render: planned.Render, Force: planned.Apply.Force, RestartStale: planned.Apply.RestartStale})
 }
 
 // SaveUninstallPlan is SavePlan of an uninstall's plan: the last revision

@@ -139,6 +139,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	if err != nil {
 		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
 	}
+	c.checkReaders(ctx, planned, out)
 	cleanOutcome(out, c.Sanitizer)
 	planned.Plan.Outcome = out
 	writeOutcome(c.Out, out, planned.Plan)

@@ -135,6 +135,8 @@ type jsonChange struct {
 	Notes []string `json:"notes"`
 	// Pruned: fields the server drops (a CRD's pruning, unknown fields).
 	Pruned []string `json:"pruned"`
+	// RestartedFor: what --restart-stale restarts the workload for.
+	RestartedFor []string `json:"restartedFor"`
 }
 
 // planJSON runs the tool with --dry-run -o json and decodes the plan.

@@ -89,6 +89,18 @@ func TestStaleConfig(t *testing.T) {
 			t.Errorf("Deployment/%s: pods %v before, %v after; only d rolls", d, pods[d], after)
 		}
 	}
+	// The outcome follows the readers the upgrade leaves running.
+	for _, want := range []string{
+		"Outcome: 4 as predicted, 0 differ",
+		"Deployment.apps/" + ns + "/a: 1 of 1 pod(s) started before the upgrade: still on the old value (predicted: no pod replaced; running pods keep the old value of ConfigMap settings until they restart)",
+		"Deployment.apps/" + ns + "/b: 1 of 1 pod(s) started before the upgrade: still on the old value",
+		"Deployment.apps/" + ns + "/c: 1 of 1 pod(s) started before the upgrade (predicted: no pod replaced; the kubelet updates the files",
+		"Deployment.apps/" + ns + "/d: 1 of 1 pod(s) replaced (predicted: every pod replaced)",
+	} {
+		if !strings.Contains(r.Stdout+r.Stderr, want) {
+			t.Errorf("no %q in the apply's output:\n%s\n%s", want, r.Stdout, r.Stderr)
+		}
+	}
 	for _, out := range []string{r.Stdout, r.Stderr} {
 		if strings.Contains(out, password) {
 			t.Errorf("the Secret's value in the output:\n%s", out)
@@ -148,5 +160,10 @@ func TestStaleConfigOutsideReader(t *testing.T) {
 				t.Errorf("-o %s: a Secret value in the output:\n%s", format, out)
 			}
 		}
+	}
+	// --restart-stale restarts the release's readers only, and says so.
+	r := run(t, c, append(args, "--restart-stale")...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, want+"; --restart-stale does not restart it: outside the release") {
+		t.Errorf("--restart-stale: exit %d, want 0 and the outside reader not restarted\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
