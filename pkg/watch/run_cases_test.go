@@ -1,0 +1,211 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+)
+
+// TestRunCreatedClaims: claims the upgrade creates are followed like any
+// object (they share the namespace's LIST+WATCH of claims with the
+// StatefulSets'): a bound one is current, an unbound one whose
+// StorageClass binds on first use is current and says so, and one that
+// binds at once but has not is not current when the watch times out.
+func TestRunCreatedClaims(t *testing.T) {
+	claimsGVK := schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+	claim := func(class, phase string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+			"metadata": map[string]interface{}{"name": "uploads", "namespace": "ns", "uid": "uid-uploads"},
+			"spec":     map[string]interface{}{"storageClassName": class},
+			"status":   map[string]interface{}{"phase": phase}}}
+	}
+	class := func(name, mode string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]interface{}{"name": name}, "volumeBindingMode": mode}}
+	}
+	tests := []struct {
+		name       string
+		claim      *unstructured.Unstructured
+		wantState  string
+		wantText   string
+		wantTimely bool // settled before the watch's timeout
+	}{
+		{"bound", claim("", "Bound"), plan.StateCurrent, "", true},
+		{"unbound, bound on first use", claim("local", "Pending"), plan.StateCurrent, "binds it when a pod using it is scheduled (WaitForFirstConsumer)", true},
+		{"unbound, bound at once", claim("fast", "Pending"), plan.StateInProgress, "StorageClass fast binds at once (Immediate), and has not yet", false},
+		{"unbound, no class", claim("", "Pending"), plan.StateInProgress, "no StorageClass", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := fakeCluster()
+			cluster.AddKind(claimsGVK, live.ClaimsGVR, true)
+			cluster.Put(live.StorageClassesGVR, class("local", "WaitForFirstConsumer"))
+			cluster.Put(live.StorageClassesGVR, class("fast", "Immediate"))
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{{ID: manifest.ObjectID{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "uploads"},
+				APIVersion: "v1", Action: plan.ActionCreate, After: tt.claim}}})
+			w.Refresh = time.Hour
+			ctx := context.Background()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cluster.Put(live.ClaimsGVR, tt.claim) // Helm's create
+			timeout := time.Minute
+			if !tt.wantTimely {
+				timeout = 200 * time.Millisecond
+			}
+			out, err := w.Run(ctx, timeout, NewProgress(&strings.Builder{}, false, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ob := out.Objects[0]
+			if ob.State != tt.wantState || !strings.Contains(ob.Detail+" "+ob.Reason, tt.wantText) || out.TimedOut == tt.wantTimely {
+				t.Errorf("outcome %+v (timed out %v), want %s saying %q", ob, out.TimedOut, tt.wantState, tt.wantText)
+			}
+		})
+	}
+}
+
+// silent is a Reader whose LISTs go unanswered until their context ends,
+// as from an API server that stopped (SIGSTOP).
+type silent struct{ *clusterfake.Reader }
+
+func (silent) List(ctx context.Context, _ schema.GroupVersionResource, _ string, _ metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunUnanswered: a watch that times out while the API server does not
+// answer says so (an *UnansweredError), after the watch's timeout and one
+// request's, instead of an outcome blaming the objects.
+func TestRunUnanswered(t *testing.T) {
+	before := deployment(1, webSpec, nil)
+	w := New(silent{fakeCluster(before)}, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.RequestTimeout = 50 * time.Millisecond
+	out, err := w.Run(context.Background(), 50*time.Millisecond, NewProgress(&strings.Builder{}, false, nil))
+	var unanswered *UnansweredError
+	if !errors.As(err, &unanswered) || !strings.Contains(err.Error(), "the API server stopped answering") || out != nil {
+		t.Errorf("outcome %+v, error %v; want none, and an *UnansweredError", out, err)
+	}
+}
+
+// TestRunKindServedAfterTheApply: a custom resource whose CRD the release
+// creates is not served when the watch is made; it is followed once Helm
+// returned, not left unknown.
+func TestRunKindServedAfterTheApply(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	cluster := fakeCluster()
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{{ID: manifest.ObjectID{Group: "example.com", Kind: "Gadget", Namespace: "ns", Name: "g"},
+		APIVersion: "example.com/v1", Action: plan.ActionCreate}}})
+	w.Refresh = time.Hour
+	ctx := context.Background()
+	if err := w.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The apply: the CRD, then the custom resource.
+	cluster.AddKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}, gadgets, true)
+	cluster.Put(gadgets, &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]interface{}{"name": "g", "namespace": "ns", "uid": "uid-g"}}})
+	out, err := w.Run(ctx, time.Minute, NewProgress(&strings.Builder{}, false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob := out.Objects[0]; ob.State != plan.StateCurrent || out.TimedOut {
+		t.Errorf("outcome %+v (timed out %v), want the Gadget current", ob, out.TimedOut)
+	}
+}
+
+// TestSnapshotReusedReplicaSet: a Deployment whose new template is that of
+// an earlier ReplicaSet it owns (a drift reverted) is predicted to keep
+// that ReplicaSet's pods, which the controller scales back up, and to
+// replace the others; the ReplicaSets are LISTed once, and only for a
+// Deployment whose template changes.
+func TestSnapshotReusedReplicaSet(t *testing.T) {
+	template := func(image, hash string) map[string]interface{} {
+		labels := map[string]interface{}{"app": "web"}
+		if hash != "" {
+			labels[templateHashLabel] = hash
+		}
+		return map[string]interface{}{"metadata": map[string]interface{}{"labels": labels},
+			"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{"name": "web", "image": image}}}}
+	}
+	spec := func(image string) map[string]interface{} {
+		return map[string]interface{}{"selector": selector, "replicas": int64(1), "template": template(image, "")}
+	}
+	replicaSet := func(name, owner, image, hash string) *unstructured.Unstructured {
+		rs := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+			"metadata": map[string]interface{}{"name": name, "namespace": "ns", "labels": map[string]interface{}{"app": "web", templateHashLabel: hash}},
+			"spec":     map[string]interface{}{"selector": selector, "template": template(image, hash)}}}
+		yes := true
+		rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: types.UID(owner), Controller: &yes}})
+		return rs
+	}
+	pod := func(name, hash string) *unstructured.Unstructured {
+		p := podObj(name, "", "")
+		p.SetLabels(map[string]string{"app": "web", templateHashLabel: hash})
+		return p
+	}
+	tests := []struct {
+		name      string
+		class     plan.Class
+		sets      []*unstructured.Unstructured
+		wantLists int
+		predicted string
+		observed  string
+	}{
+		{"the earlier ReplicaSet scaled back up", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.25", "a"), replicaSet("web-b", "uid-web", "nginx:crash", "b")}, 1,
+			"pods of the earlier ReplicaSet web-a kept and scaled back up, the others replaced",
+			"1 of 1 pod(s) of ReplicaSet web-a kept, 1 of 1 other(s) replaced"},
+		{"no ReplicaSet has the new template", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.24", "a"), replicaSet("web-b", "uid-web", "nginx:crash", "b")}, 1,
+			"every pod replaced", "1 of 2 pod(s) replaced"},
+		{"owned by another Deployment of that name", plan.ClassRolling,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-other", "nginx:1.25", "a")}, 1,
+			"every pod replaced", "1 of 2 pod(s) replaced"},
+		{"the template unchanged", plan.ClassInPlace,
+			[]*unstructured.Unstructured{replicaSet("web-a", "uid-web", "nginx:1.25", "a")}, 0,
+			"no pod replaced", "1 of 2 pod(s) kept"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := deployment(2, spec("nginx:crash"), nil)
+			cluster := fakeCluster(before, pod("web-a-1", "a"), pod("web-b-1", "b"))
+			for _, rs := range tt.sets {
+				cluster.Put(replicaSetsGVR, rs)
+			}
+			ch := webChange(before, deployment(3, spec("nginx:1.25"), nil))
+			ch.Class = tt.class
+			w := New(cluster, &plan.Plan{Changes: []plan.Change{ch}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := w.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if lists, _ := cluster.Calls("replicasets"); lists != tt.wantLists {
+				t.Errorf("%d LISTs of ReplicaSets, want %d", lists, tt.wantLists)
+			}
+			// The controller scaled web-a back up and web-b down.
+			oo := plan.ObjectOutcome{State: plan.StateCurrent}
+			w.targets[0].check(&oo, map[string]*corev1.Pod{"web-a-1": {ObjectMeta: metav1.ObjectMeta{Name: "web-a-1", UID: "uid-web-a-1"}}}, nil, nil)
+			if oo.Predicted != tt.predicted || oo.Observed != tt.observed {
+				t.Errorf("predicted %q, observed %q; want %q, %q", oo.Predicted, oo.Observed, tt.predicted, tt.observed)
+			}
+			if want := tt.class == plan.ClassRolling && tt.predicted != "every pod replaced"; oo.AsPredicted != want {
+				t.Errorf("as predicted %v, want %v", oo.AsPredicted, want)
+			}
+		})
+	}
+}
