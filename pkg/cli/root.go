@@ -112,7 +112,10 @@ How a command line is read (no release name is ever out of reach):
                           RELEASE takes a Helm release name (lower-case
                           letters, digits, '-' and '.'), so "recover ./chart"
                           upgrades the release "recover" (and "rollback
-                          ./chart" the release "rollback"); shim takes install;
+                          ./chart", "uninstall ./chart", "status ./chart",
+                          "log ./chart", "diff ./chart" the release of that
+                          name); shim takes install; guard takes install,
+                          status or uninstall; gitops takes BASE and HEAD;
                           show-plan takes any FILE
 
 Exit codes:
