@@ -175,8 +175,10 @@ const (
 // rowsDrawn is how many rows the lines last drawn take now, at cols
 // columns: one each when drawn, whatever the terminal's width then
 // (autowrap off); more once the terminal is narrower and wraps them again
-// (tmux, VTE, Windows Terminal, iTerm2 do). A terminal that cuts them instead (xterm) loses as many rows above
-// the block as it is moved up too far: never a copy left behind.
+// (tmux, VTE, Windows Terminal, iTerm2 do). A terminal that cuts them
+// instead (xterm), or that drew them only once narrowed, loses as many
+// rows above the block as it is moved up too far: never a copy left
+// behind.
 func (p *liveLines) rowsDrawn(cols int) int {
 	n := 0
 	for _, w := range p.drawn {
