@@ -26,8 +26,10 @@ type Terminal struct {
 	// TTY is the terminal's end a command writes to.
 	TTY  *os.File
 	ptmx *os.File
-	mu   sync.Mutex
-	emu  *vt.Emulator
+	// stall, held, keeps the emulator from taking more (see Stall).
+	stall sync.Mutex
+	mu    sync.Mutex
+	emu   *vt.Emulator
 	// read is what the emulator took, written what Writer wrote (each
 	// "\n" counted twice: the line discipline writes "\r\n").
 	read, written int
@@ -66,10 +68,12 @@ func (tm *Terminal) feed() {
 	for {
 		n, err := tm.ptmx.Read(buf)
 		if n > 0 {
+			tm.stall.Lock()
 			tm.mu.Lock()
 			_, _ = tm.emu.Write(buf[:n])
 			tm.read += n
 			tm.mu.Unlock()
+			tm.stall.Unlock()
 		}
 		if err != nil {
 			return
@@ -120,6 +124,15 @@ func (tm *Terminal) Resize(t testing.TB, cols, rows int) {
 		t.Fatal(err)
 	}
 	tm.emu.Resize(cols, rows)
+}
+
+// Stall keeps the emulator from drawing what is written until resume is
+// called: it waits in the pseudo-terminal, as output a busy terminal has
+// yet to draw when its window is resized (Resize works meanwhile).
+func (tm *Terminal) Stall() (resume func()) {
+	tm.stall.Lock()
+	var once sync.Once
+	return func() { once.Do(tm.stall.Unlock) }
 }
 
 // End closes the TTY, once whatever wrote to it is done, and waits until

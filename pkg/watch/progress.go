@@ -133,6 +133,11 @@ func (p *liveLines) Update(lines []Line, elapsed time.Duration) {
 		cols = fallbackCols
 	}
 	var b strings.Builder
+	// Autowrap off while drawing: a line the terminal draws only after it
+	// was narrowed (output it had yet to draw when resized) stays one row,
+	// cut by the terminal, as the next redraw counts it; wrapped, its
+	// rows beyond the count would stay behind as a copy.
+	b.WriteString(autowrapOff)
 	b.WriteByte('\r')
 	if up := p.rowsDrawn(cols); up > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", up)
@@ -157,14 +162,23 @@ func (p *liveLines) Update(lines []Line, elapsed time.Duration) {
 		b.WriteByte('\n')
 		p.drawn = append(p.drawn, p.width.StringWidth(t))
 	}
+	b.WriteString(autowrapOn)
 	_, _ = io.WriteString(p.w, b.String())
 }
 
+// DECAWM, reset and set (autowrap is on by default in every terminal).
+const (
+	autowrapOff = "\x1b[?7l"
+	autowrapOn  = "\x1b[?7h"
+)
+
 // rowsDrawn is how many rows the lines last drawn take now, at cols
-// columns: one each at the width they were cut to; more once the terminal
-// is narrower and wraps them again (tmux, VTE, Windows Terminal, iTerm2
-// do). A terminal that cuts them instead (xterm) loses as many rows above
-// the block as it is moved up too far: never a copy left behind.
+// columns: one each when drawn, whatever the terminal's width then
+// (autowrap off); more once the terminal is narrower and wraps them again
+// (tmux, VTE, Windows Terminal, iTerm2 do). A terminal that cuts them
+// instead (xterm), or that drew them only once narrowed, loses as many
+// rows above the block as it is moved up too far: never a copy left
+// behind.
 func (p *liveLines) rowsDrawn(cols int) int {
 	n := 0
 	for _, w := range p.drawn {

@@ -29,10 +29,10 @@ func TestProgress(t *testing.T) {
 		{"plain: a line per change", false, "Deployment.apps/ns/web: in-progress: 1/3 updated, 3/3 ready (1s)\n" +
 			"ConfigMap/ns/cfg: current (1s)\n" +
 			"Deployment.apps/ns/web: current: 3/3 updated, 3/3 ready (2s)\n"},
-		{"terminal: redrawn in place", true, "\r\x1b[J  Deployment.apps/ns/web: in-progress: 1/3 updated, 3/3 ready (1s)\n" +
-			"  ConfigMap/ns/cfg: current (1s)\n" +
-			"\r\x1b[2A\x1b[J  Deployment.apps/ns/web: current: 3/3 updated, 3/3 ready (2s)\n" +
-			"  ConfigMap/ns/cfg: current (2s)\n"},
+		{"terminal: redrawn in place, autowrap off", true, "\x1b[?7l\r\x1b[J  Deployment.apps/ns/web: in-progress: 1/3 updated, 3/3 ready (1s)\n" +
+			"  ConfigMap/ns/cfg: current (1s)\n\x1b[?7h" +
+			"\x1b[?7l\r\x1b[2A\x1b[J  Deployment.apps/ns/web: current: 3/3 updated, 3/3 ready (2s)\n" +
+			"  ConfigMap/ns/cfg: current (2s)\n\x1b[?7h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,9 +107,10 @@ func TestProgressHostileText(t *testing.T) {
 				t.Fatalf("outcome %+v, want failed on the image", ob)
 			}
 			got := shown.String()
-			// The terminal's own redraw: cursor up, carriage return, clear line.
-			own := regexp.MustCompile(`\r(\x1b\[\d+A)?\x1b\[J`)
-			if bad := injection.UnsafeLines(own.ReplaceAllString(got, "")); bad != "" {
+			// The terminal's own redraw: autowrap off, carriage return,
+			// cursor up, erase down; autowrap on at the end.
+			own := regexp.MustCompile(`\x1b\[\?7l\r(?:\x1b\[\d+A)?\x1b\[J|(\n)\x1b\[\?7h`)
+			if bad := injection.UnsafeLines(own.ReplaceAllString(got, "$1")); bad != "" {
 				t.Errorf("progress: %s", bad)
 			}
 			if strings.Contains(got, secret) {

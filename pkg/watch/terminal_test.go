@@ -46,12 +46,18 @@ func TestTerminalProgress(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
 		cols, resize int
+		// late is how many redraws, written at the old size, the
+		// terminal draws only after it resized (a busy terminal).
+		late int
 	}{
-		{"80 columns", 80, 0},
-		{"200 columns", 200, 0},
-		{"80 columns widened to 200", 80, 200},
-		{"200 columns narrowed to 80", 200, 80},
-		{"120 columns narrowed to 50", 120, 50},
+		{"80 columns", 80, 0, 0},
+		{"200 columns", 200, 0, 0},
+		{"80 columns widened to 200", 80, 200, 0},
+		{"200 columns narrowed to 80", 200, 80, 0},
+		{"120 columns narrowed to 50", 120, 50, 0},
+		{"80 columns widened to 200, two redraws late", 80, 200, 2},
+		{"200 columns narrowed to 80, two redraws late", 200, 80, 2},
+		{"120 columns narrowed to 50, three redraws late", 120, 50, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			const rows = 12
@@ -67,12 +73,20 @@ func TestTerminalProgress(t *testing.T) {
 			}
 			p := NewTerminalProgress(out, size, redact.NewSanitizer(redact.NewMasker()))
 			steps := watchScript()
+			resume := func() {}
+			defer func() { resume() }()
 			for i, lines := range steps {
+				if tt.resize != 0 && i == len(steps)/2-tt.late {
+					// What was drawn is drawn; what follows waits.
+					tm.Drain(t)
+					resume = tm.Stall()
+				}
 				if tt.resize != 0 && i == len(steps)/2 {
 					// The terminal resized between two redraws, as a
-					// person drags its window: what was drawn is drawn.
-					tm.Drain(t)
+					// person drags its window, and draws the late ones
+					// at its new size.
 					tm.Resize(t, tt.resize, rows)
+					resume()
 				}
 				p.Update(lines, time.Duration(i)*time.Second)
 			}
@@ -137,11 +151,14 @@ func TestTerminalProgressCuts(t *testing.T) {
 	for _, cols := range []int{80, 200} {
 		var buf strings.Builder
 		NewTerminalProgress(&buf, func() (int, int) { return cols, 0 }, nil).Update([]Line{long, wide}, time.Second)
-		rows := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-		if len(rows) != 2 {
-			t.Fatalf("%d columns: %d rows, want 2: %q", cols, len(rows), buf.String())
+		out := buf.String()
+		if !strings.HasPrefix(out, autowrapOff+"\r\x1b[J") || !strings.HasSuffix(out, "\n"+autowrapOn) {
+			t.Fatalf("%d columns: %q, want autowrap off, erase, the rows, autowrap on", cols, out)
 		}
-		rows[0] = strings.TrimPrefix(rows[0], "\r\x1b[J")
+		rows := strings.Split(strings.TrimSuffix(strings.TrimPrefix(out, autowrapOff+"\r\x1b[J"), "\n"+autowrapOn), "\n")
+		if len(rows) != 2 {
+			t.Fatalf("%d columns: %d rows, want 2: %q", cols, len(rows), out)
+		}
 		for _, r := range rows {
 			w := 0
 			for _, c := range r {
