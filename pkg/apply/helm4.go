@@ -136,10 +136,13 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 }
 
 // rollback runs Helm 4's rollback action to the planned revision, as
-// helm3.rollback does Helm 3's, applied server-side as planned (not Helm
-// 4's "auto", which follows the apply method of the revision rolled back
-// to): the description stays Helm's "Rollback to N" with the audit line
-// added by the store (Helm 4's own Description would replace it).
+// helm3.rollback does Helm 3's, with --force-conflicts as given and
+// --server-side as the plan resolved it: this SDK runs only a planned
+// server-side apply, which the plan decided by Helm 4's own rule ("auto"
+// follows the apply method of the revision rolled back to), so "true" is
+// what Helm 4 would resolve and cannot drift from the plan. The
+// description stays Helm's "Rollback to N" with the audit line added by
+// the store (Helm 4's own Description would replace it).
 func (h *helm4) rollback(wait kube4.WaitStrategy) (*release.Release, error) {
 	req, next, o := h.req, h.store.next, h.req.Render
 	rb := action4.NewRollback(h.cfg)

@@ -25,7 +25,7 @@ type RollbackOptions struct {
 	*Factory
 	// Render holds helm rollback's flags that helm upgrade has too:
 	// --timeout, --wait, --wait-for-jobs, --no-hooks, --cleanup-on-fail,
-	// --history-max.
+	// --history-max, and Helm 4's --server-side and --force-conflicts.
 	Render render.Options
 	runFlags
 	Report report.Request
@@ -78,6 +78,10 @@ func (o *RollbackOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.DisableHooks, "no-hooks", false, "prevent hooks from running during rollback")
 	fs.BoolVar(&r.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this rollback when rollback fails")
 	fs.IntVar(&r.MaxHistory, "history-max", defaultMaxHistory(), "limit the maximum number of revisions saved per release. Use 0 for no limit")
+	// Helm 4's (its help text); refused on a Helm 3 release, whose helm
+	// rollback has neither (render.Result.CheckRollbackFlags).
+	fs.StringVar(&r.ServerSide, "server-side", render.ServerSideAuto, "must be \"true\", \"false\" or \"auto\". Object updates run in the server instead of the client (\"auto\" defaults the value from the previous chart release's method)")
+	fs.BoolVar(&r.ForceConflicts, "force-conflicts", false, "if set server-side apply will force changes against conflicts")
 	o.addPlanFlags(fs)
 	o.addSavedPlanFlags(fs)
 	addApplyFlags(fs, &o.Apply)

@@ -247,6 +247,7 @@ func TestShimRollbackUninstallFlags(t *testing.T) {
 		{"rollback: bad revision", []string{"-n", "ns", "rollback", "r", "one"}, `REVISION "one" is not a revision number`},
 		{"rollback: -o json refused", []string{"rollback", "r", "-o", "json"}, "helm rollback -o json: not supported through the safe-upgrade shim"},
 		{"rollback: bad wait strategy", []string{"rollback", "r", "--wait=soon"}, "--wait=soon"},
+		{"rollback: bad --server-side", []string{"rollback", "r", "--server-side=yes"}, `invalid --server-side "yes"`},
 		{"delete: Helm 2's --purge refused", []string{"delete", "--purge", "r"}, "unknown flag: --purge"},
 		{"delete: one release at a time", []string{"delete", "a", "b"}, "uninstall expects RELEASE, got 2 argument(s)"},
 		{"del: bad cascade", []string{"del", "r", "--cascade", "sideways"}, `--cascade "sideways"`},

@@ -64,6 +64,15 @@ type Result struct {
 	// RollbackTo, when set, says that Next is no render but stored
 	// revision RollbackTo made the next one: `helm rollback` (see Rollback).
 	RollbackTo int
+	// RollbackApplyMethod is, for a rollback, the apply method Helm 4
+	// recorded with revision RollbackTo ("" as for ApplyMethod): Helm 4's
+	// rollback under --server-side=auto applies with it, not with Last's
+	// (getUpgradeServerSideValue of the target's ApplyMethod).
+	RollbackApplyMethod string
+	// helm3Only is, for a rollback, true when neither Last nor revision
+	// RollbackTo records a Helm 4 apply method, both read: a release only
+	// Helm 3 wrote (see CheckRollbackFlags).
+	helm3Only bool
 }
 
 // ErrReleaseNotFound is matched (errors.Is) by the error Render returns when

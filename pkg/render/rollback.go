@@ -24,7 +24,10 @@ import (
 // deleted; version 0 is the revision before it; the new revision is the
 // last one plus one, with revision version's chart, values, manifest,
 // hooks, notes and labels, and the description "Rollback to VERSION".
-// RollbackTo is set to version; Chart and Values are the target's.
+// RollbackTo is set to version; Chart and Values are the target's;
+// ApplyMethod is the last revision's recorded apply method and
+// RollbackApplyMethod the target's, which Helm 4's rollback follows under
+// --server-side=auto (Result.ServerSideApply).
 func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, version int) (*Result, error) {
 	if cfg == nil || cfg.Releases == nil {
 		return nil, errors.New("rollback: the Helm configuration has no release storage")
@@ -44,9 +47,16 @@ func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, v
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
 	}
-	method, _, err := recordedApplyMethod(ctx, cfg, ns, current)
+	// Helm 4 applies the rollback with the method recorded in the target
+	// under "auto"; the last revision's says how the live objects are
+	// managed now (a client-side release's fields are handed over first).
+	method, okLast, err := recordedApplyMethod(ctx, cfg, ns, current)
 	if err != nil {
-		return nil, fmt.Errorf("release %q in namespace %s: reading its apply method: %w", name, ns, err)
+		return nil, fmt.Errorf("release %q in namespace %s: reading the apply method of revision %d: %w", name, ns, current.Version, err)
+	}
+	targetMethod, okTarget, err := recordedApplyMethod(ctx, cfg, ns, target)
+	if err != nil {
+		return nil, fmt.Errorf("release %q in namespace %s: reading the apply method of revision %d: %w", name, ns, target.Version, err)
 	}
 	info := &release.Info{
 		FirstDeployed: current.Info.FirstDeployed,
@@ -67,8 +77,13 @@ func Rollback(ctx context.Context, cfg *action.Configuration, name, ns string, v
 		Manifest:  target.Manifest,
 		Hooks:     target.Hooks,
 	}
-	return &Result{Previous: current, Last: current, Next: next, ApplyMethod: method,
-		Chart: target.Chart, Values: target.Config, RollbackTo: target.Version}, nil
+	res := &Result{Previous: current, Last: current, Next: next, ApplyMethod: method,
+		Chart: target.Chart, Values: target.Config, RollbackTo: target.Version,
+		RollbackApplyMethod: targetMethod, helm3Only: okLast && okTarget && method == "" && targetMethod == ""}
+	if !okTarget {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the apply method Helm 4 records cannot be read from the %s release storage: under --server-side=auto the rollback is planned as client-side; pass --server-side=true if Helm 4 applied revision %d server-side", cfg.Releases.Name(), target.Version))
+	}
+	return res, nil
 }
 
 // rollbackTarget is the revision `helm rollback` goes back to in hist

@@ -69,6 +69,9 @@ func TestRollback(t *testing.T) {
 				t.Errorf("next revision is not revision %d: manifest %q, chart %s", tt.want, next.Manifest, next.Chart.Metadata.Version)
 			case res.Install || res.Chart != target.Chart:
 				t.Errorf("install %v, chart %v", res.Install, res.Chart.Metadata)
+			case !res.helm3Only || res.ServerSideApply(ServerSideAuto):
+				// The memory driver holds Helm 3's records only.
+				t.Errorf("helm 3 release %v, server-side %v", res.helm3Only, res.ServerSideApply(ServerSideAuto))
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package verb
 
 import (
 	"context"
+	"fmt"
 
 	"helm.sh/helm/v3/pkg/action"
 
@@ -25,20 +26,29 @@ type Rollback struct {
 
 // RollbackRequest is the plan request of a rollback of release: the flags
 // a rollback shares with helm upgrade are in render (Timeout, Wait,
-// WaitForJobs, DisableHooks, CleanupOnFail, MaxHistory, Namespace);
-// nothing is rendered.
+// WaitForJobs, DisableHooks, CleanupOnFail, MaxHistory, Namespace, and
+// Helm 4's ServerSide and ForceConflicts); nothing is rendered.
 func RollbackRequest(release string, to Rollback, opts render.Options, apply ApplyMode, forApply bool) PlanRequest {
 	return PlanRequest{ReleaseName: release, Render: opts, Apply: apply, ForApply: forApply, Rollback: &to}
 }
 
 // rollbackSource reads the revision req.Rollback goes back to from helm's
-// release storage. A release Helm 4 applied server-side is planned
-// server-side and applied through Helm 4's rollback action (pkg/apply).
+// release storage, and refuses the flags Helm would refuse for it
+// (Result.CheckRollbackFlags). A rollback Helm 4 applies server-side
+// (--server-side=true, or under "auto" a target revision Helm 4 applied
+// server-side) is planned server-side and applied through Helm 4's
+// rollback action (pkg/apply).
 func (c *Config) rollbackSource(ctx context.Context, req PlanRequest, helm *action.Configuration) (*render.Result, error) {
 	c.progress("Reading the revisions of release %s", req.ReleaseName)
 	res, err := render.Rollback(ctx, helm, req.ReleaseName, c.Namespace, req.Rollback.Revision)
 	if err != nil {
 		return nil, err
+	}
+	if err := res.CheckRollbackFlags(req.Render.ServerSide, req.Render.ForceConflicts); err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(c.Out, "warning:", w)
 	}
 	c.Logf("rolling back release %s from revision %d to revision %d, as revision %d", req.ReleaseName, res.Last.Version, res.RollbackTo, res.Next.Version)
 	return res, nil
