@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // Serve packages the charts in dirs, indexes them, serves them over HTTP on
@@ -80,7 +80,7 @@ func ServeOCI(t *testing.T, dirs ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(path)
+		data, err := inputfile.Read(path, "chart package", 16<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
