@@ -85,9 +85,10 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	c.progress("Listing the live objects of %d release(s)", len(targets))
 	var inv *live.Inventory
 	var pods map[string][]*corev1.Pod
+	var states releaseStates = perRelease{c.Cluster}
 	if err := c.Stage("live", func() error {
-		// The pods' LIST and the apply methods' GETs beside the
-		// inventory's LISTs.
+		// The pods' LIST, the apply methods' GETs and the journals' and
+		// Leases' LISTs beside the inventory's LISTs.
 		var g errgroup.Group
 		g.Go(func() (err error) {
 			defer panics.Catch(&err)
@@ -95,6 +96,14 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 			return err
 		})
 		g.Go(func() error { return readApplyMethods(ctx, helm, targets) })
+		if len(targets) > 1 {
+			// One LIST each rather than two GETs per release.
+			g.Go(func() (err error) {
+				defer panics.Catch(&err)
+				states = releasestate.ReadStates(ctx, c.Cluster, statesNamespace(c.Namespace, req.AllNamespaces))
+				return nil
+			})
+		}
 		inv = c.inventory(ctx, targets, req.AllNamespaces)
 		return g.Wait()
 	}); err != nil {
@@ -104,7 +113,8 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	out := &plan.Status{ServerVersion: c.ServerVersion}
 	observers, schemas := live.NewObservers(c.Cluster), live.NewSchemas(c.Cluster)
 	// Releases are planned a few at a time: each plan reads little more
-	// than the inventory, but its Lease and journal are a GET each.
+	// than the inventory (a single release's Lease and journal are a GET
+	// each).
 	out.Releases = make([]plan.ReleaseStatus, len(targets))
 	start, requests := time.Now(), c.Requests()
 	extras := c.extras(inv, targets)
@@ -117,7 +127,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	for i, t := range targets {
 		g.Go(func() (err error) {
 			defer panics.Catch(&err) // a panic here would exit 2, the gate's code
-			rs, err := c.releaseStatus(gctx, t, pl, inv)
+			rs, err := c.releaseStatus(gctx, t, pl, inv, states)
 			if err != nil {
 				return err
 			}
@@ -357,7 +367,7 @@ func (o inventoryObjects) Get(ctx context.Context, obj, _ *manifest.Object) live
 
 // releaseStatus plans t's next upgrade of the same manifest and turns each
 // change into the object's status, with t's health.
-func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner.Planner, inv *live.Inventory) (*plan.ReleaseStatus, error) {
+func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner.Planner, inv *live.Inventory, states releaseStates) (*plan.ReleaseStatus, error) {
 	cur := t.current
 	rs := &plan.ReleaseStatus{Name: cur.Name, Namespace: cur.Namespace, Revision: cur.Version, Last: t.last.Version,
 		HelmStatus: string(t.last.Info.Status), Chart: chartRef(cur.Chart), ApplyMethod: plan.ApplyMethodCSA}
@@ -384,7 +394,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 	for i := range p.Changes {
 		rs.Objects = append(rs.Objects, c.objectStatus(ctx, &p.Changes[i], t, inv))
 	}
-	rs.Health = c.health(ctx, t)
+	rs.Health = c.health(ctx, t, states)
 	rs.Notes = p.Notes
 	return rs, nil
 }
@@ -498,7 +508,7 @@ func (c *Config) extras(inv *live.Inventory, targets []*statusTarget) map[*statu
 
 // health is what is wrong with t's release besides drift: Helm's status,
 // an unfinished recreate journal, a held Lease.
-func (c *Config) health(ctx context.Context, t *statusTarget) []string {
+func (c *Config) health(ctx context.Context, t *statusTarget, states releaseStates) []string {
 	var out []string
 	name, ns := t.current.Name, t.current.Namespace
 	if s := t.last.Info.Status; s != release.StatusDeployed {
@@ -512,13 +522,13 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 		out = append(out, line)
 	}
 	var journal *releasestate.JournalError
-	switch err := releasestate.CheckJournal(ctx, c.Cluster, name, ns); {
+	switch err := states.CheckJournal(ctx, name, ns); {
 	case errors.As(err, &journal):
 		out = append(out, "an interrupted apply left its recreate journal: "+err.Error())
 	case err != nil:
 		out = append(out, "the recreate journal could not be read: "+err.Error())
 	}
-	lease, err := releasestate.ObserveLease(ctx, c.Cluster, name, ns, false, c.Now())
+	lease, err := states.ObserveLease(ctx, name, ns, c.Now())
 	switch {
 	case err != nil:
 		out = append(out, "the release's Lease could not be read: "+err.Error())
@@ -529,6 +539,33 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 		out[i] = c.Sanitizer.Text(l, redact.MessageLimit)
 	}
 	return out
+}
+
+// releaseStates reads the releases' recreate journals and Leases: a GET
+// each (perRelease), or from one LIST each (releasestate.States).
+type releaseStates interface {
+	CheckJournal(ctx context.Context, name, ns string) error
+	ObserveLease(ctx context.Context, release, ns string, now time.Time) (*releasestate.LeaseObservation, error)
+}
+
+// perRelease reads a release's journal and Lease with a GET each.
+type perRelease struct{ cluster *live.Cluster }
+
+func (p perRelease) CheckJournal(ctx context.Context, name, ns string) error {
+	return releasestate.CheckJournal(ctx, p.cluster, name, ns)
+}
+
+func (p perRelease) ObserveLease(ctx context.Context, release, ns string, now time.Time) (*releasestate.LeaseObservation, error) {
+	return releasestate.ObserveLease(ctx, p.cluster, release, ns, false, now)
+}
+
+// statesNamespace is where the journals and Leases of the releases asked
+// are: the release namespace, or every namespace.
+func statesNamespace(ns string, allNamespaces bool) string {
+	if allNamespaces {
+		return ""
+	}
+	return ns
 }
 
 // workloadKinds are the kinds whose readiness their pods say.
