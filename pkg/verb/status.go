@@ -67,6 +67,8 @@ type statusTarget struct {
 	objects       *manifest.Set
 	hooks         map[manifest.ObjectID]bool
 	serverSide    bool
+	// methodRead: serverSide was read with the release records.
+	methodRead bool
 }
 
 func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, error) {
@@ -77,7 +79,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	var targets []*statusTarget
 	var helm *action.Configuration
 	if err := c.Stage("releases", func() (err error) {
-		helm, targets, err = c.readTargets(req)
+		helm, targets, err = c.readTargets(ctx, req)
 		return err
 	}); err != nil {
 		return nil, err
@@ -148,8 +150,8 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 
 // readTargets reads the releases asked and parses their stored manifests;
 // it returns the configuration the records were read with.
-func (c *Config) readTargets(req StatusRequest) (*action.Configuration, []*statusTarget, error) {
-	helm, targets, err := c.statusTargets(req)
+func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+	helm, targets, err := c.statusTargets(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,12 +166,16 @@ func (c *Config) readTargets(req StatusRequest) (*action.Configuration, []*statu
 	return helm, targets, nil
 }
 
-// readApplyMethods reads how each target was applied (Helm 4 records it
-// beside the release: a GET of its record each), a few at a time.
+// readApplyMethods reads how each target not read with the release records
+// (statusTargets) was applied (Helm 4 records it beside the release: a GET
+// of its record each), a few at a time.
 func readApplyMethods(ctx context.Context, helm *action.Configuration, targets []*statusTarget) error {
 	var g errgroup.Group
 	g.SetLimit(live.DefaultConcurrency)
 	for _, t := range targets {
+		if t.methodRead {
+			continue
+		}
 		g.Go(func() (err error) {
 			defer panics.Catch(&err)
 			t.serverSide = render.RecordedServerSide(ctx, helm, "", t.current)
@@ -185,9 +191,9 @@ const statusConcurrency = live.DefaultConcurrency
 
 // statusTargets reads the releases asked from Helm's storage: of the
 // release namespace, or with AllNamespaces of every namespace (Helm's
-// storage lists them all at once). It returns the configuration the
+// storage lists them all at once, with the apply method each records). It returns the configuration the
 // records were read with.
-func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
 	if !req.AllNamespaces {
 		var out []*statusTarget
 		for _, name := range req.Releases {
@@ -210,7 +216,7 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 	if err != nil {
 		return nil, nil, err
 	}
-	all, err := helm.Releases.ListReleases()
+	all, methods, err := releasestate.ListReleases(ctx, helm)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the releases of every namespace: %w", err)
 	}
@@ -236,6 +242,9 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 			return nil, nil, err
 		}
 		if t != nil { // uninstalled with its history kept: nothing deployed
+			if method, ok := methods[t.current]; ok {
+				t.serverSide, t.methodRead = method == plan.ApplyMethodSSA, true
+			}
 			out = append(out, t)
 			found[k[1]] = true
 		}
