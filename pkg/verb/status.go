@@ -64,9 +64,12 @@ func (c *Config) Status(ctx context.Context, req StatusRequest) (*plan.Status, e
 // compared with and its newest revision.
 type statusTarget struct {
 	current, last *release.Release
-	objects       *manifest.Set
-	hooks         map[manifest.ObjectID]bool
-	serverSide    bool
+	// objects are current's manifest's, parsed once (their content
+	// decoded when needed: Load); the planner shares the parse.
+	objects    *manifest.Set
+	parsed     *manifest.Parsed
+	hooks      map[manifest.ObjectID]bool
+	serverSide bool
 	// methodRead: serverSide was read with the release records.
 	methodRead bool
 }
@@ -157,7 +160,7 @@ func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Co
 	}
 	for _, t := range targets {
 		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
-		if t.objects, err = manifest.Split(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
+		if t.objects, t.parsed, err = manifest.SplitRemembering(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
 			return nil, nil, err
 		}
 		t.hooks = hookIDs(t.current)
@@ -395,6 +398,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 			Chart: rs.Chart, Operation: plan.OperationUpgrade, ApplyMethod: rs.ApplyMethod},
 		PreviousManifest: cur.Manifest,
 		NextManifest:     cur.Manifest,
+		NextParsed:       t.parsed,
 	}
 	p, err := pl.Plan(ctx, in)
 	if err != nil {
@@ -452,7 +456,7 @@ func conflictDrift(ch *plan.Change) []plan.Drift {
 // that owns the live value, its operation and when it wrote.
 func (c *Config) fieldDrift(drift []plan.Drift, stored *manifest.Object, liveObj *unstructured.Unstructured) []plan.FieldDrift {
 	var storedObj *unstructured.Unstructured
-	if stored != nil {
+	if stored != nil && stored.Load() == nil { // as the planner decoded it
 		// As the drift was found: decoded (a Secret's stringData folded
 		// into data), not defaulted.
 		storedObj = predict.Decoded(stored.Obj)
