@@ -38,6 +38,10 @@ type Input struct {
 	// (empty for an install); NextManifest the new render.
 	PreviousManifest string
 	NextManifest     string
+	// NextParsed, when set, holds the documents of NextManifest already
+	// parsed (manifest.SplitRemembering of it, e.g. by status): they are
+	// shared instead of parsed again.
+	NextParsed *manifest.Parsed
 	// PreviousName labels the previous manifest in errors (offline: the base
 	// chart or manifest file); empty means the release revision.
 	PreviousName string
@@ -140,7 +144,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	}
 	// The last release and the second render share the parsed content of
 	// the new render's documents they repeat word for word.
-	next, parsed, err := manifest.SplitRemembering("new render of chart "+in.Release.Chart, in.NextManifest, ns, p.Cluster)
+	nextName := "new render of chart " + in.Release.Chart
+	next, parsed, err := (*manifest.Set)(nil), in.NextParsed, error(nil)
+	if parsed != nil {
+		next, err = manifest.SplitSharing(nextName, in.NextManifest, ns, p.Cluster, parsed)
+	} else {
+		next, parsed, err = manifest.SplitRemembering(nextName, in.NextManifest, ns, p.Cluster)
+	}
 	if err != nil {
 		return nil, err
 	}

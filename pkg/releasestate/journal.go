@@ -122,6 +122,11 @@ func ReadJournal(ctx context.Context, cluster *live.Cluster, ns, release string)
 	if err != nil {
 		return nil, fmt.Errorf("reading the recreate journal Secret %s: %w", JournalName(release), err)
 	}
+	return journalOf(s)
+}
+
+// journalOf decodes the journal Secret s.
+func journalOf(s *unstructured.Unstructured) (*JournalRecord, error) {
 	if t, _, _ := unstructured.NestedString(s.Object, "type"); t != JournalType {
 		return nil, fmt.Errorf("Secret %s/%s is not a recreate journal (type %q)", s.GetNamespace(), s.GetName(), t)
 	}
@@ -131,6 +136,7 @@ func ReadJournal(ctx context.Context, cluster *live.Cluster, ns, release string)
 	}
 	var data []byte
 	if raw != "" {
+		var err error
 		if data, err = base64.StdEncoding.DecodeString(raw); err != nil {
 			return nil, fmt.Errorf("Secret %s/%s: %w", s.GetNamespace(), s.GetName(), err)
 		}

@@ -315,8 +315,14 @@ func ObserveLease(ctx context.Context, cluster *live.Cluster, release, ns string
 
 // observeLease is ObserveLease on the machine here.
 func observeLease(ctx context.Context, cluster *live.Cluster, release, ns string, apply bool, now time.Time, here host) (*LeaseObservation, error) {
-	o := &LeaseObservation{Release: release, Namespace: ns, now: now, here: here}
 	obj, err := cluster.Lease(ctx, ns, LeaseName(release))
+	return leaseObservation(obj, err, release, ns, apply, now, here)
+}
+
+// leaseObservation is the observation of obj, release's Lease in ns, read
+// with err.
+func leaseObservation(obj *unstructured.Unstructured, err error, release, ns string, apply bool, now time.Time, here host) (*LeaseObservation, error) {
+	o := &LeaseObservation{Release: release, Namespace: ns, now: now, here: here}
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
 		return o, nil

@@ -125,19 +125,9 @@ func RecordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns stri
 // decodeApplyMethod returns the "apply_method" of an encoded release record
 // ("" when absent, as in Helm 3's records).
 func decodeApplyMethod(data string) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(data)
+	b, err := decodeRecord(data)
 	if err != nil {
-		return "", fmt.Errorf("decoding base64: %w", err)
-	}
-	if len(b) > 3 && bytes.Equal(b[:3], []byte{0x1f, 0x8b, 0x08}) {
-		r, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return "", fmt.Errorf("decompressing: %w", err)
-		}
-		defer r.Close()
-		if b, err = inputfile.ReadAtMost(r, inputfile.ManifestMax); err != nil {
-			return "", fmt.Errorf("decompressing: %w", err)
-		}
+		return "", err
 	}
 	var rec struct {
 		ApplyMethod string `json:"apply_method"`
@@ -146,6 +136,72 @@ func decodeApplyMethod(data string) (string, error) {
 		return "", fmt.Errorf("decoding JSON: %w", err)
 	}
 	return rec.ApplyMethod, nil
+}
+
+// decodeRecord is the JSON of an encoded release record, as Helm's
+// storage drivers decode it (base64, then gzip unless stored before Helm
+// compressed records), bounded.
+func decodeRecord(data string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding base64: %w", err)
+	}
+	if len(b) > 3 && bytes.Equal(b[:3], []byte{0x1f, 0x8b, 0x08}) {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("decompressing: %w", err)
+		}
+		defer r.Close()
+		if b, err = inputfile.ReadAtMost(r, inputfile.ManifestMax); err != nil {
+			return nil, fmt.Errorf("decompressing: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// ListReleases lists every release of cfg's storage as Helm's
+// Storage.ListReleases does and, for the cluster drivers, the apply
+// method Helm 4 recorded with each (RecordedApplyMethod), read from the
+// same LIST and decoded with it: Helm 3's decode drops the method, and
+// reading it afterwards would read and decode each record again. methods
+// is nil for the other drivers. A record that does not decode is skipped
+// (logged), as Helm's drivers skip it.
+func ListReleases(ctx context.Context, cfg *action.Configuration) (rels []*release.Release, methods map[*release.Release]string, err error) {
+	name := cfg.Releases.Name()
+	if name != driver.SecretsDriverName && name != driver.ConfigMapsDriverName {
+		rels, err = cfg.Releases.ListReleases()
+		return rels, nil, err
+	}
+	cs, err := cfg.KubernetesClientSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	records, err := live.ReleaseRecords(ctx, cs, name == driver.SecretsDriverName, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list: failed to list: %w", err)
+	}
+	methods = make(map[*release.Release]string, len(records))
+	for _, r := range records {
+		var rec struct {
+			release.Release
+			ApplyMethod string `json:"apply_method"`
+		}
+		b, err := decodeRecord(r.Data)
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			if cfg.Log != nil {
+				cfg.Log("list: failed to decode release: %s", err)
+			}
+			continue
+		}
+		rel := &rec.Release
+		rel.Labels = r.Labels
+		rels = append(rels, rel)
+		methods[rel] = rec.ApplyMethod
+	}
+	return rels, methods, nil
 }
 
 // EditRecord changes the status and description of a stored revision

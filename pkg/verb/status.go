@@ -64,9 +64,14 @@ func (c *Config) Status(ctx context.Context, req StatusRequest) (*plan.Status, e
 // compared with and its newest revision.
 type statusTarget struct {
 	current, last *release.Release
-	objects       *manifest.Set
-	hooks         map[manifest.ObjectID]bool
-	serverSide    bool
+	// objects are current's manifest's, parsed once (their content
+	// decoded when needed: Load); the planner shares the parse.
+	objects    *manifest.Set
+	parsed     *manifest.Parsed
+	hooks      map[manifest.ObjectID]bool
+	serverSide bool
+	// methodRead: serverSide was read with the release records.
+	methodRead bool
 }
 
 func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, error) {
@@ -77,7 +82,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	var targets []*statusTarget
 	var helm *action.Configuration
 	if err := c.Stage("releases", func() (err error) {
-		helm, targets, err = c.readTargets(req)
+		helm, targets, err = c.readTargets(ctx, req)
 		return err
 	}); err != nil {
 		return nil, err
@@ -85,9 +90,10 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	c.progress("Listing the live objects of %d release(s)", len(targets))
 	var inv *live.Inventory
 	var pods map[string][]*corev1.Pod
+	var states releaseStates = perRelease{c.Cluster}
 	if err := c.Stage("live", func() error {
-		// The pods' LIST and the apply methods' GETs beside the
-		// inventory's LISTs.
+		// The pods' LIST, the apply methods' GETs and the journals' and
+		// Leases' LISTs beside the inventory's LISTs.
 		var g errgroup.Group
 		g.Go(func() (err error) {
 			defer panics.Catch(&err)
@@ -95,6 +101,14 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 			return err
 		})
 		g.Go(func() error { return readApplyMethods(ctx, helm, targets) })
+		if len(targets) > 1 {
+			// One LIST each rather than two GETs per release.
+			g.Go(func() (err error) {
+				defer panics.Catch(&err)
+				states = releasestate.ReadStates(ctx, c.Cluster, statesNamespace(c.Namespace, req.AllNamespaces))
+				return nil
+			})
+		}
 		inv = c.inventory(ctx, targets, req.AllNamespaces)
 		return g.Wait()
 	}); err != nil {
@@ -104,7 +118,8 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	out := &plan.Status{ServerVersion: c.ServerVersion}
 	observers, schemas := live.NewObservers(c.Cluster), live.NewSchemas(c.Cluster)
 	// Releases are planned a few at a time: each plan reads little more
-	// than the inventory, but its Lease and journal are a GET each.
+	// than the inventory (a single release's Lease and journal are a GET
+	// each).
 	out.Releases = make([]plan.ReleaseStatus, len(targets))
 	start, requests := time.Now(), c.Requests()
 	extras := c.extras(inv, targets)
@@ -117,7 +132,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	for i, t := range targets {
 		g.Go(func() (err error) {
 			defer panics.Catch(&err) // a panic here would exit 2, the gate's code
-			rs, err := c.releaseStatus(gctx, t, pl, inv)
+			rs, err := c.releaseStatus(gctx, t, pl, inv, states)
 			if err != nil {
 				return err
 			}
@@ -138,14 +153,14 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 
 // readTargets reads the releases asked and parses their stored manifests;
 // it returns the configuration the records were read with.
-func (c *Config) readTargets(req StatusRequest) (*action.Configuration, []*statusTarget, error) {
-	helm, targets, err := c.statusTargets(req)
+func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+	helm, targets, err := c.statusTargets(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, t := range targets {
 		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
-		if t.objects, err = manifest.Split(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
+		if t.objects, t.parsed, err = manifest.SplitRemembering(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
 			return nil, nil, err
 		}
 		t.hooks = hookIDs(t.current)
@@ -154,12 +169,16 @@ func (c *Config) readTargets(req StatusRequest) (*action.Configuration, []*statu
 	return helm, targets, nil
 }
 
-// readApplyMethods reads how each target was applied (Helm 4 records it
-// beside the release: a GET of its record each), a few at a time.
+// readApplyMethods reads how each target not read with the release records
+// (statusTargets) was applied (Helm 4 records it beside the release: a GET
+// of its record each), a few at a time.
 func readApplyMethods(ctx context.Context, helm *action.Configuration, targets []*statusTarget) error {
 	var g errgroup.Group
 	g.SetLimit(live.DefaultConcurrency)
 	for _, t := range targets {
+		if t.methodRead {
+			continue
+		}
 		g.Go(func() (err error) {
 			defer panics.Catch(&err)
 			t.serverSide = render.RecordedServerSide(ctx, helm, "", t.current)
@@ -175,9 +194,9 @@ const statusConcurrency = live.DefaultConcurrency
 
 // statusTargets reads the releases asked from Helm's storage: of the
 // release namespace, or with AllNamespaces of every namespace (Helm's
-// storage lists them all at once). It returns the configuration the
+// storage lists them all at once, with the apply method each records). It returns the configuration the
 // records were read with.
-func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
 	if !req.AllNamespaces {
 		var out []*statusTarget
 		for _, name := range req.Releases {
@@ -200,7 +219,7 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 	if err != nil {
 		return nil, nil, err
 	}
-	all, err := helm.Releases.ListReleases()
+	all, methods, err := releasestate.ListReleases(ctx, helm)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the releases of every namespace: %w", err)
 	}
@@ -226,6 +245,9 @@ func (c *Config) statusTargets(req StatusRequest) (*action.Configuration, []*sta
 			return nil, nil, err
 		}
 		if t != nil { // uninstalled with its history kept: nothing deployed
+			if method, ok := methods[t.current]; ok {
+				t.serverSide, t.methodRead = method == plan.ApplyMethodSSA, true
+			}
 			out = append(out, t)
 			found[k[1]] = true
 		}
@@ -357,7 +379,7 @@ func (o inventoryObjects) Get(ctx context.Context, obj, _ *manifest.Object) live
 
 // releaseStatus plans t's next upgrade of the same manifest and turns each
 // change into the object's status, with t's health.
-func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner.Planner, inv *live.Inventory) (*plan.ReleaseStatus, error) {
+func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner.Planner, inv *live.Inventory, states releaseStates) (*plan.ReleaseStatus, error) {
 	cur := t.current
 	rs := &plan.ReleaseStatus{Name: cur.Name, Namespace: cur.Namespace, Revision: cur.Version, Last: t.last.Version,
 		HelmStatus: string(t.last.Info.Status), Chart: chartRef(cur.Chart), ApplyMethod: plan.ApplyMethodCSA}
@@ -376,6 +398,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 			Chart: rs.Chart, Operation: plan.OperationUpgrade, ApplyMethod: rs.ApplyMethod},
 		PreviousManifest: cur.Manifest,
 		NextManifest:     cur.Manifest,
+		NextParsed:       t.parsed,
 	}
 	p, err := pl.Plan(ctx, in)
 	if err != nil {
@@ -384,7 +407,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 	for i := range p.Changes {
 		rs.Objects = append(rs.Objects, c.objectStatus(ctx, &p.Changes[i], t, inv))
 	}
-	rs.Health = c.health(ctx, t)
+	rs.Health = c.health(ctx, t, states)
 	rs.Notes = p.Notes
 	return rs, nil
 }
@@ -433,7 +456,7 @@ func conflictDrift(ch *plan.Change) []plan.Drift {
 // that owns the live value, its operation and when it wrote.
 func (c *Config) fieldDrift(drift []plan.Drift, stored *manifest.Object, liveObj *unstructured.Unstructured) []plan.FieldDrift {
 	var storedObj *unstructured.Unstructured
-	if stored != nil {
+	if stored != nil && stored.Load() == nil { // as the planner decoded it
 		// As the drift was found: decoded (a Secret's stringData folded
 		// into data), not defaulted.
 		storedObj = predict.Decoded(stored.Obj)
@@ -498,7 +521,7 @@ func (c *Config) extras(inv *live.Inventory, targets []*statusTarget) map[*statu
 
 // health is what is wrong with t's release besides drift: Helm's status,
 // an unfinished recreate journal, a held Lease.
-func (c *Config) health(ctx context.Context, t *statusTarget) []string {
+func (c *Config) health(ctx context.Context, t *statusTarget, states releaseStates) []string {
 	var out []string
 	name, ns := t.current.Name, t.current.Namespace
 	if s := t.last.Info.Status; s != release.StatusDeployed {
@@ -512,13 +535,13 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 		out = append(out, line)
 	}
 	var journal *releasestate.JournalError
-	switch err := releasestate.CheckJournal(ctx, c.Cluster, name, ns); {
+	switch err := states.CheckJournal(ctx, name, ns); {
 	case errors.As(err, &journal):
 		out = append(out, "an interrupted apply left its recreate journal: "+err.Error())
 	case err != nil:
 		out = append(out, "the recreate journal could not be read: "+err.Error())
 	}
-	lease, err := releasestate.ObserveLease(ctx, c.Cluster, name, ns, false, c.Now())
+	lease, err := states.ObserveLease(ctx, name, ns, c.Now())
 	switch {
 	case err != nil:
 		out = append(out, "the release's Lease could not be read: "+err.Error())
@@ -529,6 +552,33 @@ func (c *Config) health(ctx context.Context, t *statusTarget) []string {
 		out[i] = c.Sanitizer.Text(l, redact.MessageLimit)
 	}
 	return out
+}
+
+// releaseStates reads the releases' recreate journals and Leases: a GET
+// each (perRelease), or from one LIST each (releasestate.States).
+type releaseStates interface {
+	CheckJournal(ctx context.Context, name, ns string) error
+	ObserveLease(ctx context.Context, release, ns string, now time.Time) (*releasestate.LeaseObservation, error)
+}
+
+// perRelease reads a release's journal and Lease with a GET each.
+type perRelease struct{ cluster *live.Cluster }
+
+func (p perRelease) CheckJournal(ctx context.Context, name, ns string) error {
+	return releasestate.CheckJournal(ctx, p.cluster, name, ns)
+}
+
+func (p perRelease) ObserveLease(ctx context.Context, release, ns string, now time.Time) (*releasestate.LeaseObservation, error) {
+	return releasestate.ObserveLease(ctx, p.cluster, release, ns, false, now)
+}
+
+// statesNamespace is where the journals and Leases of the releases asked
+// are: the release namespace, or every namespace.
+func statesNamespace(ns string, allNamespaces bool) string {
+	if allNamespaces {
+		return ""
+	}
+	return ns
 }
 
 // workloadKinds are the kinds whose readiness their pods say.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -33,14 +34,40 @@ func BenchmarkStatus(b *testing.B) {
 		must(b, err)
 	}
 	name := fmt.Sprintf("%d-releases-of-%d-objects", statusBenchReleases, statusBenchObjects)
-	b.Run(name+"/tool", func(b *testing.B) {
-		measure(b, runs, func() (sample, error) {
+	// The contenders run in turn, run after run, so that a load on the
+	// machine that comes and goes weighs on each alike.
+	contenders := []struct {
+		name string
+		run  func() (sample, error)
+	}{
+		{"tool", func() (sample, error) {
 			return execMeasured(env, tool, "status", "-A", "-o", "json", "--detailed-exitcode")
-		})
-	})
-	b.Run(name+"/floor", func(b *testing.B) {
-		measure(b, runs, func() (sample, error) {
+		}},
+		{"floor", func() (sample, error) {
 			return execMeasured(env, c.Kubectl, "get", "configmaps,secrets,services,deployments.apps", "-A", "-o", "json")
-		})
-	})
+		}},
+	}
+	if base := os.Getenv(BenchBaselineEnv); base != "" {
+		contenders = append(contenders, struct {
+			name string
+			run  func() (sample, error)
+		}{"baseline", func() (sample, error) {
+			return execMeasured(env, base, "status", "-A", "-o", "json", "--detailed-exitcode")
+		}})
+	}
+	samples := make([][]sample, len(contenders))
+	for range runs {
+		for i, ct := range contenders {
+			s, err := ct.run()
+			must(b, err)
+			samples[i] = append(samples[i], s)
+		}
+	}
+	for i, ct := range contenders {
+		b.Run(name+"/"+ct.name, func(b *testing.B) { report(b, samples[i]) })
+	}
 }
+
+// BenchBaselineEnv names another tool binary (e.g. one built from main)
+// BenchmarkStatus measures beside this tree's, in turn with it.
+const BenchBaselineEnv = "BENCH_BASELINE"
