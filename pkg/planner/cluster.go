@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -234,13 +236,34 @@ func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConfli
 	return predict.DryRunApply(ctx, ri, obj.Obj, forceConflicts)
 }
 
-// DryRunReplace implements DryRunner.
+// DryRunReplace implements DryRunner. Helm's --force PUT carries the
+// resourceVersion it reads right before it (resource.Helper.Replace with
+// overwrite), so a controller that wrote the object since the plan read it
+// (a Job's status) makes no conflict there: on a conflict the PUT is asked
+// again with the version read now, not taken for an answer about the
+// object.
 func (l Live) DryRunReplace(ctx context.Context, obj *manifest.Object, resourceVersion string) (*unstructured.Unstructured, error) {
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return predict.DryRunReplace(ctx, ri, obj.Obj, resourceVersion)
+	var out *unstructured.Unstructured
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		out, err = predict.DryRunReplace(ctx, ri, obj.Obj, resourceVersion)
+		if apierrors.IsConflict(err) {
+			cur, gerr := l.Lookup(ctx, obj.GVK, obj.ID.Namespace, obj.ID.Name)
+			switch {
+			case gerr != nil:
+				return gerr
+			case cur == nil:
+				return fmt.Errorf("%s was deleted since the plan read it", obj.ID)
+			}
+			resourceVersion = cur.GetResourceVersion()
+		}
+		return err
+	})
+	return out, err
 }
 
 // Offline is a Cluster without a server, for the pre-merge gate: the base
