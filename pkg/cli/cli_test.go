@@ -125,6 +125,15 @@ func TestBadInput(t *testing.T) {
 		{"show-plan of a plan in clear", []string{"show-plan", planFile(`{}`)}, []string{"not an age-encrypted plan"}},
 		{"show-plan with sarif", []string{"show-plan", "-o", "sarif", "/no/plan"}, []string{"--output", "sarif"}},
 		{"show-plan without a file", []string{"show-plan"}, []string{"show-plan expects FILE"}},
+		// The read-only verbs refuse their flags' bad values before reaching the cluster.
+		{"status with yaml", []string{"status", "demo", "-o", "yaml"}, []string{`--output "yaml"`, "sarif"}},
+		{"status with --timeout 0", []string{"status", "demo", "--timeout", "0"}, []string{"--timeout 0s: must be positive"}},
+		{"log with sarif", []string{"log", "demo", "-o", "sarif"}, []string{`--output "sarif"`, "markdown"}},
+		{"log with a negative --max-count", []string{"log", "demo", "--max-count", "-1"}, []string{"--max-count -1"}},
+		{"log with --timeout 0", []string{"log", "demo", "--timeout", "0"}, []string{"--timeout 0s: must be positive"}},
+		{"diff with sarif", []string{"diff", "demo", "1", "2", "-o", "sarif"}, []string{`--output "sarif"`, "markdown"}},
+		{"diff with a negative --diff-context", []string{"diff", "demo", "1", "2", "--diff-context", "-1"}, []string{"--diff-context -1"}},
+		{"diff with a negative --timeout", []string{"diff", "demo", "1", "2", "--timeout", "-1s"}, []string{"--timeout -1s: must be positive"}},
 		{"--plan-max-age without --plan", []string{"demo", demo, "--plan-max-age", "1h"}, []string{"--plan-max-age", "--plan"}},
 		{"--plan with --offline", []string{"demo", demo, "--offline", "--from-chart", demo, "--plan-out", "/tmp/x.json"}, []string{"--plan-out", "--offline"}},
 	}

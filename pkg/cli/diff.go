@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,19 +15,16 @@ import (
 // DiffOptions are `diff RELEASE REV1 REV2`: what going from one stored
 // revision to another changes, classified.
 type DiffOptions struct {
-	*Factory
-	Output      string
+	readOnlyOptions
 	DiffContext int
-	Timeout     time.Duration
 
 	// Set by Complete.
 	Request verb.DiffRequest
-	Config  *verb.Config
 }
 
 // newDiffCommand is `diff RELEASE REV1 REV2 [-o text|json|markdown]`.
 func newDiffCommand(f *Factory, runF runFunc) *cobra.Command {
-	o := &DiffOptions{Factory: f}
+	o := &DiffOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
 	cmd := &cobra.Command{
 		Use:   "diff RELEASE REV1 REV2",
 		Short: "What going from revision REV1 to REV2 of the release changes, classified (helm-diff's diff revision, with verdicts)",
@@ -45,10 +40,8 @@ masked. Nothing is written.`,
 			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}
-	f.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatText, "report format: "+strings.Join(logFormats(), ", "))
+	o.addFlags(cmd.Flags(), "report format: "+logFormatList(), render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	cmd.Flags().IntVar(&o.DiffContext, "diff-context", report.DefaultContext, "lines of context in diffs")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	return cmd
 }
 
@@ -92,16 +85,16 @@ func (o *DiffOptions) Complete(args []string) error {
 	from, _ := revisionArg(args[1])
 	to, _ := revisionArg(args[2])
 	o.Request = verb.DiffRequest{ReleaseName: args[0], From: from, To: to}
-	o.Config = o.RunConfig(o.Timeout)
+	o.complete()
 	return nil
 }
 
-// Validate checks the format.
+// Validate checks the diff context, the format and the timeout.
 func (o *DiffOptions) Validate() error {
 	if o.DiffContext < 0 {
 		return fmt.Errorf("--diff-context %d: want 0 or more", o.DiffContext)
 	}
-	return validateLogFormat(o.Output)
+	return o.validate(isLogFormat, logFormatList())
 }
 
 // Run classifies the two revisions' difference and prints it.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,23 +15,25 @@ import (
 
 // LogOptions are `log RELEASE`: the release's revisions as a commit log.
 type LogOptions struct {
-	*Factory
+	readOnlyOptions
 	Patch    bool
 	MaxCount int
-	Output   string
-	Timeout  time.Duration
 
 	// Set by Complete.
 	Request verb.LogRequest
-	Config  *verb.Config
 }
 
 // logFormats are the formats of log and diff: those a reviewer reads.
 func logFormats() []string { return report.SavedFormats() }
 
+func isLogFormat(format string) bool { return slices.Contains(logFormats(), format) }
+
+// logFormatList lists logFormats for help and error text.
+func logFormatList() string { return strings.Join(logFormats(), ", ") }
+
 // newLogCommand is `log RELEASE [-p] [--max-count N] [-o text|json|markdown]`.
 func newLogCommand(f *Factory, runF runFunc) *cobra.Command {
-	o := &LogOptions{Factory: f}
+	o := &LogOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
 	cmd := &cobra.Command{
 		Use:   "log RELEASE",
 		Short: "The release's revisions, newest first: who ran each, what it changed (classified), what was acknowledged, how the rollout went",
@@ -55,35 +56,26 @@ computed. Nothing is written.`,
 			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}
-	f.AddFlags(cmd.Flags())
+	o.addFlags(cmd.Flags(), "format: "+logFormatList(), render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	cmd.Flags().BoolVarP(&o.Patch, "patch", "p", false, "show each change's verdict, reasons and diff")
 	// Not -n, git log's: -n is the namespace, as in every helm command.
 	cmd.Flags().IntVar(&o.MaxCount, "max-count", 0, "show only the newest N revisions (0: all that Helm keeps)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatText, "format: "+strings.Join(logFormats(), ", "))
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	return cmd
 }
 
 // Complete takes the release and makes the run's configuration.
 func (o *LogOptions) Complete(args []string) error {
 	o.Request = verb.LogRequest{ReleaseName: args[0], MaxCount: o.MaxCount}
-	o.Config = o.RunConfig(o.Timeout)
+	o.complete()
 	return nil
 }
 
-// Validate checks the format and the count.
+// Validate checks the count, the format and the timeout.
 func (o *LogOptions) Validate() error {
 	if o.MaxCount < 0 {
 		return fmt.Errorf("--max-count %d: want 0 (all) or more", o.MaxCount)
 	}
-	return validateLogFormat(o.Output)
-}
-
-func validateLogFormat(format string) error {
-	if !slices.Contains(logFormats(), format) {
-		return fmt.Errorf("--output %q: want %s", format, strings.Join(logFormats(), ", "))
-	}
-	return nil
+	return o.validate(isLogFormat, logFormatList())
 }
 
 // Run reads the revisions and prints them.

@@ -16,20 +16,17 @@ import (
 // StatusOptions are `status RELEASE [RELEASE…]`: what is deployed, against
 // what Helm says it deployed (see verb.Status).
 type StatusOptions struct {
-	*Factory
+	readOnlyOptions
 	AllNamespaces    bool
-	Output           string
 	DetailedExitcode bool
-	Timeout          time.Duration
 
 	// Set by Complete.
 	Request verb.StatusRequest
-	Config  *verb.Config
 }
 
 // newStatusCommand is `status RELEASE [RELEASE…]`.
 func newStatusCommand(f *Factory, runF runFunc) *cobra.Command {
-	o := &StatusOptions{Factory: f}
+	o := &StatusOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
 	cmd := &cobra.Command{
 		Use:   "status RELEASE [RELEASE...]",
 		Short: "Show what is deployed: each release's live objects against its stored manifest, drift classified, and the release's health",
@@ -64,11 +61,9 @@ Exit codes:
 		},
 	}
 	fs := cmd.Flags()
-	f.AddFlags(fs)
+	o.addFlags(fs, "report format: "+report.FormatList(), 5*time.Minute, "time the whole status may take")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every release of every namespace, or the RELEASEs named in any namespace")
-	fs.StringVarP(&o.Output, "output", "o", report.FormatText, "report format: "+report.FormatList())
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 3 when an object drifted or is missing, 0 when every object is in sync")
-	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "time the whole status may take")
 	return cmd
 }
 
@@ -89,19 +84,13 @@ func statusArgs(cmd *cobra.Command, args []string) error {
 // Complete builds the request and the run's configuration.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Request = verb.StatusRequest{Releases: args, AllNamespaces: o.AllNamespaces, Timeout: o.Timeout}
-	o.Config = o.RunConfig(o.Timeout)
+	o.complete()
 	return nil
 }
 
 // Validate checks the flags' values.
 func (o *StatusOptions) Validate() error {
-	switch {
-	case !report.IsFormat(o.Output):
-		return fmt.Errorf("--output %q: want %s", o.Output, report.FormatList())
-	case o.Timeout <= 0:
-		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
-	}
-	return nil
+	return o.validate(report.IsFormat, report.FormatList())
 }
 
 // Run reads the status and writes it; with --detailed-exitcode, exit 3 when
