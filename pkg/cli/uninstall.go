@@ -168,12 +168,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		if err := o.savePlan(ctx, planned); err != nil {
 			return err
 		}
-		printDecision(o.Streams.ErrOut, decision)
-		switch {
-		case decision.Blocked():
-			return withExitCode(ExitBlocked, nil)
-		case o.DetailedExitcode && planned.Plan.HasChanges():
-			return withExitCode(ExitPending, nil)
+		if err := dryRunExit(o.Streams.ErrOut, decision, o.DetailedExitcode && planned.Plan.HasChanges()); err != nil {
+			return err
 		}
 		if o.HelmOut != nil {
 			// helm uninstall --dry-run prints the same line.
@@ -188,15 +184,9 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 // terminal), runs the uninstall the gate lets through, and says what it
 // left.
 func (o *UninstallOptions) gateAndUninstall(ctx context.Context, planned *verb.PlannedUninstall, decision gate.Decision) error {
-	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
+	save := func() error { return o.savePlan(ctx, planned) }
+	if err := passGate(ctx, o.Streams, o.Prompter, o.Request.ReleaseName, decision, save, "uninstalling"); err != nil {
 		return err
-	}
-	// After the prompt, so the acknowledgements given there are kept.
-	if err := o.savePlan(ctx, planned); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("interrupted before uninstalling; nothing was written: %w", err)
 	}
 	res, err := o.Config.Uninstall(ctx, planned)
 	if err != nil {

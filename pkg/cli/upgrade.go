@@ -225,14 +225,8 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		if err := o.savePlan(ctx, planned); err != nil {
 			return err
 		}
-		printDecision(o.Streams.ErrOut, decision)
-		switch {
-		case decision.Blocked():
-			return withExitCode(ExitBlocked, nil)
-		case o.DetailedExitcode && (planned.Plan.HasChanges() || o.FailOnRegenerated && planned.Plan.HasRegenerated()):
-			return withExitCode(ExitPending, nil)
-		}
-		return nil
+		return dryRunExit(o.Streams.ErrOut, decision,
+			o.DetailedExitcode && (planned.Plan.HasChanges() || o.FailOnRegenerated && planned.Plan.HasRegenerated()))
 	}
 	return o.gateAndApply(ctx, planned, decision)
 }
@@ -240,15 +234,9 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 // gateAndApply asks for the acknowledgements still missing (on a terminal),
 // and applies the plan the gate lets through.
 func (o *UpgradeOptions) gateAndApply(ctx context.Context, planned *verb.Planned, decision gate.Decision) error {
-	if err := confirmGate(o.Streams, o.Prompter, o.Request.ReleaseName, &decision); err != nil {
+	save := func() error { return o.savePlan(ctx, planned) }
+	if err := passGate(ctx, o.Streams, o.Prompter, o.Request.ReleaseName, decision, save, "applying"); err != nil {
 		return err
-	}
-	// After the prompt, so the acknowledgements given there are kept.
-	if err := o.savePlan(ctx, planned); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("interrupted before applying; nothing was written: %w", err)
 	}
 	return o.Config.Apply(ctx, planned)
 }
@@ -267,12 +255,16 @@ func (o *UpgradeOptions) savePlan(ctx context.Context, planned *verb.Planned) er
 		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
 }
 
-// confirmGate asks, on a terminal, for the acknowledgements the decision
-// still misses, prints the gate's messages, and returns the blocked exit
-// when it does not let the operation through.
-func confirmGate(streams iostreams.Streams, prompter gate.Prompter, release string, decision *gate.Decision) error {
+// passGate is what a writing verb (upgrade, uninstall) does between its
+// report and its first write: ask, on a terminal, for the acknowledgements
+// the decision still misses, print the gate's messages, return the blocked
+// exit when it does not let the operation through, save the plan (save:
+// --plan-out; after the prompt, so the acknowledgements given there are
+// kept), and stop if the run was interrupted meanwhile. doing names the
+// write in that error.
+func passGate(ctx context.Context, streams iostreams.Streams, prompter gate.Prompter, release string, decision gate.Decision, save func() error, doing string) error {
 	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && streams.CanPrompt() {
-		ok, err := gate.Confirm(prompter, streams.ErrOut, release, decision)
+		ok, err := gate.Confirm(prompter, streams.ErrOut, release, &decision)
 		if err != nil {
 			return err
 		}
@@ -280,9 +272,30 @@ func confirmGate(streams iostreams.Streams, prompter gate.Prompter, release stri
 			return withExitCode(ExitBlocked, errors.New("aborted at the prompt; nothing was written"))
 		}
 	}
-	printDecision(streams.ErrOut, *decision)
+	printDecision(streams.ErrOut, decision)
 	if decision.Blocked() {
 		return withExitCode(ExitBlocked, nil)
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("interrupted before %s; nothing was written: %w", doing, err)
+	}
+	return nil
+}
+
+// dryRunExit ends a dry-run whose plan was reported: it prints the gate's
+// messages and returns the blocked exit when the gate would not let the
+// operation through, else the pending exit (--detailed-exitcode with
+// changes) when pending.
+func dryRunExit(w io.Writer, decision gate.Decision, pending bool) error {
+	printDecision(w, decision)
+	switch {
+	case decision.Blocked():
+		return withExitCode(ExitBlocked, nil)
+	case pending:
+		return withExitCode(ExitPending, nil)
 	}
 	return nil
 }
