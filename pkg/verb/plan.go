@@ -89,19 +89,12 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 // planLive renders the release as `helm upgrade` would and plans it against
 // the cluster. It sends no write but dry-run requests.
 func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error) {
-	state, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
+	state, replay, err := c.startPlan(ctx, req.ReleaseName, req.ForApply, req.Saved, savedplan.Run{
+		Render: req.Render, Force: req.Apply.Force, RestartStale: req.Apply.RestartStale, Op: req.op(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}
 	lease := state.Lease
-	// The saved plan (--plan), if any: refused before rendering when made
-	// for another cluster, other flags, or too long ago.
-	replay, err := savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
-		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Render:   req.Render, Force: req.Apply.Force, RestartStale: req.Apply.RestartStale, Op: req.op(), Now: c.Now(), MaxAge: req.SavedMaxAge})
-	if err != nil {
-		return nil, err
-	}
 	rules, err := req.Rules.Load(req.ChartRef)
 	if err != nil {
 		return nil, err
@@ -221,6 +214,22 @@ func (c *Config) connectToPlan(ctx context.Context, release string, forApply boo
 		return err
 	})
 	return state, err
+}
+
+// startPlan opens a live plan, an upgrade's or an uninstall's: it connects
+// and reads the release's state (connectToPlan), then starts the saved plan
+// (--plan), if any, which is refused before anything is rendered or planned
+// when made for another cluster, other flags, or too long ago. run holds
+// what the operation pins; startPlan adds what the run itself brings.
+func (c *Config) startPlan(ctx context.Context, release string, forApply bool, saved *savedplan.Plan, run savedplan.Run) (*releasestate.State, *savedplan.Replay, error) {
+	state, err := c.connectToPlan(ctx, release, forApply)
+	if err != nil {
+		return nil, nil, err
+	}
+	run.Out, run.Masker, run.Now = c.Out, c.Masker, c.Now()
+	run.Identity = func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) }
+	replay, err := savedplan.Start(saved, run)
+	return state, replay, err
 }
 
 // readEarly hands the release's history, read once (state), to the

@@ -75,15 +75,12 @@ func (c *Config) PlanUninstall(ctx context.Context, req UninstallRequest) (*Plan
 }
 
 func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*PlannedUninstall, error) {
-	state, err := c.connectToPlan(ctx, req.ReleaseName, req.ForApply)
+	state, replay, err := c.startPlan(ctx, req.ReleaseName, req.ForApply, req.Saved, savedplan.Run{
+		Op: savedplan.OpUninstall, Uninstall: req.flags(), MaxAge: req.SavedMaxAge})
 	if err != nil {
 		return nil, err
 	}
 	lease := state.Lease
-	replay, err := c.replayUninstall(ctx, req)
-	if err != nil {
-		return nil, err
-	}
 	rel, err := c.lastRevision(req.ReleaseName, state)
 	if err != nil {
 		return nil, err

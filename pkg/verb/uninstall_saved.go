@@ -1,8 +1,6 @@
 package verb
 
 import (
-	"context"
-
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -27,13 +25,4 @@ func uninstallSource(rel *release.Release) *render.Result {
 // uninstall runs with (the request's JSON form).
 func (req UninstallRequest) flags() map[string]interface{} {
 	return savedplan.UninstallFlags(req)
-}
-
-// replayUninstall checks the saved plan of an uninstall (--plan) against
-// the run, before anything is planned (see savedplan.Start); a nil replay
-// without one.
-func (c *Config) replayUninstall(ctx context.Context, req UninstallRequest) (*savedplan.Replay, error) {
-	return savedplan.Start(req.Saved, savedplan.Run{Out: c.Out, Masker: c.Masker,
-		Identity: func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) },
-		Op:       savedplan.OpUninstall, Uninstall: req.flags(), Now: c.Now(), MaxAge: req.SavedMaxAge})
 }
