@@ -70,7 +70,8 @@ type Side struct {
 }
 
 // Load reads path, a YAML file or a directory searched recursively for
-// .yaml and .yml files (hidden directories such as .git skipped), each
+// .yaml and .yml files (hidden directories such as .git, and charts,
+// skipped), each
 // read bounded, every document of each, as the Flux Kustomizations among
 // them build it (applyKustomizations). A document that is not an object
 // with apiVersion, kind and metadata.name is skipped (kustomization.yaml,
@@ -141,7 +142,7 @@ func escapes(rel string) bool {
 }
 
 // yamlFiles lists the .yaml and .yml files under dir, sorted, at most
-// FilesMax.
+// FilesMax; a chart's directory (one holding a Chart.yaml) is left out.
 func yamlFiles(dir string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -151,6 +152,9 @@ func yamlFiles(dir string) ([]string, error) {
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil && p != dir {
+				return filepath.SkipDir // a chart: templates, not manifests
 			}
 			return nil
 		}

@@ -362,3 +362,14 @@ spec:
 `}, webRelease)
 	wantError(t, err, "HelmRelease apps/web (", "/hr.yaml:", "spec.valuesFrom[0]: Secret apps/sealed (", "/s.yaml:2) is encrypted with SOPS")
 }
+
+// TestLoadSkipsCharts: a chart of the checkout (a GitRepository's path) is
+// templates, not manifests: Load does not read them as objects.
+func TestLoadSkipsCharts(t *testing.T) {
+	s := writeSide(t, map[string]string{"charts/web/Chart.yaml": webChart,
+		"charts/web/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"hr.yaml":                      selfRepository})
+	if len(s.Docs) != 1 || s.Docs[0].Ref.Kind != "GitRepository" {
+		t.Errorf("docs %v: want the GitRepository only", s.Docs)
+	}
+}
