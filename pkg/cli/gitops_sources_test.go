@@ -194,8 +194,8 @@ spec:
 			"--from-values", filepath.Join(vals, "base.yaml"), "-f", filepath.Join(vals, "head.yaml"))
 		for _, format := range []string{"text", "json", "markdown", "sarif"} {
 			out, errOut, _ := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", format)
-			if format == "text" && !strings.Contains(out, "GREETING") {
-				t.Errorf("-o text: the substituted GREETING change is not in the plan:\n%s", out)
+			if format == "text" && (!strings.Contains(out, "GREETING") || !strings.Contains(out, "read as Kustomization flux-system/apps (")) {
+				t.Errorf("-o text: the substituted GREETING change, or the note naming the Kustomization, is not in the plan:\n%s", out)
 			}
 			for _, v := range []string{"gitops-subst-old-5e1f", "gitops-subst-new-77aa", "~q@", "~z@"} {
 				if strings.Contains(out+errOut, v) || strings.Contains(out+errOut, base64.StdEncoding.EncodeToString([]byte(v+"\n"))) {

@@ -169,7 +169,12 @@ func (k *kustomization) build(d *Doc) (*Doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", d.File, d.Line, err)
 	}
-	return rebuilt(d, text)
+	c, err := rebuilt(d, text)
+	if err != nil {
+		return nil, err
+	}
+	c.BuiltBy = fmt.Sprintf("%s (%s:%d)", k.doc.Ref, k.doc.File, k.doc.Line)
+	return c, nil
 }
 
 // substitute is d after k's postBuild substitution.
@@ -210,7 +215,7 @@ func rebuilt(d *Doc, text []byte) (*Doc, error) {
 		return nil, fmt.Errorf("%s:%d: not one object once built", d.File, d.Line)
 	}
 	c := docs[0]
-	c.Line, c.Node, c.Built, c.Vars = d.Line, d.Node, text, d.Vars
+	c.Line, c.Node, c.Built, c.BuiltBy, c.Vars = d.Line, d.Node, text, d.BuiltBy, d.Vars
 	return c, nil
 }
 

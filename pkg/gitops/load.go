@@ -41,10 +41,12 @@ type Doc struct {
 	Node   *yaml.Node
 	Ref    ObjectRef
 	// Built is the document as a Flux Kustomization's build left it (nil
-	// when none builds it), Vars the ConfigMaps and Secrets whose
-	// variables it substituted (see applyKustomizations).
-	Built []byte
-	Vars  []*Doc
+	// when none builds it), BuiltBy names that Kustomization, Vars the
+	// ConfigMaps and Secrets whose variables it substituted (see
+	// applyKustomizations).
+	Built   []byte
+	BuiltBy string
+	Vars    []*Doc
 }
 
 // ObjectRef names an object: kind, namespace ("default" when the document

@@ -183,6 +183,9 @@ func (s *Side) Resolve(d *Doc) (*Release, error) {
 	} else {
 		r, err = s.resolveHelmRelease(d, spec)
 	}
+	if r != nil && d.BuiltBy != "" {
+		r.Notes = append(r.Notes, fmt.Sprintf("read as %s builds it: its targetNamespace and postBuild substitution applied", d.BuiltBy))
+	}
 	if r != nil {
 		// A change of a postBuild variable's source changes the render.
 		r.Sources = append(r.Sources, d.Vars...)
@@ -352,7 +355,7 @@ func (s *Side) chartSpec(d *Doc, cs map[string]interface{}, field string, r *Rel
 	switch src.Ref.Kind {
 	case "HelmRepository":
 		r.Chart, err = helmRepositoryChart(src, name, version)
-		r.ValuesFiles = vf
+		r.setValuesFiles(vf)
 		return err
 	case "GitRepository":
 		// The chart is a path in the repository: this checkout.
@@ -365,7 +368,7 @@ func (s *Side) chartSpec(d *Doc, cs map[string]interface{}, field string, r *Rel
 			// repository (not the chart), read now.
 			err = s.mergeLocalValuesFiles(vf)
 		}
-		r.ValuesFiles = vf
+		r.setValuesFiles(vf)
 		return err
 	case "Bucket":
 		return fieldError(d, field+".sourceRef.kind", "a Bucket source is not supported: its chart is in an object store the plan does not read")

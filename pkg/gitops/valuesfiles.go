@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -69,6 +70,15 @@ func valuesFilesOf(d *Doc, cs map[string]interface{}, field string) (*ValuesFile
 	}
 	vf.InChart = true // until a GitRepository's chart reads them
 	return vf, nil
+}
+
+// setValuesFiles gives r the valuesFiles vf (nil: none), and says what
+// they do in its notes.
+func (r *Release) setValuesFiles(vf *ValuesFiles) {
+	r.ValuesFiles = vf
+	if vf != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: valuesFiles %s: the chart's values.yaml is replaced by their merge, as source-controller packages the chart", vf.doc.Ref, strings.Join(vf.Paths, ", ")))
+	}
 }
 
 // item is the field of the i-th path, for errors.
