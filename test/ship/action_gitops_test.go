@@ -17,14 +17,7 @@ import (
 // summary, SARIF written); an acknowledgement committed in the head lets
 // it through (3); a base revision that is not there fails the step (1).
 func TestActionGitOps(t *testing.T) {
-	c := testcluster.Get(t)
-	actionDir := snapshot(t).unpack(t)
-	copyFile(t, filepath.Join(c.Root, "action.yml"), filepath.Join(actionDir, "action.yml"), 0o644)
-	helmDir := t.TempDir()
-	if err := os.Symlink(c.Helm3, filepath.Join(helmDir, "helm")); err != nil {
-		t.Fatal(err)
-	}
-	env := withEnv(helmHome(t, c), "PATH="+helmDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	actionDir, env := actionSetup(t, testcluster.Get(t))
 
 	// A GitOps repository: its chart and a HelmRelease of it under gitops/.
 	repo := t.TempDir()
