@@ -373,3 +373,35 @@ func TestLoadSkipsCharts(t *testing.T) {
 		t.Errorf("docs %v: want the GitRepository only", s.Docs)
 	}
 }
+
+// TestKustomizationPathAndSource: a Kustomization's path may not leave the
+// checkout, and one whose source is not a GitRepository (an OCIRepository
+// built elsewhere) changes nothing.
+func TestKustomizationPathAndSource(t *testing.T) {
+	ks := func(path, kind string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec:\n  path: " + path + "\n  sourceRef: {kind: " + kind + ", name: src}\n  targetNamespace: prod\n"
+	}
+	for _, tc := range []struct {
+		name, ks string
+		wantNS   string
+		wantErr  []string
+	}{
+		{"path out of the checkout", ks("../..", "GitRepository"), "", []string{"Kustomization flux-system/apps (", "/ks.yaml:5): spec.path: ", "outside the checkout"}},
+		{"OCIRepository source", ks("./apps", "OCIRepository"), "apps", nil},
+		{"GitRepository source", ks("./apps", "GitRepository"), "prod", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Load(filetree.Write(t, map[string]string{"ks.yaml": tc.ks, "apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vals, namespace: apps}\n"}))
+			if tc.wantErr != nil {
+				wantError(t, err, tc.wantErr...)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.find("ConfigMap", tc.wantNS, "vals") == nil {
+				t.Errorf("docs %v: want the ConfigMap in %s", s.Docs, tc.wantNS)
+			}
+		})
+	}
+}
