@@ -9,6 +9,7 @@ require (
 	github.com/evanphx/json-patch v5.9.11+incompatible
 	github.com/fatih/color v1.19.0
 	github.com/fluxcd/cli-utils v1.2.2
+	github.com/fluxcd/pkg/envsubst v1.8.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.21.4
 	github.com/mattn/go-runewidth v0.0.23

@@ -63,6 +63,15 @@ func Serve(t *testing.T, dirs ...string) (url, packages string) {
 // NAME:VERSION. Helm's settings point at files of the test only, as Serve.
 func ServeOCI(t *testing.T, dirs ...string) string {
 	t.Helper()
+	url, _ := ServeOCIDigests(t, dirs...)
+	return url
+}
+
+// ServeOCIDigests is ServeOCI, with the digest of each chart's manifest
+// by NAME:VERSION (what an OCIRepository's ref.digest pins).
+func ServeOCIDigests(t *testing.T, dirs ...string) (string, map[string]string) {
+	t.Helper()
+	digests := map[string]string{}
 	_, packages := Serve(t) // Helm's settings; no chart
 	srv := httptest.NewServer(ociregistry.New(ociregistry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
@@ -84,11 +93,13 @@ func ServeOCI(t *testing.T, dirs ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := client.Push(data, host+"/charts/"+ch.Name()+":"+ch.Metadata.Version); err != nil {
+		pushed, err := client.Push(data, host+"/charts/"+ch.Name()+":"+ch.Metadata.Version)
+		if err != nil {
 			t.Fatal(err)
 		}
+		digests[ch.Name()+":"+ch.Metadata.Version] = pushed.Manifest.Digest
 	}
-	return "oci://" + host + "/charts"
+	return "oci://" + host + "/charts", digests
 }
 
 // WebChart writes a chart web 1.0.0 of one Deployment named after the

@@ -56,10 +56,10 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		r.Name = name
 	}
 	r.SkipCRDs, _ = helm["skipCrds"].(bool)
-	if _, ok := helm["fileParameters"]; ok {
-		return nil, fieldError(d, field+".helm.fileParameters", "not supported; put the file's content in values")
-	}
 	if r.Values, err = s.applicationValues(d, field+".helm", helm, r.Chart.Path); err != nil {
+		return nil, err
+	}
+	if err := s.fileParameters(d, field+".helm", helm, r.Chart.Path, r.Values); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -178,26 +178,79 @@ func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range params {
-		m, _ := p.(map[string]interface{})
-		name, _ := m["name"].(string)
-		value := fmt.Sprint(m["value"])
-		if m["value"] == nil {
-			value = ""
-		}
-		force, _ := m["forceString"].(bool)
-		set := strvals.ParseInto
-		if force {
-			set = strvals.ParseIntoString
-		}
-		if name == "" {
-			return nil, fieldError(d, field+".parameters", "item %d: name is required", i)
-		}
-		if err := set(name+"="+value, result); err != nil {
-			return nil, fieldError(d, field+".parameters", "item %d (%s): %v", i, name, err)
+	// Argo CD gathers the parameters into helm template's --set and
+	// --set-string (a name given twice: the last), and Helm applies every
+	// --set before any --set-string (checked in argo-cd
+	// reposerver/repository/repository.go helmTemplate and Helm's
+	// values.Options.MergeValues).
+	for _, forced := range []bool{false, true} {
+		for i, p := range params {
+			m, _ := p.(map[string]interface{})
+			name, _ := m["name"].(string)
+			value := fmt.Sprint(m["value"])
+			if m["value"] == nil {
+				value = ""
+			}
+			if force, _ := m["forceString"].(bool); force != forced {
+				continue
+			}
+			set := strvals.ParseInto
+			if forced {
+				set = strvals.ParseIntoString
+			}
+			if name == "" {
+				return nil, fieldError(d, field+".parameters", "item %d: name is required", i)
+			}
+			if err := set(name+"="+value, result); err != nil {
+				return nil, fieldError(d, field+".parameters", "item %d (%s): %v", i, name, err)
+			}
 		}
 	}
 	return result, nil
+}
+
+// fileParameters sets each of helm.fileParameters into values as Helm's
+// --set-file does, after the parameters: the value at name is the content
+// of the file at path, a string. Argo CD resolves the path
+// (ResolveValueFilePathOrUrl in argo-cd util/io/path) relative to the
+// chart's directory, or to the repository's root when it starts with "/";
+// the file must stay in the checkout.
+func (s *Side) fileParameters(d *Doc, field string, helm map[string]interface{}, chartDir string, values map[string]interface{}) error {
+	params, err := list(d, helm, field, "fileParameters")
+	if err != nil {
+		return err
+	}
+	for i, p := range params {
+		itemField := fmt.Sprintf("%s.fileParameters[%d]", field, i)
+		m, _ := p.(map[string]interface{})
+		name, _ := m["name"].(string)
+		rel, _ := m["path"].(string)
+		if name == "" || rel == "" {
+			return fieldError(d, itemField, "name and path are required")
+		}
+		if chartDir == "" {
+			return fieldError(d, itemField+".path", "%q: files of a repository's chart are not supported", rel)
+		}
+		path := filepath.Join(chartDir, filepath.FromSlash(rel))
+		if strings.HasPrefix(rel, "/") {
+			path = filepath.Join(s.Root, filepath.FromSlash(rel))
+		}
+		if _, err := s.inside(path); os.IsNotExist(err) {
+			return fieldError(d, itemField+".path", "%s: not in the checkout", rel)
+		} else if err != nil {
+			return fieldError(d, itemField+".path", "%v", err)
+		}
+		data, err := inputfile.Read(path, "a file parameter", inputfile.ValuesMax)
+		if err != nil {
+			return fieldError(d, itemField+".path", "%v", err)
+		}
+		// The value is never parsed as --set parses one: only the name is.
+		read := func([]rune) (interface{}, error) { return string(data), nil }
+		if err := strvals.ParseIntoFile(name+"=file", values, read); err != nil {
+			return fieldError(d, itemField+".name", "%s: %v", name, err)
+		}
+	}
+	return nil
 }
 
 // valueFilePath is where a valueFiles entry is: $ref/… in this checkout

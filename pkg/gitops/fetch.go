@@ -18,7 +18,9 @@ import (
 // downloaded into dir with Helm's getters from the repository it names (an
 // HTTP(S) chart repository, with the credentials and TLS files of the
 // entry of Helm's repositories.yaml with the same URL, if any; or an OCI
-// registry, with Helm's registry credentials). A chart that cannot be
+// registry, with Helm's registry credentials, by tag, version constraint
+// or digest: a digest the registry does not hold is an error, and the
+// content pulled is checked against it). A chart that cannot be
 // fetched is an error naming it and why. Each request ends within
 // timeout.
 func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration) (string, error) {
@@ -57,6 +59,15 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration
 		RegistryClient:   rc,
 	}
 	ref := c.Name
+	if c.Tag != "" {
+		// A tag as written, which Helm would read as a version constraint:
+		// pulled by the digest it names now, as source-controller pulls it.
+		desc, err := rc.Resolve(strings.TrimPrefix(c.Name, registry.OCIScheme+"://") + ":" + c.Tag)
+		if err != nil {
+			return "", fmt.Errorf("chart %s: %w", c, err)
+		}
+		ref = c.Name + "@" + desc.Digest.String()
+	}
 	if c.RepoURL != "" {
 		ref, err = repo.FindChartInAuthAndTLSAndPassRepoURL(c.RepoURL, entry.Username, entry.Password, c.Name, c.Version,
 			entry.CertFile, entry.KeyFile, entry.CAFile, entry.InsecureSkipTLSverify, entry.PassCredentialsAll, getters)

@@ -196,7 +196,7 @@ spec:
 `},
 			ref: ObjectRef{Kind: KindHelmRelease, Namespace: "apps", Name: "web"},
 			check: func(t *testing.T, _ string, r *Release) {
-				if r.Chart.Name != "oci://ghcr.io/acme/charts/web" || r.Chart.Version != "2.1.0" {
+				if r.Chart.Name != "oci://ghcr.io/acme/charts/web" || r.Chart.Tag != "2.1.0" || r.Chart.Version != "" {
 					t.Errorf("chart %+v", r.Chart)
 				}
 			},
@@ -288,7 +288,8 @@ func TestResolveErrors(t *testing.T) {
 		{"source not in the files", release("spec:\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: elsewhere}}}\n"), []string{"spec.chart.spec.sourceRef", "HelmRepository apps/elsewhere is not in the files"}},
 		{"missing ConfigMap", release("spec:\n" + chart + "  valuesFrom:\n    - kind: ConfigMap\n      name: absent\n"), []string{"HelmRelease apps/web", "hr.yaml:", "spec.valuesFrom", "spec.valuesFrom[0]: ConfigMap apps/absent is not in the files"}},
 		{"missing key", release("spec:\n"+chart+"  valuesFrom:\n    - {kind: ConfigMap, name: vals, valuesKey: other.yaml}\n") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: vals, namespace: apps}\ndata: {values.yaml: 'a: 1'}\n", []string{"ConfigMap apps/vals has no key \"other.yaml\""}},
-		{"chart valuesFiles", release("spec:\n  chart: {spec: {chart: web, valuesFiles: [prod.yaml], sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}}}\n"), []string{"hr.yaml:5", "spec.chart.spec.valuesFiles: not supported"}},
+		{"chart valuesFiles not paths", release("spec:\n  chart: {spec: {chart: web, valuesFiles: [{a: 1}], sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}}}\n"), []string{"hr.yaml:5", "spec.chart.spec.valuesFiles[0]: want a path"}},
+		{"Bucket source", release("spec:\n  chart: {spec: {chart: web, sourceRef: {kind: Bucket, name: b}}}\n") + "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: Bucket\nmetadata: {name: b, namespace: apps}\nspec: {bucketName: charts}\n", []string{"HelmRelease apps/web", "spec.chart.spec.sourceRef.kind: a Bucket source is not supported"}},
 		{"values not a map", release("spec:\n" + chart + "  values: [1, 2]\n"), []string{"spec.values: want a map"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -428,11 +429,7 @@ func TestChangesOfChartInRepository(t *testing.T) {
 	files := func(template string) map[string]string {
 		return map[string]string{
 			"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "charts/web/templates/cm.yaml": template,
-			"hr.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: self, namespace: apps}
-spec: {url: "https://git.example.com/repo"}
----
+			"hr.yaml": selfRepository + `---
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: web, namespace: apps}

@@ -40,6 +40,13 @@ type Doc struct {
 	Object map[string]interface{}
 	Node   *yaml.Node
 	Ref    ObjectRef
+	// Built is the document as a Flux Kustomization's build left it (nil
+	// when none builds it), BuiltBy names that Kustomization, Vars the
+	// ConfigMaps and Secrets whose variables it substituted (see
+	// applyKustomizations).
+	Built   []byte
+	BuiltBy string
+	Vars    []*Doc
 }
 
 // ObjectRef names an object: kind, namespace ("default" when the document
@@ -60,11 +67,15 @@ func (r ObjectRef) key() string { return r.Kind + "/" + r.Namespace + "/" + r.Na
 type Side struct {
 	Root string
 	Docs []*Doc
+	// secretValues: see SecretValues.
+	secretValues [][]byte
 }
 
 // Load reads path, a YAML file or a directory searched recursively for
-// .yaml and .yml files (hidden directories such as .git skipped), each
-// read bounded, every document of each. A document that is not an object
+// .yaml and .yml files (hidden directories such as .git, and charts,
+// skipped), each
+// read bounded, every document of each, as the Flux Kustomizations among
+// them build it (applyKustomizations). A document that is not an object
 // with apiVersion, kind and metadata.name is skipped (kustomization.yaml,
 // values files); one that is not YAML is an error naming the file.
 func Load(path string) (*Side, error) {
@@ -99,6 +110,9 @@ func Load(path string) (*Side, error) {
 		}
 		side.Docs = append(side.Docs, docs...)
 	}
+	if err := side.applyKustomizations(); err != nil {
+		return nil, err
+	}
 	return side, nil
 }
 
@@ -107,6 +121,9 @@ func Load(path string) (*Side, error) {
 // path or a value file may not read the CI runner's other files), and an
 // error naming it otherwise.
 func (s *Side) inside(path string) (string, error) {
+	if rel, err := filepath.Rel(s.Root, path); err != nil || escapes(rel) {
+		return "", fmt.Errorf("%s is outside the checkout %s", path, s.Root)
+	}
 	root, err := filepath.EvalSymlinks(s.Root)
 	if err != nil {
 		return "", err
@@ -115,14 +132,19 @@ func (s *Side) inside(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if rel, err := filepath.Rel(root, real); err != nil || escapes(rel) {
 		return "", fmt.Errorf("%s is outside the checkout %s", path, s.Root)
 	}
 	return path, nil
 }
 
+// escapes reports whether the relative path rel leads out of its base.
+func escapes(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // yamlFiles lists the .yaml and .yml files under dir, sorted, at most
-// FilesMax.
+// FilesMax; a chart's directory (one holding a Chart.yaml) is left out.
 func yamlFiles(dir string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -132,6 +154,9 @@ func yamlFiles(dir string) ([]string, error) {
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil && p != dir {
+				return filepath.SkipDir // a chart: templates, not manifests
 			}
 			return nil
 		}

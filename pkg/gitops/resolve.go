@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
@@ -37,12 +38,15 @@ const (
 type Chart struct {
 	// Path is the directory; Dir is it relative to the side's root and
 	// Digest its files' digest, which tell two sides' charts apart.
-	Path      string `json:"-"`
-	Dir       string `json:"dir,omitempty"`
-	Digest    string `json:"digest,omitempty"`
-	RepoURL   string `json:"repoURL,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Version   string `json:"version,omitempty"`
+	Path    string `json:"-"`
+	Dir     string `json:"dir,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	RepoURL string `json:"repoURL,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Tag is an OCI tag taken as written (an OCIRepository's ref.tag, not
+	// a version constraint): Fetch resolves it to its digest.
+	Tag       string `json:"tag,omitempty"`
 	PlainHTTP bool   `json:"plainHTTP,omitempty"`
 	// Via names the object the chart is found through (a HelmRepository),
 	// for errors.
@@ -57,6 +61,9 @@ func (c Chart) String() string {
 	}
 	if c.Version != "" {
 		s += "@" + c.Version
+	}
+	if c.Tag != "" {
+		s += ":" + c.Tag
 	}
 	if c.RepoURL != "" {
 		s += " from " + c.RepoURL
@@ -80,6 +87,9 @@ type Release struct {
 	StorageNamespace string                 `json:"storageNamespace"`
 	Chart            Chart                  `json:"chart"`
 	Values           map[string]interface{} `json:"values"`
+	// ValuesFiles are source-controller's valuesFiles of the chart, which
+	// replace the chart's values.yaml (nil: none).
+	ValuesFiles *ValuesFiles `json:"valuesFiles,omitempty"`
 	// PostRenderers are helm-controller's, in order: the HelmRelease's
 	// kustomize post-renderers, then its origin labels. None for Argo CD.
 	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
@@ -166,50 +176,59 @@ func (s *Side) Resolve(d *Doc) (*Release, error) {
 	if !ok {
 		return nil, fieldError(d, "spec", "missing or not a map")
 	}
+	var r *Release
+	var err error
 	if d.Ref.Kind == KindApplication {
-		return s.resolveApplication(d, spec)
+		r, err = s.resolveApplication(d, spec)
+	} else {
+		r, err = s.resolveHelmRelease(d, spec)
 	}
-	return s.resolveHelmRelease(d, spec)
+	if r != nil && d.BuiltBy != "" {
+		r.Notes = append(r.Notes, fmt.Sprintf("read as %s builds it: its targetNamespace and postBuild substitution applied", d.BuiltBy))
+	}
+	if r != nil {
+		// A change of a postBuild variable's source changes the render.
+		r.Sources = append(r.Sources, d.Vars...)
+		for _, v := range d.Vars {
+			r.Secret = r.Secret || v.Ref.Kind == "Secret"
+		}
+	}
+	return r, err
 }
 
-// str is the string at key of m; a value of another type is an error.
+// value is the value at key of m as a T (the zero T when absent); a value
+// of another type is an error naming the field and want.
+func value[T any](d *Doc, m map[string]interface{}, field, key, want string) (T, error) {
+	var zero T
+	v, ok := m[key]
+	if !ok || v == nil {
+		return zero, nil
+	}
+	t, ok := v.(T)
+	if !ok {
+		return zero, fieldError(d, strings.TrimPrefix(field+"."+key, "."), "want %s, got %T", want, v)
+	}
+	return t, nil
+}
+
+// str is the string at key of m, "" when absent.
 func str(d *Doc, m map[string]interface{}, field, key string) (string, error) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fieldError(d, field+"."+key, "want a string, got %T", v)
-	}
-	return s, nil
+	return value[string](d, m, field, key, "a string")
 }
 
-// obj is the map at key of m, nil when absent; a value of another type is
-// an error.
+// obj is the map at key of m, nil when absent.
 func obj(d *Doc, m map[string]interface{}, field, key string) (map[string]interface{}, error) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	o, ok := v.(map[string]interface{})
-	if !ok {
-		return nil, fieldError(d, strings.TrimPrefix(field+"."+key, "."), "want a map, got %T", v)
-	}
-	return o, nil
+	return value[map[string]interface{}](d, m, field, key, "a map")
 }
 
 // list is the list at key of m, nil when absent.
 func list(d *Doc, m map[string]interface{}, field, key string) ([]interface{}, error) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	l, ok := v.([]interface{})
-	if !ok {
-		return nil, fieldError(d, field+"."+key, "want a list, got %T", v)
-	}
-	return l, nil
+	return value[[]interface{}](d, m, field, key, "a list")
+}
+
+// boolean is the bool at key of m, false when absent.
+func boolean(d *Doc, m map[string]interface{}, field, key string) (bool, error) {
+	return value[bool](d, m, field, key, "true or false")
 }
 
 // resolveHelmRelease is helm-controller's view of a HelmRelease.
@@ -301,43 +320,60 @@ func (s *Side) helmReleaseChart(d *Doc, spec map[string]interface{}, r *Release)
 	if cs == nil {
 		return fieldError(d, "spec.chart.spec", "missing")
 	}
-	name, err := str(d, cs, "spec.chart.spec", "chart")
+	r.setChartField(d, "spec.chart.spec")
+	return s.chartSpec(d, cs, "spec.chart.spec", r)
+}
+
+// chartSpec resolves a HelmChart's spec: a HelmRelease's spec.chart.spec
+// (helm-controller copies it into the HelmChart it makes) or the spec of a
+// HelmChart object a spec.chartRef names. d is the object holding it and
+// field its place there: chart (a name of a HelmRepository, a path of a
+// GitRepository), version, sourceRef, valuesFiles.
+func (s *Side) chartSpec(d *Doc, cs map[string]interface{}, field string, r *Release) error {
+	name, err := str(d, cs, field, "chart")
 	if err != nil {
 		return err
 	}
 	if name == "" {
-		return fieldError(d, "spec.chart.spec.chart", "missing: the chart's name or path is required")
+		return fieldError(d, field+".chart", "missing: the chart's name or path is required")
 	}
-	for _, k := range []string{"valuesFiles", "valuesFile"} {
-		if _, ok := cs[k]; ok {
-			// The source-controller merges them into the chart's default
-			// values; the plan would render other values than it.
-			return fieldError(d, "spec.chart.spec."+k, "not supported; put the values in spec.values or a valuesFrom ConfigMap")
-		}
-	}
-	version, err := str(d, cs, "spec.chart.spec", "version")
+	version, err := str(d, cs, field, "version")
 	if err != nil {
 		return err
 	}
 	if version == "*" {
 		version = "" // the newest, as Helm reads ""
 	}
-	r.setChartField(d, "spec.chart.spec")
-	src, err := s.sourceRef(d, cs, "spec.chart.spec.sourceRef")
+	vf, err := valuesFilesOf(d, cs, field)
+	if err != nil {
+		return err
+	}
+	src, err := s.sourceRef(d, cs, field+".sourceRef")
 	if err != nil {
 		return err
 	}
 	switch src.Ref.Kind {
 	case "HelmRepository":
 		r.Chart, err = helmRepositoryChart(src, name, version)
+		r.setValuesFiles(vf)
 		return err
 	case "GitRepository":
 		// The chart is a path in the repository: this checkout.
-		r.Chart, err = s.localChart(d, "spec.chart.spec.chart", name)
+		if r.Chart, err = s.localChart(d, field+".chart", name); err != nil {
+			return err
+		}
 		r.Chart.Via = src.Ref.String()
+		if vf != nil {
+			// source-controller's local builder: the paths are in the
+			// repository (not the chart), read now.
+			err = s.mergeLocalValuesFiles(vf)
+		}
+		r.setValuesFiles(vf)
 		return err
+	case "Bucket":
+		return fieldError(d, field+".sourceRef.kind", "a Bucket source is not supported: its chart is in an object store the plan does not read")
 	}
-	return fieldError(d, "spec.chart.spec.sourceRef.kind", "%s is not supported (HelmRepository or GitRepository)", src.Ref.Kind)
+	return fieldError(d, field+".sourceRef.kind", "%s is not supported (HelmRepository or GitRepository)", src.Ref.Kind)
 }
 
 // sourceRef finds the source object m's sourceRef names (at field) in the
@@ -400,40 +436,76 @@ func helmRepositoryChart(src *Doc, name, version string) (Chart, error) {
 	return Chart{RepoURL: url, Name: name, Version: version, Via: src.Ref.String()}, nil
 }
 
-// chartRef resolves spec.chartRef: an OCIRepository of the files (a
-// HelmChart is made by the source-controller and found in no file).
+// chartRef resolves spec.chartRef: an OCIRepository or a HelmChart of the
+// files (helm-controller's two kinds; its namespace defaults to the
+// HelmRelease's).
 func (s *Side) chartRef(d *Doc, ref map[string]interface{}, r *Release) error {
 	src, err := s.findRef(d, ref, "spec.chartRef")
 	if err != nil {
 		return err
 	}
-	if src.Ref.Kind != "OCIRepository" {
-		return fieldError(d, "spec.chartRef.kind", "%s is not supported (OCIRepository)", src.Ref.Kind)
-	}
-	spec, _ := src.Object["spec"].(map[string]interface{})
-	url, err := str(src, spec, "spec", "url")
+	spec, err := obj(src, src.Object, "", "spec")
 	if err != nil {
 		return err
 	}
+	if spec == nil {
+		return fieldError(src, "spec", "missing")
+	}
+	switch src.Ref.Kind {
+	case "HelmChart":
+		return s.chartSpec(src, spec, "spec", r)
+	case "OCIRepository":
+		r.Chart, err = ociRepositoryChart(src, spec)
+		return err
+	}
+	return fieldError(d, "spec.chartRef.kind", "%s is not supported (OCIRepository or HelmChart)", src.Ref.Kind)
+}
+
+// ociDigest is an OCI content digest as the distribution spec writes it.
+var ociDigest = regexp.MustCompile(`^sha(256:[a-f0-9]{64}|384:[a-f0-9]{96}|512:[a-f0-9]{128})$`)
+
+// ociRepositoryChart is the chart an OCIRepository src names, pinned as
+// source-controller's getArtifactRef pins it (checked in
+// fluxcd/source-controller internal/controller/ocirepository_controller.go):
+// ref.digest first, else the newest tag matching ref.semver, else ref.tag,
+// else the tag "latest".
+func ociRepositoryChart(src *Doc, spec map[string]interface{}) (Chart, error) {
+	url, err := str(src, spec, "spec", "url")
+	if err != nil {
+		return Chart{}, err
+	}
 	if !strings.HasPrefix(url, "oci://") {
-		return fieldError(src, "spec.url", "%q: want oci://…", url)
+		return Chart{}, fieldError(src, "spec.url", "%q: want oci://…", url)
 	}
 	at, err := obj(src, spec, "spec", "ref")
 	if err != nil {
-		return err
+		return Chart{}, err
 	}
-	version := ""
-	for _, k := range []string{"tag", "semver"} {
-		if v, _ := at[k].(string); v != "" && version == "" {
-			version = v
+	ref := map[string]string{}
+	for _, k := range []string{"digest", "semver", "semverFilter", "tag"} {
+		if ref[k], err = str(src, at, "spec.ref", k); err != nil {
+			return Chart{}, err
 		}
 	}
-	if digest, _ := at["digest"].(string); digest != "" {
-		return fieldError(src, "spec.ref.digest", "a chart pinned by digest is not supported; pin it by tag or semver")
-	}
 	insecure, _ := spec["insecure"].(bool)
-	r.Chart = Chart{Name: url, Version: version, PlainHTTP: insecure, Via: src.Ref.String()}
-	return nil
+	c := Chart{Name: url, PlainHTTP: insecure, Via: src.Ref.String()}
+	switch {
+	case ref["digest"] != "":
+		if !ociDigest.MatchString(ref["digest"]) {
+			return Chart{}, fieldError(src, "spec.ref.digest", "%q is not a digest (sha256:…)", ref["digest"])
+		}
+		c.Name += "@" + ref["digest"]
+	case ref["semver"] != "":
+		if ref["semverFilter"] != "" {
+			return Chart{}, fieldError(src, "spec.ref.semverFilter", "not supported; pin the chart by semver, tag or digest")
+		}
+		c.Version = ref["semver"]
+	case ref["tag"] != "":
+		c.Tag = ref["tag"]
+	default:
+		c.Tag = "latest"
+	}
+	return c, nil
 }
 
 // localChart is the chart at rel, a path in the side's checkout, with
@@ -548,7 +620,7 @@ func (s *Side) valuesFrom(d *Doc, ref map[string]interface{}, field string, r *R
 	}
 	data, ok, err := dataKey(src, key)
 	if err != nil {
-		return "", false, err
+		return "", false, fieldError(d, field, "%v", err)
 	}
 	if !ok {
 		return missing(fmt.Sprintf("%s %s/%s has no key %q", kind, d.Ref.Namespace, name, key))
@@ -561,6 +633,9 @@ func (s *Side) valuesFrom(d *Doc, ref map[string]interface{}, field string, r *R
 // dataKey is key of a ConfigMap's data, or of a Secret's stringData or
 // (decoded) data.
 func dataKey(d *Doc, key string) (string, bool, error) {
+	if err := refuseEncrypted(d); err != nil {
+		return "", false, err
+	}
 	if data, _ := d.Object["stringData"].(map[string]interface{}); data != nil && d.Ref.Kind == "Secret" {
 		if v, ok := data[key].(string); ok {
 			return v, true, nil
@@ -579,6 +654,15 @@ func dataKey(d *Doc, key string) (string, bool, error) {
 		return "", false, fieldError(d, "data."+key, "not base64 (an encrypted Secret, SOPS or sealed, cannot be read here)")
 	}
 	return string(raw), true, nil
+}
+
+// refuseEncrypted is an error naming d when SOPS encrypted it (a top-level
+// sops map, as sops writes it): its values cannot be read where no key is.
+func refuseEncrypted(d *Doc) error {
+	if m, ok := d.Object["sops"].(map[string]interface{}); ok && len(m) > 0 {
+		return fmt.Errorf("%s (%s:%d) is encrypted with SOPS: its values cannot be read without its key, which the plan does not have", d.Ref, d.File, d.Line)
+	}
+	return nil
 }
 
 // replacePathValue puts value at path as helm-controller does

@@ -62,6 +62,9 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 				c.Sanitizer.Add(&unstructured.Unstructured{Object: d.Object})
 			}
 		}
+		for _, v := range side.SecretValues() {
+			c.Sanitizer.AddValue(v)
+		}
 	}
 	changes, err := gitops.Changes(base, head)
 	if err != nil {
@@ -176,9 +179,9 @@ func (c *Config) gitOpsSide(r *gitops.Release, dir, side string, timeout time.Du
 		return "", "", err
 	}
 	c.progress("Fetching the %s chart %s", side, r.Chart)
-	chart, err := gitops.Fetch(c.Settings, r.Chart, sideDir, timeout)
+	chart, err := r.FetchChart(c.Settings, sideDir, side, timeout)
 	if err != nil {
-		return "", "", r.ChartError(fmt.Errorf("the %s's %w", side, err))
+		return "", "", err
 	}
 	data, err := sigsyaml.Marshal(r.Values)
 	if err != nil {

@@ -191,6 +191,20 @@ func readOutputs(t *testing.T, path string) map[string]string {
 	return out
 }
 
+// actionSetup is the action's folder, an unpacked release archive with the
+// checkout's action.yml beside it (the plugin installs the archive's
+// binary), and a runner's environment with the real helm v3 on PATH.
+func actionSetup(t *testing.T, c *testcluster.Cluster) (string, []string) {
+	t.Helper()
+	actionDir := snapshot(t).unpack(t)
+	copyFile(t, filepath.Join(c.Root, "action.yml"), filepath.Join(actionDir, "action.yml"), 0o644)
+	helmDir := t.TempDir()
+	if err := os.Symlink(c.Helm3, filepath.Join(helmDir, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	return actionDir, withEnv(helmHome(t, c), "PATH="+helmDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
 // TestAction runs the composite GitHub Action (action.yml) with a real helm
 // v3 on PATH against the local control plane: it installs the plugin from its
 // own folder (here an unpacked release archive with action.yml beside it, so
@@ -199,14 +213,7 @@ func readOutputs(t *testing.T, path string) map[string]string {
 // pending changes, and fails on blocked destructive changes and on errors.
 func TestAction(t *testing.T) {
 	c := testcluster.Get(t)
-	actionDir := snapshot(t).unpack(t)
-	copyFile(t, filepath.Join(c.Root, "action.yml"), filepath.Join(actionDir, "action.yml"), 0o644)
-	helmDir := t.TempDir()
-	if err := os.Symlink(c.Helm3, filepath.Join(helmDir, "helm")); err != nil {
-		t.Fatal(err)
-	}
-	env := helmHome(t, c)
-	env = withEnv(env, "PATH="+helmDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	actionDir, env := actionSetup(t, c)
 	ns := c.Namespace(t)
 	c.Helm(t, "install", "demo", chart(t, "demo"), "-n", ns)
 	values := filepath.Join(t.TempDir(), "more-replicas.yaml")
