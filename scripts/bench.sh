@@ -104,9 +104,8 @@ awk -v runs="$BENCH_RUNS" -v helmfile="${SAFE_UPGRADE_HELMFILE:-}" '
     }
   }' "$out"
 
-# The plans of the other verbs beside their floors (BenchmarkVerbs): each
-# tool run and its floor timed in turns. status -A and log get their rows
-# here once those verbs are on main (branches status and log).
+# The plans of the other verbs and log of a 100-revision release beside
+# their floors (BenchmarkVerbs): each tool run and its floor timed in turns.
 go test -count=1 -run '^$' -bench 'Verbs' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
   grep -v '^I[0-9]' | tee "$out"
 awk -v runs="$BENCH_RUNS" '
@@ -124,14 +123,19 @@ awk -v runs="$BENCH_RUNS" '
   function ratio(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
   END {
     if (!rows) { print "bench: no verb results"; exit 1 }
-    printf "\nPlans of the other verbs (--dry-run -o json) and their floors, timed in turns, medians of %d runs (floors: rollback, helm get manifest of both revisions + one LIST; uninstall, helm get manifest + one LIST):\n\n", runs
-    print "| plan | this tool | floor | tool / floor (wall) | tool / floor (CPU) |"
+    printf "\nThe other verbs (rollback and uninstall plans --dry-run -o json, log -o json) and their floors, timed in turns, medians of %d runs (floors: rollback, helm get manifest of both revisions + one LIST; uninstall, helm get manifest + one LIST; log, helm history --max 100 -o json, which reads and decodes every stored revision whole, manifests included, in one LIST: all a log has to read; status -A has its own table below):\n\n", runs
+    print "| verb | this tool | floor | tool / floor (wall) | tool / floor (CPU) |"
     print "|---|---|---|---|---|"
     for (i = 1; i <= rows; i++) {
       r = order[i]
       printf "| %s | %s | %s | %s | %s |\n", r, cell(r, "tool"), cell(r, "floor"), ratio(t[r, "tool"], t[r, "floor"]), ratio(cpu[r, "tool"], cpu[r, "floor"])
     }
-    print "| status -A, log | — (not on main yet: branches status and log add their rows) | | | |"
+    for (i = 1; i <= rows; i++) {
+      r = order[i]
+      if (!((r, "by-hand") in t)) continue
+      printf "\n%s by hand, what a user runs without the tool to see what each revision changed (helm history + helm get manifest of every revision, the diffs left to the reader), in the same turns: %s; the tool / by hand: %s wall, %s CPU\n",
+        r, cell(r, "by-hand"), ratio(t[r, "tool"], t[r, "by-hand"]), ratio(cpu[r, "tool"], cpu[r, "by-hand"])
+    }
   }' "$out"
 
 # What the rollout watch adds after Helm returns (BenchmarkWatch).
