@@ -7,13 +7,30 @@
 # floor, the tool's plan of the same release installed by Helm 4 (server-side
 # apply) beside its plan of the Helm 3 release, with the dry-run requests of
 # each and the ratios, and the tool's slope between 1000 and 5000 objects,
-# then the rollback and uninstall plans beside their floors (BenchmarkVerbs),
 # then what the drop-in helm adds to a command it passes through
 # (BenchmarkShimPassThrough) and a 10-release helmfile diff through it beside
 # 10 helm upgrade --dry-run=server (BenchmarkShimHelmfileDiff, when helmfile
-# is in the cache), what the rollout watch adds after Helm returns
-# (BenchmarkWatch), then (BENCH_STAGES=0 skips it) the Go benchmarks of the
-# pure stages.
+# is in the cache), the rollback and uninstall plans and log of a
+# 100-revision release beside their floors (BenchmarkVerbs), what the
+# rollout watch adds after Helm returns (BenchmarkWatch), status -A of 50
+# releases beside kubectl get (BenchmarkStatus), then (BENCH_STAGES=0 skips
+# it) the Go benchmarks of the pure stages.
+# The contenders of every row run in turns, round after round (a shape: the
+# tool's plan of the Helm 3 release, of the Helm 4 release, the floor, helm
+# --dry-run=server, then again), so that a load that comes and goes weighs
+# on each alike (docs/performance.md#measuring).
+# How long each part took, 2026-12-03, BENCH_RUNS=3, on this 2-core machine
+# shared with five other sessions (load average 13-22, so several times an
+# idle run's), each part with its test build and control plane start:
+# upgrade 1000-object shapes 254 s; the 5000-object shape did not finish
+# (twice, Helm 4's install of the 5000 objects failed after about 4 minutes,
+# the API server timing out Service applies under that load: its three
+# rounds, helm --dry-run=server about a minute each, would add some 5
+# minutes); shim pass-through 91 s (helmfile not in the cache: no diff row);
+# verbs 286 s (most of it installing the 1000-object release and the log's
+# 100 revisions); watch 257 s; status 125 s; the stage benchmarks were not
+# run (seven Go benchmarks of a second or so each, and their build). In all
+# about half an hour at that load: well inside an hour.
 #   BENCH_RUNS=5 make bench         more runs per median
 #   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
 #   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
@@ -44,7 +61,7 @@ awk -v runs="$BENCH_RUNS" '
   function ratio(s, w) { return ((s, w) in t && t[s, "floor"] > 0) ? sprintf("%.2f×", t[s, w] / t[s, "floor"]) : "—" }
   END {
     if (!shapes) { print "bench: no results"; exit 1 }
-    printf "\nMedians of %d runs, whole processes (wall time, peak RSS):\n\n", runs
+    printf "\nMedians of %d runs, whole processes timed in turns (wall time, peak RSS):\n\n", runs
     print "| upgrade | this tool | helm upgrade --dry-run=server | floor (helm template + LIST) | tool / floor | helm / floor |"
     print "|---|---|---|---|---|---|"
     for (i = 1; i <= shapes; i++) {
@@ -87,7 +104,7 @@ awk -v runs="$BENCH_RUNS" -v helmfile="${SAFE_UPGRADE_HELMFILE:-}" '
     if ($1 ~ /^BenchmarkShimPassThrough/ && !(c in seen)) { seen[c] = 1; order[++n] = c }
   }
   END {
-    printf "\nMedians of %d runs, whole processes (wall time, CPU time user + system; the shim target: at most +30 ms; on a shared machine CPU-ms is the stable figure):\n\n", runs
+    printf "\nMedians of %d runs, whole processes timed in turns (wall time, CPU time user + system; the shim target: at most +30 ms; on a shared machine CPU-ms is the stable figure):\n\n", runs
     print "| helm command (passed through) | real helm | through the shim | the shim adds |"
     print "|---|---|---|---|"
     for (i = 1; i <= n; i++) {
@@ -104,9 +121,8 @@ awk -v runs="$BENCH_RUNS" -v helmfile="${SAFE_UPGRADE_HELMFILE:-}" '
     }
   }' "$out"
 
-# The plans of the other verbs beside their floors (BenchmarkVerbs): each
-# tool run and its floor timed in turns. status -A and log get their rows
-# here once those verbs are on main (branches status and log).
+# The plans of the other verbs and log of a 100-revision release beside
+# their floors (BenchmarkVerbs): each tool run and its floor timed in turns.
 go test -count=1 -run '^$' -bench 'Verbs' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
   grep -v '^I[0-9]' | tee "$out"
 awk -v runs="$BENCH_RUNS" '
@@ -124,14 +140,19 @@ awk -v runs="$BENCH_RUNS" '
   function ratio(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
   END {
     if (!rows) { print "bench: no verb results"; exit 1 }
-    printf "\nPlans of the other verbs (--dry-run -o json) and their floors, timed in turns, medians of %d runs (floors: rollback, helm get manifest of both revisions + one LIST; uninstall, helm get manifest + one LIST):\n\n", runs
-    print "| plan | this tool | floor | tool / floor (wall) | tool / floor (CPU) |"
+    printf "\nThe other verbs (rollback and uninstall plans --dry-run -o json, log -o json) and their floors, timed in turns, medians of %d runs (floors: rollback, helm get manifest of both revisions + one LIST; uninstall, helm get manifest + one LIST; log, helm history --max 100 -o json, which reads and decodes every stored revision whole, manifests included, in one LIST: all a log has to read; status -A has its own table below):\n\n", runs
+    print "| verb | this tool | floor | tool / floor (wall) | tool / floor (CPU) |"
     print "|---|---|---|---|---|"
     for (i = 1; i <= rows; i++) {
       r = order[i]
       printf "| %s | %s | %s | %s | %s |\n", r, cell(r, "tool"), cell(r, "floor"), ratio(t[r, "tool"], t[r, "floor"]), ratio(cpu[r, "tool"], cpu[r, "floor"])
     }
-    print "| status -A, log | — (not on main yet: branches status and log add their rows) | | | |"
+    for (i = 1; i <= rows; i++) {
+      r = order[i]
+      if (!((r, "by-hand") in t)) continue
+      printf "\n%s by hand, what a user runs without the tool to see what each revision changed (helm history + helm get manifest of every revision, the diffs left to the reader), in the same turns: %s; the tool / by hand: %s wall, %s CPU\n",
+        r, cell(r, "by-hand"), ratio(t[r, "tool"], t[r, "by-hand"]), ratio(cpu[r, "tool"], cpu[r, "by-hand"])
+    }
   }' "$out"
 
 # What the rollout watch adds after Helm returns (BenchmarkWatch).

@@ -34,38 +34,22 @@ func BenchmarkStatus(b *testing.B) {
 		must(b, err)
 	}
 	name := fmt.Sprintf("%d-releases-of-%d-objects", statusBenchReleases, statusBenchObjects)
-	// The contenders run in turn, run after run, so that a load on the
-	// machine that comes and goes weighs on each alike.
-	contenders := []struct {
-		name string
-		run  func() (sample, error)
-	}{
-		{"tool", func() (sample, error) {
+	// The contenders run in turns, run after run (benchInterleaved).
+	status := func(tool string) func() (sample, error) {
+		return func() (sample, error) {
 			return execMeasured(env, tool, "status", "-A", "-o", "json", "--detailed-exitcode")
-		}},
-		{"floor", func() (sample, error) {
+		}
+	}
+	contenders := []contender{
+		{name: "tool", run: status(tool)},
+		{name: "floor", run: func() (sample, error) {
 			return execMeasured(env, c.Kubectl, "get", "configmaps,secrets,services,deployments.apps", "-A", "-o", "json")
 		}},
 	}
 	if base := os.Getenv(BenchBaselineEnv); base != "" {
-		contenders = append(contenders, struct {
-			name string
-			run  func() (sample, error)
-		}{"baseline", func() (sample, error) {
-			return execMeasured(env, base, "status", "-A", "-o", "json", "--detailed-exitcode")
-		}})
+		contenders = append(contenders, contender{name: "baseline", run: status(base)})
 	}
-	samples := make([][]sample, len(contenders))
-	for range runs {
-		for i, ct := range contenders {
-			s, err := ct.run()
-			must(b, err)
-			samples[i] = append(samples[i], s)
-		}
-	}
-	for i, ct := range contenders {
-		b.Run(name+"/"+ct.name, func(b *testing.B) { report(b, samples[i]) })
-	}
+	b.Run(name, func(b *testing.B) { benchInterleaved(b, runs, contenders) })
 }
 
 // BenchBaselineEnv names another tool binary (e.g. one built from main)

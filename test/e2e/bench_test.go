@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -164,22 +163,10 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// measure runs one contender runs times and reports the median wall time as
-// ns/op, the median CPU time (user + system) as CPU-s and the median peak
-// RSS as peak-RSS-MiB. On a shared machine the CPU time is the steadier
-// figure: wall time includes waiting for a core.
-func measure(b *testing.B, runs int, one func() (sample, error)) {
-	b.Helper()
-	var samples []sample
-	for range runs {
-		s, err := one()
-		must(b, err)
-		samples = append(samples, s)
-	}
-	report(b, samples)
-}
-
-// report reports the medians of samples as measure does.
+// report reports the medians of samples: the wall time as ns/op, the CPU
+// time (user + system) as CPU-s and the peak RSS as peak-RSS-MiB. On a
+// shared machine the CPU time is the steadier figure: wall time includes
+// waiting for a core.
 func report(b *testing.B, samples []sample) {
 	b.Helper()
 	var walls, cpus []time.Duration
@@ -256,7 +243,11 @@ func benchTool(b *testing.B, c *testcluster.Cluster) string {
 // (kubectl get -o json) of the objects' kinds. Each reports the median wall
 // time (ns/op) and peak RSS of BENCH_RUNS runs; scripts/bench.sh turns them
 // into a table with ratios to the floor and the tool's slope between 1000
-// and 5000 objects. Run it with -benchtime 1x: each contender repeats itself.
+// and 5000 objects. The contenders of a shape run in turns, round after
+// round (tool, tool-helm4, floor, helm-dry-run-server; benchInterleaved), so
+// that a load that comes and goes on a shared machine weighs on each alike;
+// the dry-run requests are counted after all rounds. Run it with -benchtime
+// 1x: each contender repeats itself.
 func BenchmarkUpgrade(b *testing.B) {
 	runs := benchRuns(b)
 	c := testcluster.Get(b)
@@ -293,51 +284,27 @@ func BenchmarkUpgrade(b *testing.B) {
 			set := fmt.Sprintf("objects=%d,changed=%d,label=%s", shape.objects, shape.changed, label)
 			plan := []string{"bench", chart, "--set", set, "--dry-run", "-o", "json"}
 			args3 := append([]string{"-n", ns}, plan...)
-			// The same plan of the same release installed by Helm 4. The
-			// two plans are timed in turns, once both releases are
-			// installed: timing one just after its install (the
-			// controllers still settling it) or all runs of one under a
-			// passing load would skew the ratio the bench reports.
+			// The same plan of the same release installed by Helm 4,
+			// installed before anything is timed: timing a plan just
+			// after its install (the controllers still settling it)
+			// would skew the ratio.
 			args4 := append([]string{"-n", release(shape.objects, c.Helm4)}, plan...)
-			plans := sync.OnceValues(func() ([2][]sample, error) {
-				var out [2][]sample
-				for range runs {
-					for i, args := range [][]string{args3, args4} {
-						s, err := execMeasured(env, tool, args...)
-						if err != nil {
-							return out, err
-						}
-						out[i] = append(out[i], s)
-					}
-				}
-				return out, nil
-			})
-			b.Run("tool", func(b *testing.B) {
-				samples, err := plans()
-				must(b, err)
-				report(b, samples[0])
-				reportDryRuns(b, env, tool, args3...)
-			})
-			b.Run("tool-helm4", func(b *testing.B) {
-				samples, err := plans()
-				must(b, err)
-				report(b, samples[1])
-				reportDryRuns(b, env, tool, args4...)
-			})
-			b.Run("helm-dry-run-server", func(b *testing.B) {
-				measure(b, runs, func() (sample, error) {
-					return execMeasured(env, c.Helm3, "upgrade", "bench", chart, "-n", ns, "--set", set, "--dry-run=server")
-				})
-			})
-			b.Run("floor", func(b *testing.B) {
-				measure(b, runs, func() (sample, error) {
+			benchInterleaved(b, runs, []contender{
+				{name: "tool", run: func() (sample, error) { return execMeasured(env, tool, args3...) },
+					after: func(b *testing.B) { reportDryRuns(b, env, tool, args3...) }},
+				{name: "tool-helm4", run: func() (sample, error) { return execMeasured(env, tool, args4...) },
+					after: func(b *testing.B) { reportDryRuns(b, env, tool, args4...) }},
+				{name: "floor", run: func() (sample, error) {
 					render, err := execMeasured(env, c.Helm3, "template", "bench", chart, "-n", ns, "--set", set)
 					if err != nil {
 						return sample{}, err
 					}
 					list, err := execMeasured(env, c.Kubectl, "get", "configmaps,secrets,services,deployments.apps", "-n", ns, "-o", "json")
 					return render.then(list), err
-				})
+				}},
+				{name: "helm-dry-run-server", run: func() (sample, error) {
+					return execMeasured(env, c.Helm3, "upgrade", "bench", chart, "-n", ns, "--set", set, "--dry-run=server")
+				}},
 			})
 		})
 	}

@@ -46,7 +46,7 @@ func newShimBench(b *testing.B, c *testcluster.Cluster) shimBench {
 // BenchmarkShimPassThrough measures what the drop-in helm
 // (docs/orchestrators.md) adds to commands it hands to the real helm: each
 // command as a whole process, the real helm directly and through the shim
-// first on PATH; median wall and CPU time of BENCH_RUNS runs.
+// first on PATH, in turns; median wall and CPU time of BENCH_RUNS runs.
 // scripts/bench.sh prints the difference.
 func BenchmarkShimPassThrough(b *testing.B) {
 	runs := benchRuns(b)
@@ -61,11 +61,16 @@ func BenchmarkShimPassThrough(b *testing.B) {
 		{"version", []string{"version", "--short"}},
 		{"list", []string{"list", "-n", ns}},
 	} {
-		for _, via := range []struct{ name, helm string }{{"helm", filepath.Join(s.realDir, "helm")}, {"shim", filepath.Join(s.shimDir, "helm")}} {
-			b.Run(cmd.name+"/"+via.name, func(b *testing.B) {
-				measure(b, runs, func() (sample, error) { return execMeasured(s.env, via.helm, cmd.args...) })
-			})
-		}
+		// The real helm and the shim in turns, run after run.
+		b.Run(cmd.name, func(b *testing.B) {
+			var contenders []contender
+			for _, via := range []struct{ name, helm string }{{"helm", filepath.Join(s.realDir, "helm")}, {"shim", filepath.Join(s.shimDir, "helm")}} {
+				contenders = append(contenders, contender{name: via.name, run: func() (sample, error) {
+					return execMeasured(s.env, via.helm, cmd.args...)
+				}})
+			}
+			benchInterleaved(b, runs, contenders)
+		})
 	}
 }
 
@@ -73,7 +78,8 @@ func BenchmarkShimPassThrough(b *testing.B) {
 // shim first on PATH (it serves helm diff upgrade: no helm-diff plugin is
 // installed) beside what a user has without it for the same check: 10
 // sequential `helm upgrade --dry-run=server`, one per release, in one bash
-// process. Whole processes, their children included; median of BENCH_RUNS.
+// process. Whole processes, their children included, in turns; median of
+// BENCH_RUNS.
 // It skips without HelmfileEnv: helmfile is a long build, off the default
 // path (make test-orchestrators builds it).
 func BenchmarkShimHelmfileDiff(b *testing.B) {
@@ -100,13 +106,13 @@ func BenchmarkShimHelmfileDiff(b *testing.B) {
 	must(b, os.WriteFile(filepath.Join(dir, "helmfile.yaml"), []byte(doc.String()), 0o644))
 	env := append(append([]string(nil), s.env...), helmHomes(b.TempDir())...)
 	realEnv := append(append([]string(nil), env...), "PATH="+s.realDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	b.Run("helmfile-diff/shim", func(b *testing.B) {
-		measure(b, runs, func() (sample, error) {
+	benchInterleaved(b, runs, []contender{
+		{name: "helmfile-diff/shim", run: func() (sample, error) {
 			return execMeasuredIn(dir, env, helmfile, "diff", "--concurrency", "1")
-		})
-	})
-	b.Run("helm-upgrade-dry-run-server/helm", func(b *testing.B) {
-		measure(b, runs, func() (sample, error) { return execMeasuredIn(dir, realEnv, "bash", "-c", loop.String()) })
+		}},
+		{name: "helm-upgrade-dry-run-server/helm", run: func() (sample, error) {
+			return execMeasuredIn(dir, realEnv, "bash", "-c", loop.String())
+		}},
 	})
 }
 
