@@ -86,8 +86,6 @@ type Input struct {
 // the objects in the cluster it applies over, the ones it leaves when the
 // render drops them.
 type Applier struct {
-	// Name names it in reasons ("Argo CD").
-	Name string
 	// Mark adds to obj (of identity id) what the applier adds before it
 	// applies it, instead of Helm's ownership metadata.
 	Mark func(obj *unstructured.Unstructured, id manifest.ObjectID)

@@ -82,28 +82,31 @@ func docOf(side *gitops.Side, ref gitops.ObjectRef) *gitops.Doc {
 
 // argoTracking is how Argo CD marks the objects of one Application.
 type argoTracking struct {
-	App string
+	// App is the Application's name; Instance the name its tracking
+	// annotation gives it as found on a live object (<namespace>_<app> for
+	// an Application outside Argo CD's namespace), "" for App.
+	App, Instance string
 	// Label and Annotation say which marks its live objects carry (both
 	// for annotation+label); neither when none is live.
 	Label, Annotation bool
 }
 
-// tracks reports whether Argo CD counts the object m as the Application's:
-// its label, or its tracking annotation naming the object itself (a
-// copied annotation names another object and does not count). An
-// Application outside Argo CD's namespace is <namespace>_<app> there.
-func (t argoTracking) tracks(m live.ItemMeta, appNamespace string) (label, annotation bool) {
+// tracks reports whether Argo CD counts the object m as the Application's
+// (of namespace appNamespace): by its label, or by its tracking annotation
+// naming the object itself (a copied annotation names another object and
+// does not count), with the instance name the annotation gives.
+func (t argoTracking) tracks(m live.ItemMeta, appNamespace string) (label bool, instance string) {
 	label = m.Labels[argoInstanceLabel] == t.App
 	id := m.Annotations[argoTrackingID]
 	if id == "" {
-		return label, false
+		return label, ""
 	}
 	for _, app := range []string{t.App, appNamespace + "_" + t.App} {
 		if id == argoTrackingValue(app, m.ID) {
-			return label, true
+			return label, app
 		}
 	}
-	return label, false
+	return label, ""
 }
 
 // argoTrackingValue is the tracking annotation of the object id of app.
@@ -113,7 +116,7 @@ func argoTrackingValue(app string, id manifest.ObjectID) string {
 
 // argoApplier is Argo CD's sync as the planner predicts it.
 func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
-	a := &planner.Applier{Name: "Argo CD",
+	a := &planner.Applier{
 		Adopted: "in the cluster without the Application's tracking or last-applied configuration: Argo CD applies over it (compared with the live object alone)",
 		Deletes: "no longer rendered: Argo CD prunes it (syncPolicy.automated.prune)"}
 	a.Mark = func(obj *unstructured.Unstructured, id manifest.ObjectID) {
@@ -129,7 +132,11 @@ func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
 			obj.SetLabels(labels)
 		}
 		if t.Annotation {
-			setAnnotation(obj, argoTrackingID, argoTrackingValue(t.App, id))
+			instance := t.Instance
+			if instance == "" {
+				instance = t.App
+			}
+			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, id))
 		}
 		if !sync.ServerSide && !sync.Replace {
 			// kubectl apply's own annotation, computed by its own code.
@@ -226,7 +233,7 @@ func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.
 	}
 	c.warnSecretCopies(p)
 	p.Notes = append(p.Notes, gitOpsNotes(ch)...)
-	p.Notes = append(p.Notes, found.notes(ch, sync)...)
+	p.Notes = append(p.Notes, found.notes(ch, sync, in.Applier)...)
 	return &Planned{Plan: p, Rendered: res, ChartRef: chart, Render: opts}, nil
 }
 
@@ -236,8 +243,10 @@ type argoFound struct {
 	// live are the objects the Application tracks and the objects of the
 	// head's identities, by identity; base the base render's objects.
 	live map[manifest.ObjectID]*unstructured.Unstructured
-	base map[manifest.ObjectID]string
-	head map[manifest.ObjectID]bool
+	// order is live's identities, sorted.
+	order []manifest.ObjectID
+	base  map[manifest.ObjectID]string
+	head  map[manifest.ObjectID]bool
 	// failed are the kinds whose LIST was refused, and why.
 	failed []string
 	// lastApplied and fromBase count the objects the plan compared with
@@ -285,8 +294,8 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 		gvks = append(gvks, gvk)
 	}
 	keep := func(m live.ItemMeta) bool {
-		label, annotation := f.tracking.tracks(m, appNamespace)
-		return label || annotation || f.head[m.ID]
+		label, instance := f.tracking.tracks(m, appNamespace)
+		return label || instance != "" || f.head[m.ID]
 	}
 	inv := c.Cluster.ReadInventory(redact.WithReadsSanitized(ctx), gvks, res.Next.Namespace, live.DefaultConcurrency, keep)
 	for _, gvk := range gvks {
@@ -304,10 +313,12 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 			continue
 		}
 		c.Sanitizer.Add(st.Obj)
-		f.live[id] = st.Obj
-		label, annotation := f.tracking.tracks(live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}, appNamespace)
+		f.live[id], f.order = st.Obj, append(f.order, id)
+		label, instance := f.tracking.tracks(live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}, appNamespace)
 		f.tracking.Label = f.tracking.Label || label
-		f.tracking.Annotation = f.tracking.Annotation || annotation
+		if instance != "" {
+			f.tracking.Annotation, f.tracking.Instance = true, instance
+		}
 	}
 	if !f.tracking.Label && !f.tracking.Annotation {
 		f.tracking.Annotation = true // Argo CD 3's default, for an Application with nothing live yet
@@ -321,13 +332,8 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 // object neither holds is named by its identity alone (it can only be
 // pruned or left).
 func (f *argoFound) last(sync argoSync) string {
-	ids := make([]manifest.ObjectID, 0, len(f.live))
-	for id := range f.live {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i].Less(ids[j]) })
 	var b strings.Builder
-	for _, id := range ids {
+	for _, id := range f.order {
 		obj := f.live[id]
 		doc := ""
 		applied := obj.GetAnnotations()[redact.LastAppliedAnnotation]
@@ -352,7 +358,7 @@ func (f *argoFound) last(sync argoSync) string {
 
 // notes say what the Application's live plan compared, and what it did
 // not check.
-func (f *argoFound) notes(ch gitops.Change, sync argoSync) []string {
+func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Applier) []string {
 	h := ch.Head
 	var tracked []string
 	if f.tracking.Label {
@@ -378,6 +384,16 @@ func (f *argoFound) notes(ch gitops.Change, sync argoSync) []string {
 		notes = append(notes, "syncPolicy.automated.prune: Argo CD deletes the tracked objects the head no longer renders")
 	} else {
 		notes = append(notes, "prune is off: the tracked objects the head no longer renders are left in the cluster, OutOfSync")
+	}
+	// What the applier leaves is a no-op, which reports do not show: each
+	// is named here.
+	for _, id := range f.order {
+		if f.head[id] {
+			continue
+		}
+		if why := applier.Kept(f.live[id]); why != "" {
+			notes = append(notes, id.String()+": "+why)
+		}
 	}
 	for _, why := range f.failed {
 		notes = append(notes, "--live: a LIST was refused, so objects of its kind that the Application tracks and the head drops are not seen: "+why)

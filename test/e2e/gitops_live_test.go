@@ -235,8 +235,8 @@ func TestGitOpsLiveApplication(t *testing.T) {
 	if r.Code == 2 || r.Code == 1 || pvc.Action != "noop" || pvc.Destructive || len(pvc.Reasons) == 0 || !strings.Contains(pvc.Reasons[0].Message, "left in the cluster, OutOfSync (prune is off") {
 		t.Errorf("claim dropped, prune off: exit %d, %s destructive %v %+v: want it listed as left", r.Code, pvc.Action, pvc.Destructive, pvc.Reasons)
 	}
-	if !strings.Contains(notes, "prune is off") {
-		t.Errorf("notes do not say prune is off:\n%s", notes)
+	if !strings.Contains(notes, "PersistentVolumeClaim/"+ns+"/store-data: no longer rendered: left in the cluster, OutOfSync (prune is off") {
+		t.Errorf("notes do not list the claim left in the cluster:\n%s", notes)
 	}
 	if _, err := c.Clientset(t).CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "store-data", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the plan deleted the claim: %v", err)
