@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -26,9 +27,14 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
+// storePassword is the value of storeChart's Secret, which no output may
+// hold (kubectl's last-applied configuration of the Secret holds it).
+const storePassword = "argo-live-sekret-1729"
+
 // storeChart is chartrepo's web chart (a Deployment named after the
-// release, its image tag the value image.tag) with, while the value data is
-// true (the default), a PersistentVolumeClaim.
+// release, its image tag the value image.tag) with a Secret of the value
+// password and, while the value data is true (the default), a
+// PersistentVolumeClaim.
 func storeChart(t *testing.T) string {
 	t.Helper()
 	dir := chartrepo.WebChart(t)
@@ -41,12 +47,15 @@ spec:
   resources: {requests: {storage: 1Gi}}
 {{- end }}
 `
-	if err := os.WriteFile(filepath.Join(dir, "templates", "pvc.yaml"), []byte(pvc), 0o644); err != nil {
-		t.Fatal(err)
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: {{ .Release.Name }}-creds}\nstringData: {password: {{ .Values.password | quote }}}\n"
+	for file, data := range map[string]string{"pvc.yaml": pvc, "secret.yaml": secret} {
+		if err := os.WriteFile(filepath.Join(dir, "templates", file), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	values, err := os.OpenFile(filepath.Join(dir, "values.yaml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
-		_, err = values.WriteString("data: true\n")
+		_, err = values.WriteString("data: true\npassword: " + storePassword + "\n")
 		err = errors.Join(err, values.Close())
 	}
 	if err != nil {
@@ -157,6 +166,11 @@ func gitopsPlan(t *testing.T, c *testcluster.Cluster, base, head string, args ..
 	if r.Code == 1 {
 		t.Fatalf("exit 1\n%s\n%s", r.Stderr, r.Stdout)
 	}
+	for _, secret := range []string{storePassword, base64.StdEncoding.EncodeToString([]byte(storePassword))} {
+		if strings.Contains(r.Stdout+r.Stderr, secret) {
+			t.Fatalf("the Secret's value is in the output:\n%s\n%s", r.Stdout, r.Stderr)
+		}
+	}
 	var doc struct {
 		Releases []struct{ Plan json.RawMessage }
 	}
@@ -202,7 +216,7 @@ func TestGitOpsLiveApplication(t *testing.T) {
 		t.Fatalf("parameter change: exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
 	for _, want := range []string{"--live: planned against the live objects of Application store in namespace " + ns, "tracked by label app.kubernetes.io/instance=store",
-		"three-way with each object's last-applied configuration (2 object(s))", "Argo CD itself was not run"} {
+		"three-way with each object's last-applied configuration (3 object(s))", "Argo CD itself was not run"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes do not say %q:\n%s", want, notes)
 		}
@@ -295,6 +309,36 @@ func TestGitOpsLiveApplicationReplace(t *testing.T) {
 	rollsFromServer(t, p)
 }
 
+// runUnreachable runs the tool with args against a kubeconfig whose
+// server does not answer, and returns its exit code and stderr.
+func runUnreachable(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
+		"contexts: [{name: x, context: {cluster: x, user: x}}]\ncurrent-context: x\nusers: [{name: x, user: {token: t}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	streams := iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	code := cli.ExecuteWithMasker("helm-safe-upgrade", append(args, "--kubeconfig", kubeconfig), streams, cli.BuildInfo{Version: "e2e"}, redact.NewMasker())
+	return code, errOut.String()
+}
+
+// grant lets user do what rules say in namespace ns, and nothing more.
+func grant(t *testing.T, c *testcluster.Cluster, ns, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	rbac := c.Clientset(t).RbacV1()
+	if _, err := rbac.Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	if _, err := rbac.RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGitOpsLiveApplicationRefused: --live with no cluster to reach is an
 // error naming the Application and the server; a user who may not list a
 // kind the Application renders gets a plan whose notes name it.
@@ -304,31 +348,15 @@ func TestGitOpsLiveApplicationRefused(t *testing.T) {
 	prune := "{automated: {prune: true}}"
 	base, head := argoSide(t, f.url, ns, "", prune), argoSide(t, f.url, ns, "{name: image.tag, value: b}", prune)
 
-	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(unreachable, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
-		"contexts: [{name: x, context: {cluster: x, user: x}}]\ncurrent-context: x\nusers: [{name: x, user: {token: t}}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	streams := iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	code := cli.ExecuteWithMasker("helm-safe-upgrade", []string{"gitops", base, head, "--live", "--kubeconfig", unreachable}, streams, cli.BuildInfo{Version: "e2e"}, redact.NewMasker())
-	if code != 1 || !strings.Contains(errOut.String(), "Application argocd/store") || !strings.Contains(errOut.String(), "127.0.0.1:1") {
-		t.Errorf("unreachable cluster: exit %d, want 1 naming the Application and the server\n%s", code, errOut.String())
+	code, stderr := runUnreachable(t, "gitops", base, head, "--live")
+	if code != 1 || !strings.Contains(stderr, "Application argocd/store") || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("unreachable cluster: exit %d, want 1 naming the Application and the server\n%s", code, stderr)
 	}
 
-	rbac := c.Clientset(t).RbacV1()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-list"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}}}}
-	if _, err := rbac.Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-list"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "no-list"},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "no-list"}}}
-	if _, err := rbac.RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grant(t, c, ns, "no-list",
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}})
 	_, notes, _ := gitopsPlan(t, c, base, head, "--kube-as-user", "no-list")
 	if !strings.Contains(notes, "a LIST was refused") || !strings.Contains(notes, "persistentvolumeclaims") {
 		t.Errorf("notes do not name the kind whose LIST was refused:\n%s", notes)
@@ -383,5 +411,16 @@ func TestGitOpsLiveStorageNamespace(t *testing.T) {
 	sts := p.change(t, "StatefulSet", "shop-db")
 	if sts.Class != "recreate-required" || len(sts.Reasons) == 0 || sts.Reasons[0].Source != "server" {
 		t.Errorf("StatefulSet shop-db: %s %+v: want recreate-required from the server's dry-run", sts.Class, sts.Reasons)
+	}
+
+	if code, stderr := runUnreachable(t, "gitops", side("1.0.0"), side("2.0.0"), "--live"); code != 1 || !strings.Contains(stderr, "HelmRelease flux/shop") || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("unreachable cluster: exit %d, want 1 naming the HelmRelease and the server\n%s", code, stderr)
+	}
+	// A user who may read the release namespace but not Helm's records in
+	// the storage namespace is told which.
+	grant(t, c, target, "objects-only", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
+	r = run(t, c, "gitops", side("1.0.0"), side("2.0.0"), "--live", "--kube-as-user", "objects-only")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "secrets") || !strings.Contains(r.Stderr, storage) {
+		t.Errorf("records unreadable: exit %d, want 1 naming secrets in %s\n%s", r.Code, storage, r.Stderr)
 	}
 }
