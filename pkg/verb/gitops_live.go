@@ -34,7 +34,7 @@ import (
 //     kubectl.kubernetes.io/last-applied-configuration) unless
 //     ServerSideApply=true: then server-side as field manager
 //     argocd-controller (ArgoCDSSAManager), with ForceConflicts; Replace=true
-//     replaces (PUT) instead;
+//     replaces (PUT) instead, whatever ServerSideApply says (applyObject);
 //   - an object no longer rendered is pruned only with prune (for an
 //     automated sync, syncPolicy.automated.prune), and never when it carries
 //     argocd.argoproj.io/sync-options: Prune=false (SyncOptionDisablePrune).
@@ -66,6 +66,9 @@ func argoSyncOf(d *gitops.Doc) argoSync {
 			s.Replace = true
 		}
 	}
+	// gitops-engine's applyObject replaces before it considers a
+	// server-side apply.
+	s.ServerSide = s.ServerSide && !s.Replace
 	s.Prune, _, _ = unstructured.NestedBool(d.Object, "spec", "syncPolicy", "automated", "prune")
 	return s
 }
@@ -206,7 +209,8 @@ func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.
 	}
 	in := plannerInput(res, opts.SkipCRDs)
 	in.Ignore = rules
-	found, err := rc.argoLive(ctx, ch.Head.Object.Namespace, h.Name, res)
+	// Argo CD tracks by the Application's name, not the release name.
+	found, err := rc.argoLive(ctx, h.Object.Namespace, h.Object.Name, res)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +366,7 @@ func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Appl
 	h := ch.Head
 	var tracked []string
 	if f.tracking.Label {
-		tracked = append(tracked, "label "+argoInstanceLabel+"="+h.Name)
+		tracked = append(tracked, "label "+argoInstanceLabel+"="+f.tracking.App)
 	}
 	if f.tracking.Annotation {
 		tracked = append(tracked, "annotation "+argoTrackingID)
@@ -377,7 +381,7 @@ func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Appl
 		how = fmt.Sprintf("client-side apply, as Argo CD's sync runs kubectl apply: three-way with each object's last-applied configuration (%d object(s)); two-way with the base render and the live object where there is none (%d object(s))", f.lastApplied, f.fromBase)
 	}
 	notes := []string{
-		fmt.Sprintf("--live: planned against the live objects of Application %s in namespace %s, tracked by %s: %s", h.Name, h.Namespace, strings.Join(tracked, " and "), how),
+		fmt.Sprintf("--live: planned against the live objects of Application %s in namespace %s, tracked by %s: %s", f.tracking.App, h.Namespace, strings.Join(tracked, " and "), how),
 		"--live: Argo CD itself was not run: the plan follows its sync's rules (rendering as helm template, apply, tracking, prune); sync waves, hooks as Argo CD orders them, ignoreDifferences and health are not planned; live objects were looked for among the kinds the base and head renders name",
 	}
 	if sync.Prune {

@@ -24,6 +24,7 @@ func TestArgoSyncOf(t *testing.T) {
 		{"prune", map[string]interface{}{"automated": map[string]interface{}{"prune": true}}, argoSync{Prune: true}},
 		{"server-side", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true", "ServerSideApply=true"}}, argoSync{ServerSide: true}},
 		{"replace", map[string]interface{}{"syncOptions": []interface{}{"Replace=true"}}, argoSync{Replace: true}},
+		{"replace wins over server-side", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=true", "Replace=true"}}, argoSync{Replace: true}},
 		{"options turned off", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=false", "Replace=false"}}, argoSync{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

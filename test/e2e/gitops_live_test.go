@@ -64,12 +64,13 @@ spec:
 	return dir
 }
 
-// argoSide writes a checkout holding the Application store.
-func argoSide(t *testing.T, url, ns, params, syncPolicy string) string {
+// argoSide writes a checkout holding the Application app of the release
+// store.
+func argoSide(t *testing.T, app, url, ns, params, syncPolicy string) string {
 	t.Helper()
-	return filetree.Write(t, map[string]string{"store.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: store, namespace: argocd}\nspec:\n" +
+	return filetree.Write(t, map[string]string{"app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + app + ", namespace: argocd}\nspec:\n" +
 		"  destination: {namespace: " + ns + "}\n" +
-		"  source: {repoURL: \"" + url + "\", chart: web, targetRevision: 1.0.0, helm: {parameters: [" + params + "]}}\n" +
+		"  source: {repoURL: \"" + url + "\", chart: web, targetRevision: 1.0.0, helm: {releaseName: store, parameters: [" + params + "]}}\n" +
 		"  syncPolicy: " + syncPolicy + "\n"})
 }
 
@@ -111,18 +112,18 @@ func argoSync(t *testing.T, c *testcluster.Cluster, chart, ns string, sets []str
 }
 
 // argoFixture is the objects of the Application store as Argo CD's sync
-// left them in ns (see argoSync), and the chart repository url of its
-// chart.
+// left them in ns (see argoSync), the Application's name (store unless a
+// test names it otherwise) and the chart repository url of its chart.
 type argoFixture struct {
-	c       *testcluster.Cluster
-	ns, url string
+	c            *testcluster.Cluster
+	app, ns, url string
 }
 
 // newArgoFixture syncs the chart store into a namespace of its own, each
 // object marked by mark, applied with kubectl apply and args.
 func newArgoFixture(t *testing.T, mark func(*unstructured.Unstructured), args ...string) argoFixture {
 	t.Helper()
-	f := argoFixture{c: testcluster.Get(t)}
+	f := argoFixture{c: testcluster.Get(t), app: "store"}
 	f.ns = f.c.Namespace(t)
 	chart := storeChart(t)
 	f.url, _ = chartrepo.Serve(t, chart)
@@ -134,7 +135,7 @@ func newArgoFixture(t *testing.T, mark func(*unstructured.Unstructured), args ..
 // (the base) to headParams (the head's parameters).
 func (f argoFixture) plan(t *testing.T, syncPolicy, headParams string, args ...string) (*jsonPlan, string, result) {
 	t.Helper()
-	return gitopsPlan(t, f.c, argoSide(t, f.url, f.ns, "", syncPolicy), argoSide(t, f.url, f.ns, headParams, syncPolicy), args...)
+	return gitopsPlan(t, f.c, argoSide(t, f.app, f.url, f.ns, "", syncPolicy), argoSide(t, f.app, f.url, f.ns, headParams, syncPolicy), args...)
 }
 
 // rollsFromServer checks that the head's image tag rolls the Deployment,
@@ -210,8 +211,8 @@ func TestGitOpsLiveApplication(t *testing.T) {
 	mustBin(t, c, c.Kubectl, "annotate", "-n", ns, "deployment", "store", "ops.example/owner=ops")
 
 	prune := "{automated: {prune: true}}"
-	base := argoSide(t, url, ns, "", prune)
-	p, notes, r := gitopsPlan(t, c, base, argoSide(t, url, ns, "{name: image.tag, value: b}", prune))
+	base := argoSide(t, "store", url, ns, "", prune)
+	p, notes, r := gitopsPlan(t, c, base, argoSide(t, "store", url, ns, "{name: image.tag, value: b}", prune))
 	if r.Code != 0 {
 		t.Fatalf("parameter change: exit %d, want 0\n%s", r.Code, r.Stderr)
 	}
@@ -238,13 +239,13 @@ func TestGitOpsLiveApplication(t *testing.T) {
 	}
 
 	dropped := "{name: data, value: \"false\"}"
-	p, _, r = gitopsPlan(t, c, base, argoSide(t, url, ns, dropped, prune))
+	p, _, r = gitopsPlan(t, c, base, argoSide(t, "store", url, ns, dropped, prune))
 	if pvc := p.change(t, "PersistentVolumeClaim", "store-data"); r.Code != 2 || pvc.Action != "delete" || !pvc.Destructive {
 		t.Errorf("claim dropped, prune on: exit %d, %s destructive %v %+v: want a blocked delete\n%s", r.Code, pvc.Action, pvc.Destructive, pvc.Reasons, r.Stderr)
 	}
 
 	noPrune := "{automated: {prune: false}}"
-	p, notes, r = gitopsPlan(t, c, argoSide(t, url, ns, "", noPrune), argoSide(t, url, ns, dropped, noPrune), "--detailed-exitcode")
+	p, notes, r = gitopsPlan(t, c, argoSide(t, "store", url, ns, "", noPrune), argoSide(t, "store", url, ns, dropped, noPrune), "--detailed-exitcode")
 	pvc := p.change(t, "PersistentVolumeClaim", "store-data")
 	if r.Code == 2 || r.Code == 1 || pvc.Action != "noop" || pvc.Destructive || len(pvc.Reasons) == 0 || !strings.Contains(pvc.Reasons[0].Message, "left in the cluster, OutOfSync (prune is off") {
 		t.Errorf("claim dropped, prune off: exit %d, %s destructive %v %+v: want it listed as left", r.Code, pvc.Action, pvc.Destructive, pvc.Reasons)
@@ -258,12 +259,16 @@ func TestGitOpsLiveApplication(t *testing.T) {
 }
 
 // TestGitOpsLiveApplicationTrackingAnnotation: objects tracked by Argo CD
-// 3's annotation are found by it: a head that drops the claim prunes it.
+// 3's annotation are found by it, under the Application's name (not the
+// release's): a head that drops the claim prunes it.
 func TestGitOpsLiveApplicationTrackingAnnotation(t *testing.T) {
+	// The Application shop renders the release store: Argo CD tracks by
+	// the Application's name.
 	f := newArgoFixture(t, func(u *unstructured.Unstructured) {
 		group := u.GroupVersionKind().Group
-		u.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": "store:" + group + "/" + u.GetKind() + ":" + u.GetNamespace() + "/" + u.GetName()})
+		u.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": "shop:" + group + "/" + u.GetKind() + ":" + u.GetNamespace() + "/" + u.GetName()})
 	})
+	f.app = "shop"
 	p, notes, r := f.plan(t, "{automated: {prune: true}}", "{name: data, value: \"false\"}")
 	if pvc := p.change(t, "PersistentVolumeClaim", "store-data"); r.Code != 2 || pvc.Action != "delete" || !pvc.Destructive {
 		t.Errorf("exit %d, claim %s destructive %v: want a blocked delete\n%s", r.Code, pvc.Action, pvc.Destructive, r.Stderr)
@@ -346,7 +351,7 @@ func TestGitOpsLiveApplicationRefused(t *testing.T) {
 	f := newArgoFixture(t, byLabel)
 	c, ns := f.c, f.ns
 	prune := "{automated: {prune: true}}"
-	base, head := argoSide(t, f.url, ns, "", prune), argoSide(t, f.url, ns, "{name: image.tag, value: b}", prune)
+	base, head := argoSide(t, f.app, f.url, ns, "", prune), argoSide(t, f.app, f.url, ns, "{name: image.tag, value: b}", prune)
 
 	code, stderr := runUnreachable(t, "gitops", base, head, "--live")
 	if code != 1 || !strings.Contains(stderr, "Application argocd/store") || !strings.Contains(stderr, "127.0.0.1:1") {
