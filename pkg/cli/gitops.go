@@ -30,7 +30,7 @@ type GitOpsOptions struct {
 	Rules            planner.UserRules
 	DetailedExitcode bool
 	// Live plans each HelmRelease against the release helm-controller
-	// stored (--live).
+	// stored, each Application against its live objects (--live).
 	Live bool
 
 	// Set by Complete.
@@ -58,9 +58,14 @@ checkout; an Application's repoURL or path), with Helm's credentials.
 
 Acknowledgements come from --ack, --ack-file, else ` + DefaultAckFile + ` in HEAD
 (beside the manifests, reviewed in the same pull request).
-With --live, each HelmRelease is planned against the release helm-controller
-stored in the cluster of the kubeconfig instead (three-way with the live
-objects, dry-runs only); Applications stay offline (Argo CD stores no release).
+With --live, each change is planned against the cluster of the kubeconfig
+instead, sending no write but dry-runs: a HelmRelease against the release
+helm-controller stored (in its storageNamespace), three-way with the live
+objects; an Application against the live objects it tracks (Argo CD stores
+no release): three-way with each object's last-applied configuration as
+kubectl apply does, Argo CD's server-side apply (ServerSideApply=true) or PUT
+(Replace=true) as dry-runs, and the objects the head drops pruned or left as
+its syncPolicy says.
 
 Exit codes: 0 nothing changes, 2 blocked by the gate, 3 with --detailed-exitcode
 when changes pass, 1 error (a missing valuesFrom ConfigMap, a chart that
@@ -82,7 +87,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 	addReportFlags(fs, &o.Report)
 	o.Gate.addFlags(fs)
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
-	fs.BoolVar(&o.Live, "live", false, "plan each changed HelmRelease against the release helm-controller stored in the cluster of the kubeconfig (three-way, with the live objects; sends no write but dry-runs); Applications, and HelmReleases whose storageNamespace is not their namespace, stay offline")
+	fs.BoolVar(&o.Live, "live", false, "plan against the cluster of the kubeconfig (sends no write but dry-runs): each changed HelmRelease against the release helm-controller stored, each Application against the live objects it tracks, as Argo CD's sync applies them")
 	fs.StringArrayVar(&o.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable)")
 	fs.StringVar(&o.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...])")
 	fs.StringVar(&o.Render.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+render.DefaultKubeVersion+")")

@@ -174,6 +174,8 @@ type Live struct {
 	// Schemas, when set, types objects for the server-side apply decided
 	// locally (see Planner.decideApply); nil: every apply is sent.
 	Schemas *live.Schemas
+	// FieldManager is the server-side apply's field manager; "": Helm's.
+	FieldManager string
 }
 
 // TypeConverter implements Schemas.
@@ -232,6 +234,9 @@ func (l Live) DryRunApply(ctx context.Context, obj *manifest.Object, forceConfli
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	if l.FieldManager != "" {
+		return predict.DryRunApplyAs(ctx, ri, obj.Obj, forceConflicts, l.FieldManager)
 	}
 	return predict.DryRunApply(ctx, ri, obj.Obj, forceConflicts)
 }

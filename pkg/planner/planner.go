@@ -76,6 +76,28 @@ type Input struct {
 	// would keep a changed ConfigMap's or Secret's old value are planned
 	// to be restarted after Helm's upgrade (restartStale).
 	RestartStale bool
+	// Applier, when set, is what applies the render instead of Helm (Argo
+	// CD): see Applier. nil: Helm.
+	Applier *Applier
+}
+
+// Applier is a tool that applies the render instead of Helm, and differs
+// from it in what the plan predicts: the metadata it adds to each object,
+// the objects in the cluster it applies over, the ones it leaves when the
+// render drops them.
+type Applier struct {
+	// Mark adds to obj (of identity id) what the applier adds before it
+	// applies it, instead of Helm's ownership metadata.
+	Mark func(obj *unstructured.Unstructured, id manifest.ObjectID)
+	// Adopted is the note of an object in the cluster that the previous
+	// manifest does not name: the applier applies over it, where Helm
+	// refuses one its release does not own.
+	Adopted string
+	// Deletes is the reason of an object the render drops that the applier
+	// deletes; Kept says why it leaves liveObj in the cluster instead ("":
+	// it deletes it).
+	Deletes string
+	Kept    func(liveObj *unstructured.Unstructured) string
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -341,7 +363,11 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	} else {
 		// Here rather than for the whole render at once: a metadata map
 		// more for every object, held until its evaluation otherwise.
-		addHelmMetadata(next.Obj, in.Release.Name, in.Release.Namespace)
+		if in.Applier != nil {
+			in.Applier.Mark(next.Obj, next.ID)
+		} else {
+			addHelmMetadata(next.Obj, in.Release.Name, in.Release.Namespace)
+		}
 	}
 	c := plan.Change{ID: obj.ID, APIVersion: obj.GVK.GroupVersion().String(), Source: obj.Source}
 	// The unknown-field warnings of this object's dry-runs (unknownFields).
@@ -362,7 +388,7 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 	}
 	switch {
 	case next == nil:
-		if err := p.deletion(ctx, in.Release.Op(), &c, liveObj); err != nil {
+		if err := p.deletion(ctx, in.Release.Op(), in.Applier, &c, liveObj); err != nil {
 			return c, err
 		}
 	case liveObj == nil:
@@ -401,7 +427,7 @@ func removal(op plan.Operation) string {
 // cluster because of its resource policy.
 const KeptPath = "metadata.annotations[helm.sh/resource-policy]"
 
-func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Change, liveObj *unstructured.Unstructured) error {
+func (p *Planner) deletion(ctx context.Context, op plan.Operation, applier *Applier, c *plan.Change, liveObj *unstructured.Unstructured) error {
 	gone := removal(op)
 	if liveObj == nil {
 		c.Action = plan.ActionNoop
@@ -415,11 +441,23 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, c *plan.Chang
 			Message: gone + " but kept (helm.sh/resource-policy: keep): Helm leaves it in the cluster, no longer managed by the release"}}
 		return nil
 	}
+	if applier != nil {
+		if why := applier.Kept(liveObj); why != "" {
+			c.Action = plan.ActionNoop
+			c.Reasons = []plan.Reason{{Message: why, Source: plan.SourceHelm}}
+			return nil
+		}
+	}
 	c.Action = plan.ActionDelete
 	gk := schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}
 	msg := gone + ": Helm deletes it"
+	if applier != nil {
+		msg = applier.Deletes
+	}
 	d, destructive := classify.DestructiveKind(gk)
-	if destructive {
+	if destructive && applier != nil {
+		msg += "; " + d.Deleted
+	} else if destructive {
 		msg += " (no helm.sh/resource-policy: keep); " + d.Deleted
 	}
 	c.Destructive = destructive
@@ -493,7 +531,9 @@ func (p *Planner) update(ctx context.Context, c *plan.Change, in Input, prev, ne
 	if prev == nil {
 		owner := liveObj.GetAnnotations()[manifest.ReleaseNameAnnotation]
 		owned := owner == rel.Name && liveObj.GetAnnotations()[manifest.ReleaseNamespaceAnnotation] == rel.Namespace
-		if !owned && in.TakeOwnership {
+		if in.Applier != nil {
+			c.Notes = append(c.Notes, in.Applier.Adopted)
+		} else if !owned && in.TakeOwnership {
 			c.Notes = append(c.Notes, fmt.Sprintf("exists in the cluster without this release's ownership (owner %q): --take-ownership adopts it into release %s/%s", owner, rel.Namespace, rel.Name))
 		} else if !owned {
 			c.Class = plan.ClassInvalid
@@ -521,7 +561,9 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 	}
 	ssa := rel.ServerSide()
 	var decided predict.ApplyDecision
-	if ssa {
+	// decideApply's local merge is Helm's field manager's: another
+	// applier's apply is the server's to answer.
+	if ssa && in.Applier == nil {
 		decided = p.decideApply(ctx, rel, prev, next, liveObj)
 		if decided.Verdict == predict.ApplyNoop {
 			applyNoop(c, original, liveObj, next.Obj)

@@ -59,12 +59,18 @@ func DryRunReplace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstr
 // returns the object the server would store; a conflict with another field
 // manager is an apierrors.IsConflict error whose causes Conflicts reads.
 func DryRunApply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, forceConflicts bool) (*unstructured.Unstructured, error) {
+	return DryRunApplyAs(ctx, ri, obj, forceConflicts, FieldManager)
+}
+
+// DryRunApplyAs is DryRunApply as field manager manager (Argo CD's
+// argocd-controller).
+func DryRunApplyAs(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, forceConflicts bool, manager string) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("serializing %s %q: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-		DryRun: dryRunAll, FieldManager: FieldManager, Force: &forceConflicts,
+		DryRun: dryRunAll, FieldManager: manager, Force: &forceConflicts,
 		FieldValidation: metav1.FieldValidationStrict,
 	})
 }

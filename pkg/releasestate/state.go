@@ -47,6 +47,13 @@ type Recorded struct {
 // (ReadHistory) and the apply method recorded with its last revision
 // (RecordedApplyMethod). It sends no write.
 func Read(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration, name, ns string, forApply bool, now time.Time) (*State, error) {
+	return ReadStored(ctx, cluster, cfg, name, ns, ns, forApply, now)
+}
+
+// ReadStored is Read of a release whose records cfg's storage keeps in
+// namespace storage rather than its namespace ns (helm-controller's
+// storageNamespace): the record's apply method is read there.
+func ReadStored(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration, name, ns, storage string, forApply bool, now time.Time) (*State, error) {
 	if err := CheckJournal(ctx, cluster, name, ns); err != nil {
 		return nil, err
 	}
@@ -62,7 +69,7 @@ func Read(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration,
 	if len(s.History) > 0 && s.History[0].Info.Status != release.StatusUninstalled {
 		last := s.History[0]
 		r := &Recorded{Version: last.Version}
-		r.Method, r.OK, r.Err = RecordedApplyMethod(ctx, cfg, ns, last)
+		r.Method, r.OK, r.Err = RecordedApplyMethod(ctx, cfg, storage, last)
 		s.Recorded = r
 	}
 	return s, nil

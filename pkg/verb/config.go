@@ -34,6 +34,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	helmcli "helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -57,8 +58,11 @@ type Config struct {
 	// Settings is Helm's environment (kubeconfig, context, namespace,
 	// repositories, HELM_DRIVER through the environment).
 	Settings *helmcli.EnvSettings
-	// Namespace is the release namespace.
-	Namespace string
+	// Namespace is the release namespace; StorageNamespace, when set, the
+	// namespace of its Helm records (helm-controller's storageNamespace),
+	// else Namespace.
+	Namespace        string
+	StorageNamespace string
 	// Out receives progress and warnings (stderr); never the report.
 	Out io.Writer
 	// Logf receives debug lines (--debug); never nil.
@@ -259,13 +263,27 @@ func (c *Config) Connect(ctx context.Context) error {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
 	dyn := dynamic.New(rc)
-	helmCfg, err := releasestate.NewConfiguration(getter, c.Namespace, os.Getenv("HELM_DRIVER"), c.Logf)
+	helmCfg, err := releasestate.NewConfiguration(getter, c.storageNamespace(), os.Getenv("HELM_DRIVER"), c.Logf)
 	if err != nil {
 		return err
+	}
+	if kc, ok := helmCfg.KubeClient.(*kube.Client); ok {
+		// Records in the storage namespace, objects in the release's: as
+		// helm-controller configures Helm (its storage driver built on the
+		// storage namespace, its client on the release namespace).
+		kc.Namespace = c.Namespace
 	}
 	cluster := &live.Cluster{Dynamic: dyn, REST: rc, Mapper: live.Memoized(restmapper.NewDiscoveryRESTMapper(groups))}
 	c.Helm, c.Cluster, c.ServerVersion, c.server = helmCfg, cluster, version.GitVersion, restConfig.Host
 	return nil
+}
+
+// storageNamespace is where the release's Helm records are.
+func (c *Config) storageNamespace() string {
+	if c.StorageNamespace != "" {
+		return c.StorageNamespace
+	}
+	return c.Namespace
 }
 
 // identity names the cluster; read once, and only for saved plans (it costs

@@ -24,8 +24,8 @@ type GitOpsRequest struct {
 	Render     render.Options
 	Rules      planner.UserRules
 	// Live plans each HelmRelease against the release helm-controller
-	// stored in the cluster (see planGitOpsLive); Applications stay
-	// offline.
+	// stored in the cluster (see planGitOpsLive), each Application against
+	// its live objects (planArgoLive).
 	Live bool
 }
 
@@ -84,7 +84,7 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 			continue
 		}
 		c.progress("Planning %s (%s:%d)", ch.Ref, ch.File, ch.Line)
-		planned, err := c.planGitOpsChange(ctx, req, ch, filepath.Join(dir, fmt.Sprint(i)))
+		planned, err := c.planGitOpsChange(ctx, req, ch, head, filepath.Join(dir, fmt.Sprint(i)))
 		var named *gitops.NamedError
 		if err != nil && !errors.As(err, &named) {
 			err = fmt.Errorf("%s (%s:%d): %w", ch.Ref, ch.File, ch.Line, err)
@@ -99,8 +99,8 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 
 // planGitOpsChange plans one change: the base side (when the base has the
 // object; else an empty base, which the head installs into) against the
-// head, in dir.
-func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch gitops.Change, dir string) (*Planned, error) {
+// head (of the checkout head), in dir.
+func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch gitops.Change, head *gitops.Side, dir string) (*Planned, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -113,13 +113,8 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	opts.Values.ValueFiles = []string{headValues}
 	opts.PostRender = gitops.Renderer(ch.Head.PostRenderers)
 	opts.SkipCRDs = ch.Head.SkipsCRDs(ch.Base == nil)
-	liveNote := ""
-	if req.Live {
-		planned, why, err := c.planGitOpsLive(ctx, req, ch, headChart, opts)
-		if err != nil || planned != nil {
-			return planned, err
-		}
-		liveNote = "--live: planned offline: " + why
+	if req.Live && ch.Head.Object.Kind == gitops.KindHelmRelease {
+		return c.planGitOpsLive(ctx, req, ch, headChart, opts)
 	}
 	offline := &OfflineBase{}
 	if ch.Base != nil {
@@ -129,14 +124,14 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 		}
 		offline = &OfflineBase{Chart: chart, Values: []string{values}, PostRender: gitops.Renderer(ch.Base.PostRenderers)}
 	}
+	if req.Live {
+		return c.planArgoLive(ctx, req, ch, argoSyncOf(docOf(head, ch.Head.Object)), headChart, opts, offline)
+	}
 	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline})
 	if err != nil {
 		return nil, err
 	}
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
-	if liveNote != "" {
-		planned.Plan.Notes = append(planned.Plan.Notes, liveNote)
-	}
 	return planned, nil
 }
 
@@ -144,31 +139,25 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 // helm-controller stored, in the cluster of the kubeconfig: three-way, as
 // `helm safe-upgrade RELEASE CHART -n NAMESPACE --install --dry-run` with
 // the reconstructed chart and values (an install when helm-controller has
-// not installed it yet). It returns no plan, and why, for what it cannot
-// plan live: an Application (Argo CD stores no Helm release), and a
-// HelmRelease whose storage namespace is not its release namespace (the
-// plan reads Helm's records in the release namespace, as the helm CLI
-// does).
-func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, chart string, opts render.Options) (*Planned, string, error) {
+// not installed it yet). Helm's records are read in the HelmRelease's
+// storage namespace and its objects planned in its release namespace, as
+// helm-controller configures Helm (its storage driver on the storage
+// namespace, its kube client on the release namespace: helm-controller's
+// internal/action ConfigFactory, WithStorage).
+func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, chart string, opts render.Options) (*Planned, error) {
 	h := ch.Head
-	switch {
-	case h.Object.Kind != gitops.KindHelmRelease:
-		return nil, "Argo CD stores no Helm release to plan against; the plan compares the base and head renders", nil
-	case h.StorageNamespace != h.Namespace:
-		return nil, fmt.Sprintf("helm-controller stores the release in %s, not its namespace %s, which the plan cannot read yet", h.StorageNamespace, h.Namespace), nil
-	}
 	// A configuration of the release's namespace sharing the run's masker,
 	// sanitiser and request counters: errors and reports stay masked.
 	rc := *c
-	rc.Namespace, rc.Helm, rc.Cluster = h.Namespace, nil, nil
+	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, h.StorageNamespace, nil, nil
 	opts.Install = true
 	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
-	planned.Plan.Notes = append(planned.Plan.Notes, fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects", h.Name, h.Namespace))
-	return planned, "", nil
+	planned.Plan.Notes = append(planned.Plan.Notes, fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects in namespace %s", h.Name, h.StorageNamespace, h.Namespace))
+	return planned, nil
 }
 
 // gitOpsSide fetches r's chart into dir (each request within timeout) and

@@ -210,7 +210,7 @@ func (c *Config) connectToPlan(ctx context.Context, release string, forApply boo
 			return err
 		}
 		var err error
-		state, err = releasestate.Read(ctx, c.Cluster, c.Helm, release, c.Namespace, forApply, c.Now())
+		state, err = releasestate.ReadStored(ctx, c.Cluster, c.Helm, release, c.Namespace, c.storageNamespace(), forApply, c.Now())
 		return err
 	})
 	return state, err

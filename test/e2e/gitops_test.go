@@ -16,8 +16,8 @@ import (
 // planned with --live three-way from the HelmRelease's chart upgrade: the
 // StatefulSet's claim template change comes back from the API server
 // (source: server, not the offline catalogue) as recreate-required, and
-// blocks. The Application of the same pull request stays offline, and its
-// plan says why.
+// blocks. The Application of the same pull request, of which nothing is
+// live, is planned against the cluster too (see gitops_live_test.go).
 func TestGitOpsLive(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
@@ -55,8 +55,8 @@ func TestGitOpsLive(t *testing.T) {
 		}
 		return strings.Join(p.Notes, "\n")
 	}
-	if n := notes(doc.Releases[0].Plan); !strings.Contains(n, "--live: planned offline: Argo CD stores no Helm release") {
-		t.Errorf("Application notes do not say it was planned offline:\n%s", n)
+	if n := notes(doc.Releases[0].Plan); !strings.Contains(n, "--live: planned against the live objects of Application web") {
+		t.Errorf("Application notes do not say it was planned against its live objects:\n%s", n)
 	}
 	var shop jsonPlan
 	if err := json.Unmarshal(doc.Releases[1].Plan, &shop); err != nil {

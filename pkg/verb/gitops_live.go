@@ -1,0 +1,406 @@
+package verb
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubectlutil "k8s.io/kubectl/pkg/util"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
+)
+
+// Argo CD's names and rules, as its source has them (argoproj/argo-cd
+// common/common.go, util/argo/resource_tracking.go; argoproj/gitops-engine
+// pkg/sync/common/types.go, pkg/sync/sync_context.go pruneObject,
+// pkg/utils/kube/resource_ops.go newApplyOptionsCommon):
+//   - objects are tracked by the label app.kubernetes.io/instance=<app>
+//     (Argo CD ≤ 2.x's default) or the annotation
+//     argocd.argoproj.io/tracking-id: <app>:<group>/<kind>:<namespace>/<name>
+//     (BuildAppInstanceValue; Argo CD 3.x's default);
+//   - a sync applies with kubectl's apply code (client-side, keeping
+//     kubectl.kubernetes.io/last-applied-configuration) unless
+//     ServerSideApply=true: then server-side as field manager
+//     argocd-controller (ArgoCDSSAManager), with ForceConflicts; Replace=true
+//     replaces (PUT) instead, whatever ServerSideApply says (applyObject);
+//   - an object no longer rendered is pruned only with prune (for an
+//     automated sync, syncPolicy.automated.prune), and never when it carries
+//     argocd.argoproj.io/sync-options: Prune=false (SyncOptionDisablePrune).
+const (
+	argoInstanceLabel = "app.kubernetes.io/instance"
+	argoTrackingID    = "argocd.argoproj.io/tracking-id"
+	argoSyncOptions   = "argocd.argoproj.io/sync-options"
+	argoFieldManager  = "argocd-controller"
+)
+
+// argoSync is how an Application's syncPolicy says Argo CD applies it.
+type argoSync struct {
+	ServerSide, Replace, Prune bool
+}
+
+// argoSyncOf reads spec.syncPolicy of the Application d: its syncOptions
+// and automated.prune.
+func argoSyncOf(d *gitops.Doc) argoSync {
+	var s argoSync
+	if d == nil {
+		return s
+	}
+	opts, _, _ := unstructured.NestedStringSlice(d.Object, "spec", "syncPolicy", "syncOptions")
+	for _, o := range opts {
+		switch strings.TrimSpace(o) {
+		case "ServerSideApply=true":
+			s.ServerSide = true
+		case "Replace=true":
+			s.Replace = true
+		}
+	}
+	// gitops-engine's applyObject replaces before it considers a
+	// server-side apply.
+	s.ServerSide = s.ServerSide && !s.Replace
+	s.Prune, _, _ = unstructured.NestedBool(d.Object, "spec", "syncPolicy", "automated", "prune")
+	return s
+}
+
+// docOf is the document of the object ref in side, nil when none.
+func docOf(side *gitops.Side, ref gitops.ObjectRef) *gitops.Doc {
+	for _, d := range side.Docs {
+		if d.Ref == ref {
+			return d
+		}
+	}
+	return nil
+}
+
+// argoTracking is how Argo CD marks the objects of one Application.
+type argoTracking struct {
+	// App is the Application's name; Instance the name its tracking
+	// annotation gives it as found on a live object (<namespace>_<app> for
+	// an Application outside Argo CD's namespace), "" for App.
+	App, Instance string
+	// Label and Annotation say which marks its live objects carry (both
+	// for annotation+label); neither when none is live.
+	Label, Annotation bool
+}
+
+// tracks reports whether Argo CD counts the object m as the Application's
+// (of namespace appNamespace): by its label, or by its tracking annotation
+// naming the object itself (a copied annotation names another object and
+// does not count), with the instance name the annotation gives.
+func (t argoTracking) tracks(m live.ItemMeta, appNamespace string) (label bool, instance string) {
+	label = m.Labels[argoInstanceLabel] == t.App
+	id := m.Annotations[argoTrackingID]
+	if id == "" {
+		return label, ""
+	}
+	for _, app := range []string{t.App, appNamespace + "_" + t.App} {
+		if id == argoTrackingValue(app, m.ID) {
+			return label, app
+		}
+	}
+	return label, ""
+}
+
+// argoTrackingValue is the tracking annotation of the object id of app.
+func argoTrackingValue(app string, id manifest.ObjectID) string {
+	return fmt.Sprintf("%s:%s/%s:%s/%s", app, id.Group, id.Kind, id.Namespace, id.Name)
+}
+
+// argoApplier is Argo CD's sync as the planner predicts it.
+func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
+	a := &planner.Applier{
+		Adopted: "in the cluster without the Application's tracking or last-applied configuration: Argo CD applies over it (compared with the live object alone)",
+		Deletes: "no longer rendered: Argo CD prunes it (syncPolicy.automated.prune)"}
+	a.Mark = func(obj *unstructured.Unstructured, id manifest.ObjectID) {
+		if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+			obj.Object["metadata"] = maps.Clone(md) // may be shared with another form (manifest.Parsed)
+		}
+		if t.Label || !t.Annotation {
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[argoInstanceLabel] = t.App
+			obj.SetLabels(labels)
+		}
+		if t.Annotation {
+			instance := t.Instance
+			if instance == "" {
+				instance = t.App
+			}
+			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, id))
+		}
+		if !sync.ServerSide && !sync.Replace {
+			// kubectl apply's own annotation, computed by its own code.
+			if data, err := kubectlutil.GetModifiedConfiguration(obj, false, unstructured.UnstructuredJSONScheme); err == nil {
+				setAnnotation(obj, redact.LastAppliedAnnotation, string(data))
+			}
+		}
+	}
+	a.Kept = func(liveObj *unstructured.Unstructured) string {
+		for _, o := range strings.Split(liveObj.GetAnnotations()[argoSyncOptions], ",") {
+			if strings.TrimSpace(o) == "Prune=false" {
+				return "no longer rendered: left in the cluster, OutOfSync (" + argoSyncOptions + ": Prune=false)"
+			}
+		}
+		if !sync.Prune {
+			return "no longer rendered: left in the cluster, OutOfSync (prune is off: Argo CD prunes only with syncPolicy.automated.prune)"
+		}
+		return ""
+	}
+	return a
+}
+
+// setAnnotation sets obj's annotation k to v.
+func setAnnotation(obj *unstructured.Unstructured, k, v string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	obj.SetAnnotations(a)
+}
+
+// planArgoLive plans an Application's head against its live objects, in
+// the cluster of the kubeconfig: Argo CD stores no Helm release, so the
+// head is rendered as helm template renders it and compared, object by
+// object, with what Argo CD's sync compares it with: the object's
+// last-applied configuration (the three-way kubectl apply makes) when it
+// has one, else the base render's object; with server-side apply, the
+// server's dry-run of Argo CD's apply. Objects the Application tracks that
+// the head no longer renders are pruned or left as its syncPolicy says.
+// It sends no write but dry-runs.
+func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, sync argoSync, chart string, opts render.Options, base *OfflineBase) (*Planned, error) {
+	h := ch.Head
+	rc := *c
+	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, "", nil, nil
+	ctx, cancel := context.WithTimeout(ctx, opts.TimeLimit())
+	defer cancel()
+	defer rc.boundByContext(ctx)()
+	if err := rc.Stage("connect", func() error { return rc.Connect(ctx) }); err != nil {
+		return nil, fmt.Errorf("--live: %w", err)
+	}
+	if opts.KubeVersion == "" {
+		opts.KubeVersion = rc.ServerVersion // the target is the cluster
+	}
+	target, err := opts.OfflineTarget()
+	if err != nil {
+		return nil, err
+	}
+	c.progress("Rendering %s (head) as Argo CD does", chart)
+	res, err := render.RenderOffline(ctx, rc.Settings, h.Name, render.Base{Chart: base.Chart, Values: base.Values, PostRender: base.PostRender}, chart, opts, target)
+	if err != nil {
+		return nil, rc.offlineFailed(err)
+	}
+	rules, err := req.Rules.Load(chart)
+	if err != nil {
+		return nil, err
+	}
+	in := plannerInput(res, opts.SkipCRDs)
+	in.Ignore = rules
+	// Argo CD tracks by the Application's name, not the release name.
+	found, err := rc.argoLive(ctx, h.Object.Namespace, h.Object.Name, res)
+	if err != nil {
+		return nil, err
+	}
+	in.PreviousManifest, in.PreviousName = found.last(sync), "the live objects' last-applied configurations and the base render"
+	in.Applier = argoApplier(found.tracking, sync)
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if sync.ServerSide {
+		in.Release.ApplyMethod, in.Release.ForceConflicts = plan.ApplyMethodSSA, true
+	}
+	in.Release.ForceReplace = sync.Replace
+	minor, _ := apis.ParseMinor(rc.ServerVersion)
+	in.APIs = apis.ForCluster(rc.Cluster.Mapper, minor)
+	addHookSecrets(rc.Sanitizer, res)
+	pl := rc.planner(planner.Live{Cluster: rc.Cluster, Observers: live.NewObservers(rc.Cluster), Schemas: live.NewSchemas(rc.Cluster), FieldManager: argoFieldManager}.Parts(), rc.ServerVersion)
+	if sync.ServerSide {
+		// The local decision of an apply is Helm's field manager's; Argo
+		// CD's is asked of the server, every one.
+		pl.ServerDryRun = planner.ServerDryRunAll
+	}
+	c.progress("Planning %s against its live objects", ch.Ref)
+	p, err := pl.Plan(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	c.warnSecretCopies(p)
+	p.Notes = append(p.Notes, gitOpsNotes(ch)...)
+	p.Notes = append(p.Notes, found.notes(ch, sync, in.Applier)...)
+	return &Planned{Plan: p, Rendered: res, ChartRef: chart, Render: opts}, nil
+}
+
+// argoFound is what the live plan of an Application read of the cluster.
+type argoFound struct {
+	tracking argoTracking
+	// live are the objects the Application tracks and the objects of the
+	// head's identities, by identity; base the base render's objects.
+	live map[manifest.ObjectID]*unstructured.Unstructured
+	// order is live's identities, sorted.
+	order []manifest.ObjectID
+	base  map[manifest.ObjectID]string
+	head  map[manifest.ObjectID]bool
+	// failed are the kinds whose LIST was refused, and why.
+	failed []string
+	// lastApplied and fromBase count the objects the plan compared with
+	// their last-applied configuration and with the base render.
+	lastApplied, fromBase int
+}
+
+// argoLive reads the live objects of the Application app (of namespace
+// appNamespace) among the kinds its base and head renders name, in the
+// release namespace (cluster-scoped kinds everywhere): those it tracks,
+// and those of the head's identities.
+func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *render.Result) (*argoFound, error) {
+	f := &argoFound{tracking: argoTracking{App: app}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
+		base: map[manifest.ObjectID]string{}, head: map[manifest.ObjectID]bool{}}
+	head, err := manifest.Split("the head render", res.Next.Manifest, res.Next.Namespace, c.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, o := range head.Objects() {
+		f.head[o.ID] = true
+		kinds[o.GVK.GroupKind()] = o.GVK
+	}
+	if res.Previous != nil {
+		prev, err := manifest.Split("the base render", res.Previous.Manifest, res.Next.Namespace, c.Cluster)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range prev.Objects() {
+			if err := o.Load(); err != nil {
+				return nil, err
+			}
+			data, err := sigsyaml.Marshal(o.Obj.Object)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", o.ID, err)
+			}
+			f.base[o.ID] = string(data)
+			if _, ok := kinds[o.GVK.GroupKind()]; !ok {
+				kinds[o.GVK.GroupKind()] = o.GVK
+			}
+		}
+	}
+	gvks := make([]schema.GroupVersionKind, 0, len(kinds))
+	for _, gvk := range kinds {
+		gvks = append(gvks, gvk)
+	}
+	keep := func(m live.ItemMeta) bool {
+		label, instance := f.tracking.tracks(m, appNamespace)
+		return label || instance != "" || f.head[m.ID]
+	}
+	inv := c.Cluster.ReadInventory(redact.WithReadsSanitized(ctx), gvks, res.Next.Namespace, live.DefaultConcurrency, keep)
+	for _, gvk := range gvks {
+		if err := inv.Failed(gvk.GroupKind()); err != nil {
+			f.failed = append(f.failed, c.Sanitizer.Text(err.Error(), redact.RecordLimit))
+		}
+	}
+	sort.Strings(f.failed)
+	for _, id := range inv.IDs() {
+		st := inv.State(id).Decode()
+		if st.Err != nil {
+			return nil, st.Err
+		}
+		if st.Obj == nil {
+			continue
+		}
+		c.Sanitizer.Add(st.Obj)
+		f.live[id], f.order = st.Obj, append(f.order, id)
+		label, instance := f.tracking.tracks(live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}, appNamespace)
+		f.tracking.Label = f.tracking.Label || label
+		if instance != "" {
+			f.tracking.Annotation, f.tracking.Instance = true, instance
+		}
+	}
+	if !f.tracking.Label && !f.tracking.Annotation {
+		f.tracking.Annotation = true // Argo CD 3's default, for an Application with nothing live yet
+	}
+	return f, nil
+}
+
+// last is the manifest the plan takes for the last applied: for each live
+// object of the head or tracked, its last-applied configuration
+// (client-side apply) when it has one, else its base render; a tracked
+// object neither holds is named by its identity alone (it can only be
+// pruned or left).
+func (f *argoFound) last(sync argoSync) string {
+	var b strings.Builder
+	for _, id := range f.order {
+		obj := f.live[id]
+		doc := ""
+		applied := obj.GetAnnotations()[redact.LastAppliedAnnotation]
+		switch {
+		case applied != "" && !sync.ServerSide && !sync.Replace:
+			doc = applied // JSON, which YAML reads
+			f.lastApplied++
+		case f.base[id] != "":
+			doc = f.base[id]
+			f.fromBase++
+		case !f.head[id]:
+			doc = fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: %q, namespace: %q}\n", obj.GetAPIVersion(), obj.GetKind(), obj.GetName(), obj.GetNamespace())
+		default:
+			continue // adopted: compared with the live object alone
+		}
+		b.WriteString("---\n")
+		b.WriteString(doc)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// notes say what the Application's live plan compared, and what it did
+// not check.
+func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Applier) []string {
+	h := ch.Head
+	var tracked []string
+	if f.tracking.Label {
+		tracked = append(tracked, "label "+argoInstanceLabel+"="+f.tracking.App)
+	}
+	if f.tracking.Annotation {
+		tracked = append(tracked, "annotation "+argoTrackingID)
+	}
+	var how string
+	switch {
+	case sync.Replace:
+		how = "Replace=true: Argo CD replaces (PUT) each object that exists; the server's dry-run of each PUT, compared with the base render"
+	case sync.ServerSide:
+		how = "ServerSideApply=true: the server's dry-run of Argo CD's server-side apply (field manager " + argoFieldManager + ", forcing conflicts as Argo CD does), compared with the base render"
+	default:
+		how = fmt.Sprintf("client-side apply, as Argo CD's sync runs kubectl apply: three-way with each object's last-applied configuration (%d object(s)); two-way with the base render and the live object where there is none (%d object(s))", f.lastApplied, f.fromBase)
+	}
+	notes := []string{
+		fmt.Sprintf("--live: planned against the live objects of Application %s in namespace %s, tracked by %s: %s", f.tracking.App, h.Namespace, strings.Join(tracked, " and "), how),
+		"--live: Argo CD itself was not run: the plan follows its sync's rules (rendering as helm template, apply, tracking, prune); sync waves, hooks as Argo CD orders them, ignoreDifferences and health are not planned; live objects were looked for among the kinds the base and head renders name",
+	}
+	if sync.Prune {
+		notes = append(notes, "syncPolicy.automated.prune: Argo CD deletes the tracked objects the head no longer renders")
+	} else {
+		notes = append(notes, "prune is off: the tracked objects the head no longer renders are left in the cluster, OutOfSync")
+	}
+	// What the applier leaves is a no-op, which reports do not show: each
+	// is named here.
+	for _, id := range f.order {
+		if f.head[id] {
+			continue
+		}
+		if why := applier.Kept(f.live[id]); why != "" {
+			notes = append(notes, id.String()+": "+why)
+		}
+	}
+	for _, why := range f.failed {
+		notes = append(notes, "--live: a LIST was refused, so objects of its kind that the Application tracks and the head drops are not seen: "+why)
+	}
+	return notes
+}
