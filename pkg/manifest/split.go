@@ -110,6 +110,13 @@ func (p *Parsed) share(digest *[sha256.Size]byte) (remembered, bool) {
 	return r, ok
 }
 
+// SplitAdding is SplitSharing that also remembers, in parsed, the
+// documents it parsed: a plan that split the last release first shares
+// them with the new render, and the new render's with a second render.
+func SplitAdding(name, manifest, defaultNamespace string, scoper Scoper, parsed *Parsed) (*Set, error) {
+	return split(name, manifest, defaultNamespace, scoper, parsed, parsed)
+}
+
 func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
 	set := NewSet()
 	crdScopes := map[schema.GroupKind]bool{}
