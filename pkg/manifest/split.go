@@ -8,12 +8,17 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 )
 
 // Scoper tells whether a kind is namespaced. known is false when the cluster
@@ -105,40 +110,24 @@ func (p *Parsed) share(digest *[sha256.Size]byte) (remembered, bool) {
 	return r, ok
 }
 
+// SplitAdding is SplitSharing that also remembers, in parsed, the
+// documents it parsed: a plan that split the last release first shares
+// them with the new render, and the new render's with a second render.
+func SplitAdding(name, manifest, defaultNamespace string, scoper Scoper, parsed *Parsed) (*Set, error) {
+	return split(name, manifest, defaultNamespace, scoper, parsed, parsed)
+}
+
 func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
 	set := NewSet()
 	crdScopes := map[schema.GroupKind]bool{}
+	lazily := remember != nil || like != nil
+	read, readErr := readDocuments(manifest, lazily, like)
+	parseAll(read, lazily)
 	var docs []doc
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
-	for i := 1; ; i++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		d := doc{index: i, source: sourceOf(raw)}
-		if remember != nil || like != nil {
-			// Documents are told apart by a digest of their text: the
-			// texts themselves are the manifest's size again.
-			sum := sha256.Sum256(raw)
-			d.digest = &sum
-		}
-		if r, ok := like.share(d.digest); ok {
-			d.content, d.encoded, d.namespace = r.content, r.encoded, r.namespace
-			d.shared, d.digest = true, nil
-		} else {
-			var err error
-			if remember != nil || like != nil {
-				d.content, d.encoded, err = parseLazily(raw)
-			} else {
-				err = yaml.Unmarshal(raw, &d.content)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d (%s): %w", name, i, d.source, err)
-			}
-			d.namespace, _, _ = unstructured.NestedString(d.content, "metadata", "namespace")
+	for _, r := range read {
+		d := r.doc
+		if r.err != nil {
+			return nil, fmt.Errorf("%s: document %d (%s): %w", name, d.index, d.source, r.err)
 		}
 		if len(d.content) == 0 {
 			continue
@@ -153,6 +142,9 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 				crdScopes[gk] = namespaced
 			}
 		}
+	}
+	if readErr != nil {
+		return nil, fmt.Errorf("%s: %w", name, readErr)
 	}
 	for _, d := range docs {
 		obj := &unstructured.Unstructured{Object: d.content}
@@ -207,6 +199,80 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 		}
 	}
 	return set, nil
+}
+
+// readDoc is one document of a manifest as read: its text until it is
+// parsed, and the error parsing it gave.
+type readDoc struct {
+	doc
+	raw []byte
+	err error
+}
+
+// readDocuments returns the documents of manifest in order, with their
+// digests (lazily: for Parsed) and, where like holds one of the same text,
+// its parsed content, and the error that stopped the reading, naming its
+// document (nil at the end of the stream). Nothing is parsed yet.
+func readDocuments(manifest string, lazily bool, like *Parsed) ([]readDoc, error) {
+	var read []readDoc
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
+	for i := 1; ; i++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return read, nil
+		}
+		if err != nil {
+			return read, fmt.Errorf("document %d: %w", i, err)
+		}
+		r := readDoc{doc: doc{index: i, source: sourceOf(raw)}, raw: raw}
+		if lazily {
+			// Documents are told apart by a digest of their text: the
+			// texts themselves are the manifest's size again.
+			sum := sha256.Sum256(raw)
+			r.digest = &sum
+		}
+		if m, ok := like.share(r.digest); ok {
+			r.content, r.encoded, r.namespace = m.content, m.encoded, m.namespace
+			r.shared, r.digest, r.raw = true, nil, nil
+		}
+		read = append(read, r)
+	}
+}
+
+// parseAll parses the documents of read not shared yet, as Split parses
+// one (lazily: parseLazily), spread over GOMAXPROCS goroutines: documents
+// parse independently, and YAML to JSON is most of a split's time. Each
+// document's error stays with it, so the first in the manifest's order is
+// the one reported, as when they were parsed one after the other.
+func parseAll(read []readDoc, lazily bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(read)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(read); i = int(next.Add(1)) - 1 {
+				parseOne(&read[i], lazily)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// parseOne parses r unless it is shared, and drops its text.
+func parseOne(r *readDoc, lazily bool) {
+	defer panics.Catch(&r.err) // a panic in a goroutine would exit 2, the gate's code
+	if r.shared {
+		return
+	}
+	raw := r.raw
+	r.raw = nil
+	if lazily {
+		r.content, r.encoded, r.err = parseLazily(raw)
+	} else {
+		r.err = yaml.Unmarshal(raw, &r.content)
+	}
+	if r.err == nil {
+		r.namespace, _, _ = unstructured.NestedString(r.content, "metadata", "namespace")
+	}
 }
 
 type doc struct {

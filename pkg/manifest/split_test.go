@@ -71,6 +71,9 @@ func TestSplitErrorsNameTheCulprit(t *testing.T) {
 		{"no name", "# Source: c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", []string{"c.yaml", "metadata.name"}},
 		{"no kind", "# Source: d.yaml\napiVersion: v1\nmetadata: {name: x}\n", []string{"d.yaml", "kind"}},
 		{"bad yaml", "# Source: e.yaml\napiVersion: v1\nkind: [\n", []string{"e.yaml"}},
+		// Documents are parsed concurrently; the first in the manifest is
+		// the one named, whichever fails first.
+		{"two bad documents", "# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# Source: f.yaml\nkind: [\n---\n# Source: g.yaml\nkind: {\n", []string{"document 2 (f.yaml)"}},
 		{"items not a list", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems: {a: 1}\n", []string{"l.yaml", "items is not a list"}},
 		{"item not an object", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems: [null]\n", []string{"l.yaml", "List item 1", "not an object"}},
 		{"nested list", "# Source: l.yaml\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: []\n", []string{"List item 1", "not supported"}},

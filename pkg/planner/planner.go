@@ -42,6 +42,12 @@ type Input struct {
 	// parsed (manifest.SplitRemembering of it, e.g. by status): they are
 	// shared instead of parsed again.
 	NextParsed *manifest.Parsed
+	// PreviousSplit, when set, is PreviousManifest split while the render
+	// ran (manifest.SplitInBackground, named and namespaced as Plan names
+	// the release's manifest, PreviousName set or not); a split of another
+	// manifest, name or namespace is not used. NextParsed is not used with
+	// it.
+	PreviousSplit *manifest.Background
 	// PreviousName labels the previous manifest in errors (offline: the base
 	// chart or manifest file); empty means the release revision.
 	PreviousName string
@@ -160,31 +166,49 @@ func New(cluster Cluster, serverVersion string) *Planner {
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 	ns := in.Release.Namespace
 	in.Ignore = append(slices.Clone(in.Ignore), defaultRules()...)
-	prevName := fmt.Sprintf("release %q revision %d manifest", in.Release.Name, in.Release.CurrentRevision)
+	prevName := ReleaseManifestName(in.Release.Name, in.Release.CurrentRevision)
 	if in.PreviousName != "" {
 		prevName = in.PreviousName
 	}
-	// The last release and the second render share the parsed content of
-	// the new render's documents they repeat word for word.
 	nextName := "new render of chart " + in.Release.Chart
-	next, parsed, err := (*manifest.Set)(nil), in.NextParsed, error(nil)
-	if parsed != nil {
-		next, err = manifest.SplitSharing(nextName, in.NextManifest, ns, p.Cluster, parsed)
+	prev, parsed, err, early := in.PreviousSplit.Take(prevName, in.PreviousManifest, ns)
+	in.PreviousSplit = nil
+	var next *manifest.Set
+	var regen map[manifest.ObjectID][]string
+	if early {
+		// The last release was split during the render: the new render
+		// and the second one share the documents it repeats word for
+		// word.
+		if err != nil {
+			return nil, err
+		}
+		if next, err = manifest.SplitAdding(nextName, in.NextManifest, ns, p.Cluster, parsed); err != nil {
+			return nil, err
+		}
+		if regen, err = regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed); err != nil {
+			return nil, err
+		}
 	} else {
-		next, parsed, err = manifest.SplitRemembering(nextName, in.NextManifest, ns, p.Cluster)
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Before the last release is parsed: the second render's objects are
-	// garbage by then, and three parsed releases are never held at once.
-	regen, err := regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed)
-	if err != nil {
-		return nil, err
-	}
-	prev, err := manifest.SplitSharing(prevName, in.PreviousManifest, ns, p.Cluster, parsed)
-	if err != nil {
-		return nil, err
+		// The last release and the second render share the parsed content
+		// of the new render's documents they repeat word for word.
+		parsed = in.NextParsed
+		if parsed != nil {
+			next, err = manifest.SplitSharing(nextName, in.NextManifest, ns, p.Cluster, parsed)
+		} else {
+			next, parsed, err = manifest.SplitRemembering(nextName, in.NextManifest, ns, p.Cluster)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Before the last release is parsed: the second render's objects
+		// are garbage by then, and three parsed releases are never held
+		// at once.
+		if regen, err = regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed); err != nil {
+			return nil, err
+		}
+		if prev, err = manifest.SplitSharing(prevName, in.PreviousManifest, ns, p.Cluster, parsed); err != nil {
+			return nil, err
+		}
 	}
 	// Server and Helm messages are sanitised of every Secret value.
 	san := p.Sanitizer
@@ -299,6 +323,11 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
 	}
 	return out, nil
+}
+
+// ReleaseManifestName labels a release's stored manifest in errors.
+func ReleaseManifestName(release string, revision int) string {
+	return fmt.Sprintf("release %q revision %d manifest", release, revision)
 }
 
 // evaluation is what one change is evaluated from: the object's

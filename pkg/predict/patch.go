@@ -62,11 +62,11 @@ func (p *Patcher) Patch(original, target, live *unstructured.Unstructured) ([]by
 	if original == nil {
 		original = live
 	}
-	oldData, err := json.Marshal(original.Object)
+	oldData, err := marshalContent(original.Object)
 	if err != nil {
 		return nil, "", fmt.Errorf("serializing last release object: %w", err)
 	}
-	newData, err := json.Marshal(target.Object)
+	newData, err := marshalContent(target.Object)
 	if err != nil {
 		return nil, "", fmt.Errorf("serializing new object: %w", err)
 	}
@@ -75,7 +75,7 @@ func (p *Patcher) Patch(original, target, live *unstructured.Unstructured) ([]by
 		patch, err := jsonpatch.CreateMergePatch(oldData, newData)
 		return patch, types.MergePatchType, err
 	}
-	currentData, err := json.Marshal(live.Object)
+	currentData, err := marshalContent(live.Object)
 	if err != nil {
 		return nil, "", fmt.Errorf("serializing live object: %w", err)
 	}

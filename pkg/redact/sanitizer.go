@@ -49,8 +49,10 @@ type Sanitizer struct {
 	values map[string]bool
 	// forms maps each form to its replacement, longest form first; nil
 	// when values were added since it was built. copies replaces the forms
-	// of the values of MinCopiedLen bytes or more (Object).
+	// of the values of MinCopiedLen bytes or more (Object). heads holds
+	// the first MinSecretLen bytes of every form (see mayHold).
 	forms  []form
+	heads  map[uint32]struct{}
 	copies *strings.Replacer
 }
 
@@ -148,12 +150,12 @@ func (s *Sanitizer) AddValue(raw []byte) {
 	}
 }
 
-// build returns the forms to replace, longest first.
-func (s *Sanitizer) build() []form {
+// build returns the forms to replace, longest first, and their heads.
+func (s *Sanitizer) build() ([]form, map[uint32]struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.forms != nil || len(s.values) == 0 {
-		return s.forms
+		return s.forms, s.heads
 	}
 	seen := map[string]bool{}
 	var forms []form
@@ -178,19 +180,44 @@ func (s *Sanitizer) build() []form {
 	// Longest first: at one position, strings.Replacer takes the first
 	// form in this order, so a value wins over a line of it.
 	var pairs []string
+	heads := make(map[uint32]struct{}, len(forms))
 	for _, f := range forms {
 		if f.long {
 			pairs = append(pairs, f.old, f.new)
 		}
+		heads[formHead(f.old)] = struct{}{}
 	}
-	s.forms, s.copies = forms, strings.NewReplacer(pairs...)
-	return forms
+	s.forms, s.heads, s.copies = forms, heads, strings.NewReplacer(pairs...)
+	return forms, heads
+}
+
+// headLen is how many first bytes of a form mayHold looks for: every form
+// is MinSecretLen bytes or more.
+const headLen = 4
+
+// formHead is the first headLen bytes of s, len(s) >= headLen.
+func formHead(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// mayHold reports whether msg may contain one of the forms whose heads
+// are given: false only when no position of msg starts with a form's
+// first bytes, so that none is in it. One pass over msg instead of one
+// search per form: a release's Secrets give thousands of forms, and every
+// reason of every change is passed through String.
+func mayHold(msg string, heads map[uint32]struct{}) bool {
+	for i := 0; i+headLen <= len(msg); i++ {
+		if _, ok := heads[formHead(msg[i:])]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // copier returns the replacer of the values of MinCopiedLen bytes or more,
 // nil when there are none.
 func (s *Sanitizer) copier() *strings.Replacer {
-	if len(s.build()) == 0 {
+	if forms, _ := s.build(); len(forms) == 0 {
 		return nil
 	}
 	s.mu.Lock()
@@ -314,7 +341,13 @@ func (s *Sanitizer) String(msg string) string {
 	if s == nil {
 		return msg
 	}
-	for _, f := range s.build() {
+	forms, heads := s.build()
+	// Where no form is in msg, the loop below replaces nothing; where one
+	// is, it runs as it is (a replacement can make a later form appear).
+	if !mayHold(msg, heads) {
+		return msg
+	}
+	for _, f := range forms {
 		if strings.Contains(msg, f.old) {
 			msg = strings.ReplaceAll(msg, f.old, f.new)
 		}

@@ -104,6 +104,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
 	helm, early := c.readEarly(ctx, req, state)
+	prevSplit := c.splitEarly(state)
 	res, again, err := c.source(ctx, req, helm, start)
 	if err != nil {
 		return nil, err
@@ -124,6 +125,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	in.TakeOwnership = req.Render.TakeOwnership
 	in.HooksDisabled = req.Render.DisableHooks
 	in.SecondRender = again
+	in.PreviousSplit = prevSplit
 	in.Ignore = rules
 	in.RestartStale = req.Apply.RestartStale
 	in.Release.ApplyMethod = plan.ApplyMethodCSA
