@@ -85,6 +85,13 @@ func ask(format string, args ...interface{}) ApplyDecision {
 // asks otherwise; a no-op leaves nothing for them to see (the caller still
 // asks where admission may see the request).
 func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured) ApplyDecision {
+	return decideApply(tc, liveObj, config, true)
+}
+
+// decideApply is DecideApply; byFieldSets false runs the field manager's
+// whole pipeline wherever DecideApply would decide, which the tests compare
+// ApplyByFieldSets with.
+func decideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured, byFieldSets bool) ApplyDecision {
 	if tc == nil {
 		return ask("no schema to type the object")
 	}
@@ -117,10 +124,13 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		}
 		others[e.Manager] = append(others[e.Manager], e)
 	}
-	// The common case, an object the chart and everyone else left alone,
-	// without the field manager's pipeline.
-	if applyNoop(tc, liveObj, config, entries) {
-		return ApplyDecision{Verdict: ApplyNoop}
+	// The common cases, an object the chart and everyone else left alone
+	// and one whose fields helm alone sets changed, without the field
+	// manager's pipeline.
+	if byFieldSets {
+		if d := applyByFieldSets(tc, liveObj, config, entries); d.Verdict != ApplyAsk {
+			return d
+		}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
@@ -203,16 +213,7 @@ func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 func sameObject(before, after *unstructured.Unstructured) bool {
 	b, a := before.DeepCopy(), after.DeepCopy()
 	storedForm(a)
-	bm, am := b.GetManagedFields(), a.GetManagedFields()
-	sortEntries(bm)
-	sortEntries(am)
-	for i := range bm {
-		bm[i].Time = nil
-	}
-	for i := range am {
-		am[i].Time = nil
-	}
-	if !equality.Semantic.DeepEqual(bm, am) {
+	if !equality.Semantic.DeepEqual(timeless(b.GetManagedFields()), timeless(a.GetManagedFields())) {
 		return false
 	}
 	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
@@ -246,6 +247,17 @@ func storedForm(obj *unstructured.Unstructured) {
 	}
 	obj.Object["data"] = data
 	delete(obj.Object, "stringData")
+}
+
+// timeless is es (a copy) in a fixed order without times: no decision
+// reads either.
+func timeless(es []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	es = slices.Clone(es)
+	sortEntries(es)
+	for i := range es {
+		es[i].Time = nil
+	}
+	return es
 }
 
 func sortEntries(es []metav1.ManagedFieldsEntry) {
