@@ -1,9 +1,11 @@
 package predict
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	jsonpatch "github.com/evanphx/json-patch"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -216,5 +218,67 @@ func merge(obj, patch map[string]interface{}) {
 			}
 		}
 		obj[k] = v
+	}
+}
+
+// TestMergePatchIsJSONPatch compares mergePatch with jsonpatch's
+// CreateMergePatch of the two objects' JSON, which DeriveApply used before:
+// numbers of either Go type, nulls, nil maps and slices, nested objects,
+// arrays, added and removed keys.
+func TestMergePatchIsJSONPatch(t *testing.T) {
+	type m = map[string]interface{}
+	type l = []interface{}
+	cases := []struct {
+		name string
+		a, b m
+	}{
+		{"equal", m{"a": "x", "n": int64(1)}, m{"a": "x", "n": int64(1)}},
+		{"int and float of one value", m{"n": int64(80)}, m{"n": float64(80)}},
+		{"number changed", m{"n": int64(80)}, m{"n": int64(8080)}},
+		{"string to number", m{"n": "80"}, m{"n": int64(80)}},
+		{"added and removed", m{"gone": "x", "kept": true}, m{"kept": true, "new": l{"a"}}},
+		{"nested label changed", m{"metadata": m{"labels": m{"v": "1", "app": "a"}, "name": "n"}}, m{"metadata": m{"labels": m{"v": "2", "app": "a"}, "name": "n"}}},
+		{"nested unchanged", m{"spec": m{"x": m{"y": int64(1)}}}, m{"spec": m{"x": m{"y": float64(1)}}}},
+		{"array reordered", m{"a": l{"x", "y"}}, m{"a": l{"y", "x"}}},
+		{"array of objects with equal numbers", m{"a": l{m{"p": int64(1)}}}, m{"a": l{m{"p": float64(1)}}}},
+		{"array of objects changed", m{"a": l{m{"p": int64(1)}}}, m{"a": l{m{"p": int64(2)}}}},
+		{"null to value", m{"a": nil}, m{"a": "x"}},
+		{"value to null", m{"a": "x"}, m{"a": nil}},
+		{"nil map to empty map", m{"a": m(nil)}, m{"a": m{}}},
+		{"nil map to null", m{"a": m(nil)}, m{"a": nil}},
+		{"nil slice to empty slice", m{"a": l(nil)}, m{"a": l{}}},
+		{"empty map to map", m{"a": m{}}, m{"a": m{"k": "v"}}},
+		{"map to array", m{"a": m{"k": "v"}}, m{"a": l{"k"}}},
+		{"bools", m{"a": true, "b": false}, m{"a": false, "b": false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			aj, err := json.Marshal(c.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bj, err := json.Marshal(c.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := jsonpatch.CreateMergePatch(aj, bj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(mergePatch(c.a, c.b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w interface{}
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(g, w) {
+				t.Errorf("mergePatch %s, CreateMergePatch %s", got, want)
+			}
+		})
 	}
 }
