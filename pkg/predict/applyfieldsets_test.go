@@ -159,7 +159,7 @@ func replace(s, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
-func yamlObject(t *testing.T, doc string) *unstructured.Unstructured {
+func yamlObject(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
@@ -168,7 +168,7 @@ func yamlObject(t *testing.T, doc string) *unstructured.Unstructured {
 	return obj
 }
 
-func fieldManagerOf(t *testing.T, tc managedfields.TypeConverter, obj *unstructured.Unstructured, subresource string) *managedfields.FieldManager {
+func fieldManagerOf(t testing.TB, tc managedfields.TypeConverter, obj *unstructured.Unstructured, subresource string) *managedfields.FieldManager {
 	t.Helper()
 	gvk := obj.GroupVersionKind()
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), subresource, nil)
@@ -278,6 +278,51 @@ func TestMergePatchIsJSONPatch(t *testing.T) {
 			}
 			if !equality.Semantic.DeepEqual(g, w) {
 				t.Errorf("mergePatch %s, CreateMergePatch %s", got, want)
+			}
+		})
+	}
+}
+
+// BenchmarkDecideApply is DecideApply on a Helm 4 release's objects of the
+// bench chart (test/e2e BenchmarkUpgrade) with the built-in schemas:
+// unchanged (a no-op), and with a label changed (a chart bump); "pipeline"
+// is the field manager's whole pipeline, which DecideApply ran before
+// ApplyByFieldSets showed changes. Run with -benchmem.
+func BenchmarkDecideApply(b *testing.B) {
+	tc := applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+	const deploy = `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d-3, namespace: ns, labels: {app.kubernetes.io/version: "1", app.kubernetes.io/managed-by: Helm},
+	  annotations: {meta.helm.sh/release-name: bench, meta.helm.sh/release-namespace: ns}},
+	  spec: {replicas: 0, selector: {matchLabels: {app: d3}}, template: {metadata: {labels: {app: d3}},
+	    spec: {containers: [{name: c, image: "nginx:1.25"}]}}}}`
+	const cm = `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-0, namespace: ns, labels: {app.kubernetes.io/version: "1", app.kubernetes.io/managed-by: Helm},
+	  annotations: {meta.helm.sh/release-name: bench, meta.helm.sh/release-namespace: ns}}, data: {key: value-0}}`
+	for _, k := range []struct{ name, doc string }{{"configmap", cm}, {"deployment", deploy}} {
+		b.Run(k.name, func(b *testing.B) {
+			installed := yamlObject(b, k.doc)
+			liveObj, err := fieldManagerOf(b, tc, installed, "").Apply(&unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": installed.GetAPIVersion(), "kind": installed.GetKind()}}, installed.DeepCopy(), FieldManager, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			live := liveObj.(*unstructured.Unstructured)
+			bumped := yamlObject(b, replace(k.doc, `app.kubernetes.io/version: "1"`, `app.kubernetes.io/version: "2"`))
+			for _, c := range []struct {
+				name        string
+				config      *unstructured.Unstructured
+				byFieldSets bool
+				want        ApplyVerdict
+			}{
+				{"unchanged", installed, true, ApplyNoop},
+				{"label changed", bumped, true, ApplyChange},
+				{"label changed/pipeline", bumped, false, ApplyChange},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if d := decideApply(tc, live, c.config, c.byFieldSets); d.Verdict != c.want {
+							b.Fatalf("%v (%s), want %v", d.Verdict, d.Why, c.want)
+						}
+					}
+				})
 			}
 		})
 	}
