@@ -617,7 +617,7 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 	}
 	c.After = p.shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
-	if ssa {
+	if ssa && (len(c.Drift) > 0 || len(conflicts) > 0) { // the owners are read for these only
 		owners := ownDrift(c, liveObj)
 		if len(conflicts) > 0 {
 			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)

@@ -155,7 +155,9 @@ func applyNoop(c *plan.Change, original, liveObj, target *unstructured.Unstructu
 	c.Action = plan.ActionNoop
 	c.Prediction = plan.PredictionManagedFields
 	c.Drift = classify.Drift(original, liveObj, target, liveObj)
-	ownDrift(c, liveObj)
+	if len(c.Drift) > 0 {
+		ownDrift(c, liveObj)
+	}
 }
 
 // ownDrift names the field managers other than Helm that own each drifted
