@@ -8,7 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 )
 
 // Schemas reads the server's OpenAPI v3 document of a group-version once
@@ -51,8 +55,33 @@ func (s *Schemas) TypeConverter(ctx context.Context, gv schema.GroupVersion) (ma
 		s.gvs[gv] = g
 	}
 	s.mu.Unlock()
-	g.once.Do(func() { g.tc, g.err = s.read(ctx, gv) })
+	g.once.Do(func() {
+		defer panics.Catch(&g.err) // read by Prefetch's goroutine too
+		g.tc, g.err = s.read(ctx, gv)
+	})
 	return g.tc, g.err
+}
+
+// Prefetch starts reading, in the background, the converters of the
+// group-versions of heads' built-in kinds (client-go's scheme; the
+// published schemas of custom resources are not merged by), each once:
+// a server-side apply plan starts it before the render with the last
+// release's objects, so that the schemas are read while Helm renders
+// rather than while the first object of each group-version waits. A later
+// TypeConverter gets the same converter, or waits for its read.
+func (s *Schemas) Prefetch(ctx context.Context, heads []manifest.Head) {
+	if s == nil || s.cluster == nil || s.cluster.REST == nil {
+		return
+	}
+	seen := map[schema.GroupVersion]bool{}
+	for _, h := range heads {
+		gv := h.GVK.GroupVersion()
+		if seen[gv] || !clientgoscheme.Scheme.Recognizes(h.GVK) {
+			continue
+		}
+		seen[gv] = true
+		go func() { _, _ = s.TypeConverter(ctx, gv) }()
+	}
 }
 
 // read GETs gv's OpenAPI v3 document and builds its converter.
