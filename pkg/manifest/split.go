@@ -122,7 +122,7 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 		if remember != nil || like != nil {
 			// Documents are told apart by a digest of their text: the
 			// texts themselves are the manifest's size again.
-			sum := sha256.Sum256(raw)
+			sum := digest(raw)
 			d.digest = &sum
 		}
 		if r, ok := like.share(d.digest); ok {
