@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -24,6 +25,13 @@ func TestComponents(t *testing.T) {
 		fails     bool
 	}{
 		{"paths and components", doc, 2, false},
+		{"components named in values and nested keys first", `{"other":"components","more":{"components":{"schemas":{}}},"x":["components",{"components":1}],"k\\\"components":"}{][","n":-1.5e3,"t":true,"z":null,` + doc[1:], 2, false},
+		{"spaces and line breaks", " \n{ \"paths\" : { } ,\r\n\t\"components\" :" + doc[strings.Index(doc, `"components":`)+len(`"components":`):] + " \n", 2, false},
+		{"empty", `{}`, 0, false},
+		{"an unterminated string before", `{"paths":"a,"components":{"schemas":{}}}`, 0, true},
+		{"a member without a value", `{"paths":,"components":{}}`, 0, true},
+		{"no colon", `{"paths" {}}`, 0, true},
+		{"an array", `[{"components":{}}]`, 0, true},
 		{"no components", `{"openapi":"3.0.0","paths":{}}`, 0, false},
 		{"not JSON", `{"components":`, 0, true},
 		{"schemas not an object", `{"components":{"schemas":[]}}`, 0, true},

@@ -228,7 +228,7 @@ func readDocuments(manifest string, lazily bool, like *Parsed) ([]readDoc, error
 		if lazily {
 			// Documents are told apart by a digest of their text: the
 			// texts themselves are the manifest's size again.
-			sum := sha256.Sum256(raw)
+			sum := digest(raw)
 			r.digest = &sum
 		}
 		if m, ok := like.share(r.digest); ok {

@@ -599,16 +599,29 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 			return nil
 		}
 	}
-	patch, pt, err := p.Patcher.Patch(original, next.Obj, liveObj)
-	if err != nil {
-		return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
-	}
-	if predict.Empty(patch) && !ssa {
-		// Helm sends nothing for an empty patch. Helm 4's server-side apply
-		// sends every object, and may conflict even when nothing changes.
-		c.Action = plan.ActionNoop
-		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
+	// Helm's three-way patch: what Helm 3 sends, and for Helm 4, which
+	// sends none, what the local form of an apply asked of the server is
+	// built from; a change decided from the managed fields needs none.
+	var patch []byte
+	var pt types.PatchType
+	threeWay := func() (err error) {
+		if patch, pt, err = p.Patcher.Patch(original, next.Obj, liveObj); err != nil {
+			return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
+		}
 		return nil
+	}
+	if !ssa {
+		if err := threeWay(); err != nil {
+			return err
+		}
+		if predict.Empty(patch) {
+			// Helm sends nothing for an empty patch. Helm 4's server-side
+			// apply sends every object, and may conflict even when nothing
+			// changes.
+			c.Action = plan.ActionNoop
+			c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
+			return nil
+		}
 	}
 	c.Before = p.shown(liveObj)
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
@@ -629,6 +642,11 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 		u.Predicted, u.Local, u.Derived = masked, masked, true
 		c.Prediction = plan.PredictionDerived
 	} else {
+		if ssa {
+			if err := threeWay(); err != nil {
+				return err
+			}
+		}
 		local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.ID, err)
@@ -670,7 +688,7 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 	}
 	c.After = p.shown(after)
 	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
-	if ssa {
+	if ssa && (len(c.Drift) > 0 || len(conflicts) > 0) { // the owners are read for these only
 		owners := ownDrift(c, liveObj)
 		if len(conflicts) > 0 {
 			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"maps"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,15 +79,57 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 // only in the fields Derive may change (labels, annotations, payload), so
 // the field manager's merge is not run for changes that must be asked.
 func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed, derivable bool) {
-	was := prev.Obj.DeepCopy()
+	// addHelmMetadata replaces the metadata it changes: a copy of the top
+	// level is enough to leave prev as it is.
+	was := &unstructured.Unstructured{Object: maps.Clone(prev.Obj.Object)}
 	addHelmMetadata(was, rel.Name, rel.Namespace)
-	if equality.Semantic.DeepEqual(was.Object, next.Obj.Object) {
+	if sameContent(was.Object, next.Obj.Object) {
 		return false, false
 	}
 	if !predict.Derivable(next.GVK.GroupKind()) {
 		return true, false
 	}
-	return true, equality.Semantic.DeepEqual(underivable(was.Object), underivable(next.Obj.Object))
+	return true, sameContent(underivable(was.Object), underivable(next.Obj.Object))
+}
+
+// sameContent is equality.Semantic.DeepEqual for unstructured content
+// (maps, slices, strings, numbers, booleans, nil: an empty map or slice
+// equals a nil one, numbers of different types differ), without reflection
+// for those, and content prev and next share (manifest.SplitSharing)
+// compared by reference: the reflective walk was most of what deciding a
+// Helm 4 release's objects cost beside the typed merge.
+func sameContent(a, b interface{}) bool {
+	switch av := a.(type) {
+	case map[string]interface{}:
+		bv, ok := b.(map[string]interface{})
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		if len(av) == 0 || reflect.ValueOf(av).UnsafePointer() == reflect.ValueOf(bv).UnsafePointer() {
+			return true
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok || !sameContent(x, y) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		bv, ok := b.([]interface{})
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if !sameContent(av[i], bv[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, int64, float64, nil:
+		return a == b
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // underivable is obj without the fields predict.Derive may change: its
@@ -112,7 +155,9 @@ func applyNoop(c *plan.Change, original, liveObj, target *unstructured.Unstructu
 	c.Action = plan.ActionNoop
 	c.Prediction = plan.PredictionManagedFields
 	c.Drift = classify.Drift(original, liveObj, target, liveObj)
-	ownDrift(c, liveObj)
+	if len(c.Drift) > 0 {
+		ownDrift(c, liveObj)
+	}
 }
 
 // ownDrift names the field managers other than Helm that own each drifted

@@ -117,8 +117,9 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		// noop is whether the server's answer changes nothing.
 		noop bool
 		// fast: predict.ApplyNoopByFieldSets shows the no-op from field
-		// sets and typed values, without the full merge.
-		fast bool
+		// sets and typed values, without the full merge; changeShown:
+		// predict.ApplyByFieldSets shows the change so.
+		fast, changeShown bool
 		// released is a field the server's answer no longer holds.
 		released []string
 		// derived: an ApplyChange whose verdict is derived from the merged
@@ -129,10 +130,10 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		{name: "unchanged object", prev: ssaConfigMap, next: ssaConfigMap, want: predict.ApplyNoop, noop: true, fast: true},
 		{name: "unchanged secret written with stringData", prev: ssaSecret, next: ssaSecret, want: predict.ApplyNoop, noop: true, fast: true},
 		{name: "unchanged deployment with lists keyed by name", prev: ssaDeployment, next: ssaDeployment, want: predict.ApplyNoop, noop: true, fast: true},
-		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyChange, derived: true},
-		{name: "changed secret value written with stringData", prev: ssaSecret, next: strings.Replace(ssaSecret, "pw-1", "pw-2", 1), want: predict.ApplyChange, derived: true},
-		{name: "changed value of an immutable configmap", prev: ssaImmutable, next: strings.Replace(ssaImmutable, "key: a", "key: changed", 1), want: predict.ApplyChange, refused: true},
-		{name: "changed deployment image", prev: ssaDeployment, next: strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), want: predict.ApplyAsk},
+		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyChange, derived: true, changeShown: true},
+		{name: "changed secret value written with stringData", prev: ssaSecret, next: strings.Replace(ssaSecret, "pw-1", "pw-2", 1), want: predict.ApplyChange, derived: true, changeShown: true},
+		{name: "changed value of an immutable configmap", prev: ssaImmutable, next: strings.Replace(ssaImmutable, "key: a", "key: changed", 1), want: predict.ApplyChange, refused: true, changeShown: true},
+		{name: "changed deployment image", prev: ssaDeployment, next: strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), want: predict.ApplyAsk, changeShown: true},
 		{name: "field taken by another Apply manager", prev: ssaConfigMap, next: ssaConfigMap,
 			change: func(t *testing.T, d dynamic.Interface, ns string) {
 				apply(t, d, ns, "configmaps", "cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"key":"theirs"}}`, "someone-else")
@@ -224,6 +225,9 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 			}
 			if fast && !serverNoop {
 				t.Errorf("no-op shown from field sets; the server answers %v and changes the object", answerErr)
+			}
+			if shown := predict.ApplyByFieldSets(conv, liveObj, next.Obj).Verdict == predict.ApplyChange; shown != tc.changeShown {
+				t.Errorf("change shown from field sets: %v, want %v", shown, tc.changeShown)
 			}
 			if decided.Verdict != tc.want {
 				t.Errorf("local decision %v (%s), want %v", decided.Verdict, decided.Why, tc.want)

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -85,6 +84,13 @@ func ask(format string, args ...interface{}) ApplyDecision {
 // asks otherwise; a no-op leaves nothing for them to see (the caller still
 // asks where admission may see the request).
 func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured) ApplyDecision {
+	return decideApply(tc, liveObj, config, true)
+}
+
+// decideApply is DecideApply; byFieldSets false runs the field manager's
+// whole pipeline wherever DecideApply would decide, which the tests compare
+// ApplyByFieldSets with.
+func decideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured, byFieldSets bool) ApplyDecision {
 	if tc == nil {
 		return ask("no schema to type the object")
 	}
@@ -117,10 +123,13 @@ func DecideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 		}
 		others[e.Manager] = append(others[e.Manager], e)
 	}
-	// The common case, an object the chart and everyone else left alone,
-	// without the field manager's pipeline.
-	if applyNoop(tc, liveObj, config, entries) {
-		return ApplyDecision{Verdict: ApplyNoop}
+	// The common cases, an object the chart and everyone else left alone
+	// and one whose fields helm alone sets changed, without the field
+	// manager's pipeline.
+	if byFieldSets {
+		if d := applyByFieldSets(tc, liveObj, config, entries); d.Verdict != ApplyAsk {
+			return d
+		}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
@@ -203,16 +212,7 @@ func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 func sameObject(before, after *unstructured.Unstructured) bool {
 	b, a := before.DeepCopy(), after.DeepCopy()
 	storedForm(a)
-	bm, am := b.GetManagedFields(), a.GetManagedFields()
-	sortEntries(bm)
-	sortEntries(am)
-	for i := range bm {
-		bm[i].Time = nil
-	}
-	for i := range am {
-		am[i].Time = nil
-	}
-	if !equality.Semantic.DeepEqual(bm, am) {
+	if !equality.Semantic.DeepEqual(timeless(b.GetManagedFields()), timeless(a.GetManagedFields())) {
 		return false
 	}
 	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
@@ -246,6 +246,17 @@ func storedForm(obj *unstructured.Unstructured) {
 	}
 	obj.Object["data"] = data
 	delete(obj.Object, "stringData")
+}
+
+// timeless is es (a copy) in a fixed order without times: no decision
+// reads either.
+func timeless(es []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	es = slices.Clone(es)
+	sortEntries(es)
+	for i := range es {
+		es[i].Time = nil
+	}
+	return es
 }
 
 func sortEntries(es []metav1.ManagedFieldsEntry) {
@@ -301,18 +312,8 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 // field. The result carries merged's managed fields: helm's, as the field
 // manager recorded them.
 func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstructured, string) {
-	before, after := live.DeepCopy(), merged.DeepCopy()
-	unstructured.RemoveNestedField(before.Object, "metadata", "managedFields")
-	unstructured.RemoveNestedField(after.Object, "metadata", "managedFields")
-	b, err := json.Marshal(before.Object)
-	if err != nil {
-		return nil, "live object unreadable"
-	}
-	a, err := json.Marshal(after.Object)
-	if err != nil {
-		return nil, "merged object unreadable"
-	}
-	patch, err := jsonpatch.CreateMergePatch(b, a)
+	diff := mergePatch(withoutManagedFields(live).Object, withoutManagedFields(merged).Object)
+	patch, err := json.Marshal(diff)
 	if err != nil {
 		return nil, "no patch from the merged object"
 	}
@@ -320,8 +321,124 @@ func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstruc
 	if out == nil {
 		return nil, why
 	}
-	out.SetManagedFields(merged.GetManagedFields())
+	// merged's managed fields as they are: what the field manager (or
+	// ApplyByFieldSets) wrote is already their canonical form.
+	if mf, ok, _ := unstructured.NestedFieldNoCopy(merged.Object, "metadata", "managedFields"); ok {
+		if meta, ok := out.Object["metadata"].(map[string]interface{}); ok {
+			meta["managedFields"] = runtime.DeepCopyJSONValue(mf)
+		}
+	} else {
+		out.SetManagedFields(nil)
+	}
 	return out, ""
+}
+
+// mergePatch is the JSON merge patch (RFC 7386) from a to b, two objects
+// as unstructured holds them: what jsonpatch.CreateMergePatch returns for
+// their JSON encodings, without encoding and decoding both whole objects
+// (most of DeriveApply's cost). As there, a value is compared as JSON
+// decodes it into interface{} (every number a float64), a changed value
+// other than an object is replaced whole, and a removed key is null.
+func mergePatch(a, b map[string]interface{}) map[string]interface{} {
+	into := map[string]interface{}{}
+	for key, bv := range b {
+		av, ok := a[key]
+		if !ok {
+			into[key] = bv
+			continue
+		}
+		am, aMap := jsonValue(av).(map[string]interface{})
+		bm, bMap := jsonValue(bv).(map[string]interface{})
+		switch {
+		case aMap && bMap:
+			if d := mergePatch(am, bm); len(d) > 0 {
+				into[key] = d
+			}
+		case !jsonEqual(av, bv):
+			into[key] = bv
+		}
+	}
+	for key := range a {
+		if _, ok := b[key]; !ok {
+			into[key] = nil
+		}
+	}
+	return into
+}
+
+// jsonEqual reports whether a and b, unstructured values, decode from JSON
+// into the same interface{} value (jsonpatch's matchesValue): numbers as
+// float64, objects key by key, arrays element by element.
+func jsonEqual(a, b interface{}) bool {
+	a, b = jsonValue(a), jsonValue(b)
+	if af, ok := jsonNumber(a); ok {
+		bf, ok := jsonNumber(b)
+		return ok && af == bf
+	}
+	switch at := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bt, ok := b.(string)
+		return ok && at == bt
+	case bool:
+		bt, ok := b.(bool)
+		return ok && at == bt
+	case map[string]interface{}:
+		bt, ok := b.(map[string]interface{})
+		if !ok || len(at) != len(bt) {
+			return false
+		}
+		for k, av := range at {
+			bv, ok := bt[k]
+			if !ok || !jsonEqual(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		bt, ok := b.([]interface{})
+		if !ok || len(at) != len(bt) {
+			return false
+		}
+		for i := range at {
+			if !jsonEqual(at[i], bt[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// jsonValue is v as JSON decodes its encoding: a nil map or slice is null.
+func jsonValue(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		if t == nil {
+			return nil
+		}
+	case []interface{}:
+		if t == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+// jsonNumber is n as JSON decodes it into interface{}: a float64.
+func jsonNumber(n interface{}) (float64, bool) {
+	switch v := n.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	}
+	return 0, false
 }
 
 // Derivable reports whether Derive may predict some change of kind gk: the

@@ -103,7 +103,8 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	start, requests := begin, c.Requests()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
-	helm, early := c.readEarly(ctx, req, state)
+	schemas := live.NewSchemas(c.Cluster)
+	helm, early := c.readEarly(ctx, req, state, schemas)
 	prevSplit := c.splitEarly(state)
 	res, again, err := c.source(ctx, req, helm, start)
 	if err != nil {
@@ -139,7 +140,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	addHookSecrets(c.Sanitizer, res)
-	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: live.NewSchemas(c.Cluster)}.Parts(), c.ServerVersion)
+	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: schemas}.Parts(), c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
 	stats := &planner.Stats{Requests: c.Requests}
 	pl.Stats = stats
@@ -240,8 +241,9 @@ func (c *Config) startPlan(ctx context.Context, release string, forApply bool, s
 // while Helm renders (see live.Early). It returns c.Helm and no LISTs when
 // the history could not be read (the render reads it again and reports
 // why), and no LISTs when there is no release to upgrade from; kinds only
-// the new render names are read after it, by the planner.
-func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releasestate.State) (*action.Configuration, *live.Early) {
+// the new render names are read after it, by the planner. A server-side
+// plan's schemas are read meanwhile too (live.Schemas.Prefetch).
+func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releasestate.State, schemas *live.Schemas) (*action.Configuration, *live.Early) {
 	if c.Cluster == nil || state.HistoryErr != nil {
 		return c.Helm, nil
 	}
@@ -256,6 +258,13 @@ func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releases
 	// finds server-side after all lists again (a Helm 4 release in a
 	// storage whose record is not read).
 	lean := !render.RecordedServerSide(ctx, helm, req.Render.ServerSide, prev)
+	// The schemas decide the objects of a release already applied
+	// server-side (one moving to it is asked about); none under
+	// --server-dry-run=all.
+	if !lean && req.Render.ServerSide != render.ServerSideFalse && req.ServerDryRun != planner.ServerDryRunAll &&
+		render.RecordedServerSide(ctx, helm, render.ServerSideAuto, prev) {
+		schemas.Prefetch(ctx, heads)
+	}
 	// The planner hands each object it takes from these LISTs to the
 	// sanitiser as it does with its own LISTs (planner.change): the
 	// Secret-read transport need not decode them too.
