@@ -104,6 +104,10 @@ type Applier struct {
 	// it deletes it).
 	Deletes string
 	Kept    func(liveObj *unstructured.Unstructured) string
+	// Release, when set, is how the applier applies the rendered obj when
+	// an object may override the release's apply method (Argo CD's
+	// sync-options annotation); nil: rel for every object.
+	Release func(rel plan.Release, obj *unstructured.Unstructured) plan.Release
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -248,7 +252,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
 	}
 	var work []evaluation
-	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide(), san) })
+	// An applier's object may apply server-side by its own override
+	// (Applier.Release): the live objects keep their managed fields.
+	p.Stats.timed(stageLive, func() { work = p.evaluations(ctx, ids, prev, next, in.Release.ServerSide() || in.Applier != nil, san) })
 	// ids are sorted, so changes come out in report order.
 	changes := make([]plan.Change, len(ids))
 	// What each workload of the new render reads of ConfigMaps and Secrets,
@@ -393,6 +399,9 @@ func (p *Planner) change(ctx context.Context, in Input, e evaluation, crdKinds m
 		// Here rather than for the whole render at once: a metadata map
 		// more for every object, held until its evaluation otherwise.
 		if in.Applier != nil {
+			if in.Applier.Release != nil {
+				in.Release = in.Applier.Release(in.Release, next.Obj)
+			}
 			in.Applier.Mark(next.Obj, next.ID)
 		} else {
 			addHelmMetadata(next.Obj, in.Release.Name, in.Release.Namespace)

@@ -33,6 +33,10 @@ type Options struct {
 	Install bool
 	// CreateNamespace creates the release namespace on install (--create-namespace).
 	CreateNamespace bool
+	// StorageNamespace is where the Helm configuration reads the release's
+	// records when not Namespace (a HelmRelease's storageNamespace): named
+	// when they cannot be read. No flag sets it.
+	StorageNamespace string `json:"-"`
 	// ReuseValues, ResetValues and ResetThenReuseValues select how the
 	// previous release's values are combined with the new ones, as in
 	// `helm upgrade`.

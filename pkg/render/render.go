@@ -215,7 +215,11 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	}
 	hist, err := releasestate.History(cfg.Releases, name)
 	if err != nil {
-		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, ns, err)
+		storage := ns
+		if opts.StorageNamespace != "" {
+			storage = opts.StorageNamespace
+		}
+		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, storage, err)
 	}
 	if len(hist) > 0 {
 		res.Last = hist[0]

@@ -125,7 +125,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 		offline = &OfflineBase{Chart: chart, Values: []string{values}, PostRender: gitops.Renderer(ch.Base.PostRenderers)}
 	}
 	if req.Live {
-		return c.planArgoLive(ctx, req, ch, argoSyncOf(docOf(head, ch.Head.Object)), headChart, opts, offline)
+		return c.planArgoLive(ctx, req, ch, docOf(head, ch.Head.Object), headChart, opts, offline)
 	}
 	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline})
 	if err != nil {
@@ -150,7 +150,7 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 	// sanitiser and request counters: errors and reports stay masked.
 	rc := *c
 	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, h.StorageNamespace, nil, nil
-	opts.Install = true
+	opts.Install, opts.StorageNamespace = true, h.StorageNamespace
 	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules})
 	if err != nil {
 		return nil, err

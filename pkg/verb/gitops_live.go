@@ -48,6 +48,9 @@ const (
 // argoSync is how an Application's syncPolicy says Argo CD applies it.
 type argoSync struct {
 	ServerSide, Replace, Prune bool
+	// CreateNamespace: Argo CD creates the destination namespace when it
+	// is missing and the render does not hold it.
+	CreateNamespace bool
 }
 
 // argoSyncOf reads spec.syncPolicy of the Application d: its syncOptions
@@ -58,19 +61,70 @@ func argoSyncOf(d *gitops.Doc) argoSync {
 		return s
 	}
 	opts, _, _ := unstructured.NestedStringSlice(d.Object, "spec", "syncPolicy", "syncOptions")
-	for _, o := range opts {
-		switch strings.TrimSpace(o) {
-		case "ServerSideApply=true":
-			s.ServerSide = true
-		case "Replace=true":
-			s.Replace = true
-		}
-	}
+	s.ServerSide = hasArgoOption(opts, "ServerSideApply=true")
+	s.Replace = hasArgoOption(opts, "Replace=true")
+	s.CreateNamespace = hasArgoOption(opts, "CreateNamespace=true")
 	// gitops-engine's applyObject replaces before it considers a
 	// server-side apply.
 	s.ServerSide = s.ServerSide && !s.Replace
 	s.Prune, _, _ = unstructured.NestedBool(d.Object, "spec", "syncPolicy", "automated", "prune")
 	return s
+}
+
+// argoObjectOptions are the options of obj's sync-options annotation,
+// split as gitops-engine's HasAnnotationOption splits them (pkg/sync/
+// resource/annotations.go: on commas, spaces trimmed).
+func argoObjectOptions(obj *unstructured.Unstructured) []string {
+	v := obj.GetAnnotations()[argoSyncOptions]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// hasArgoOption reports whether opts (syncOptions, or an annotation's
+// options) hold opt.
+func hasArgoOption(opts []string, opt string) bool {
+	for _, o := range opts {
+		if strings.TrimSpace(o) == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// forObject is the sync of the rendered object obj: its sync-options
+// annotation overrides the Application's syncOptions as gitops-engine's
+// applyObject reads it (argoproj/argo-cd gitops-engine/pkg/sync/
+// sync_context.go): Replace=true replaces it whatever the Application
+// says; ServerSideApply=false applies it client-side and
+// ServerSideApply=true server-side (shouldUseServerSideApply); a replace
+// still wins over a server-side apply.
+func (s argoSync) forObject(obj *unstructured.Unstructured) argoSync {
+	opts := argoObjectOptions(obj)
+	if len(opts) == 0 {
+		return s
+	}
+	s.Replace = s.Replace || hasArgoOption(opts, "Replace=true")
+	switch {
+	case hasArgoOption(opts, "ServerSideApply=false"):
+		s.ServerSide = false
+	case hasArgoOption(opts, "ServerSideApply=true"):
+		s.ServerSide = true
+	}
+	s.ServerSide = s.ServerSide && !s.Replace
+	return s
+}
+
+// method names how sync applies an object, for the plan's notes.
+func (s argoSync) method() string {
+	switch {
+	case s.Replace:
+		return "replaced (PUT)"
+	case s.ServerSide:
+		return "applied server-side as " + argoFieldManager
+	}
+	return "applied client-side (kubectl apply)"
 }
 
 // docOf is the document of the object ref in side, nil when none.
@@ -141,18 +195,25 @@ func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
 			}
 			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, id))
 		}
-		if !sync.ServerSide && !sync.Replace {
+		if o := sync.forObject(obj); !o.ServerSide && !o.Replace {
 			// kubectl apply's own annotation, computed by its own code.
 			if data, err := kubectlutil.GetModifiedConfiguration(obj, false, unstructured.UnstructuredJSONScheme); err == nil {
 				setAnnotation(obj, redact.LastAppliedAnnotation, string(data))
 			}
 		}
 	}
+	a.Release = func(rel plan.Release, obj *unstructured.Unstructured) plan.Release {
+		o := sync.forObject(obj)
+		rel.ApplyMethod, rel.ForceConflicts, rel.ForceReplace = plan.ApplyMethodCSA, false, o.Replace
+		if o.ServerSide {
+			rel.ApplyMethod, rel.ForceConflicts = plan.ApplyMethodSSA, true
+		}
+		return rel
+	}
 	a.Kept = func(liveObj *unstructured.Unstructured) string {
-		for _, o := range strings.Split(liveObj.GetAnnotations()[argoSyncOptions], ",") {
-			if strings.TrimSpace(o) == "Prune=false" {
-				return "no longer rendered: left in the cluster, OutOfSync (" + argoSyncOptions + ": Prune=false)"
-			}
+		// pruneObject reads the live object's annotation.
+		if hasArgoOption(argoObjectOptions(liveObj), "Prune=false") {
+			return "no longer rendered: left in the cluster, OutOfSync (" + argoSyncOptions + ": Prune=false)"
 		}
 		if !sync.Prune {
 			return "no longer rendered: left in the cluster, OutOfSync (prune is off: Argo CD prunes only with syncPolicy.automated.prune)"
@@ -181,8 +242,8 @@ func setAnnotation(obj *unstructured.Unstructured, k, v string) {
 // server's dry-run of Argo CD's apply. Objects the Application tracks that
 // the head no longer renders are pruned or left as its syncPolicy says.
 // It sends no write but dry-runs.
-func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, sync argoSync, chart string, opts render.Options, base *OfflineBase) (*Planned, error) {
-	h := ch.Head
+func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.Change, app *gitops.Doc, chart string, opts render.Options, base *OfflineBase) (*Planned, error) {
+	h, sync := ch.Head, argoSyncOf(app)
 	rc := *c
 	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, "", nil, nil
 	ctx, cancel := context.WithTimeout(ctx, opts.TimeLimit())
@@ -236,6 +297,9 @@ func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.
 		return nil, err
 	}
 	c.warnSecretCopies(p)
+	if err := rc.argoNamespace(ctx, p, app, h.Namespace, sync, found.head[manifest.ObjectID{Kind: "Namespace", Name: h.Namespace}]); err != nil {
+		return nil, err
+	}
 	p.Notes = append(p.Notes, gitOpsNotes(ch)...)
 	p.Notes = append(p.Notes, found.notes(ch, sync, in.Applier)...)
 	return &Planned{Plan: p, Rendered: res, ChartRef: chart, Render: opts}, nil
@@ -251,6 +315,8 @@ type argoFound struct {
 	order []manifest.ObjectID
 	base  map[manifest.ObjectID]string
 	head  map[manifest.ObjectID]bool
+	// overrides are the head's objects with a sync-options annotation.
+	overrides map[manifest.ObjectID]*unstructured.Unstructured
 	// failed are the kinds whose LIST was refused, and why.
 	failed []string
 	// lastApplied and fromBase count the objects the plan compared with
@@ -264,7 +330,8 @@ type argoFound struct {
 // and those of the head's identities.
 func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *render.Result) (*argoFound, error) {
 	f := &argoFound{tracking: argoTracking{App: app}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
-		base: map[manifest.ObjectID]string{}, head: map[manifest.ObjectID]bool{}}
+		base: map[manifest.ObjectID]string{}, head: map[manifest.ObjectID]bool{},
+		overrides: map[manifest.ObjectID]*unstructured.Unstructured{}}
 	head, err := manifest.Split("the head render", res.Next.Manifest, res.Next.Namespace, c.Cluster)
 	if err != nil {
 		return nil, err
@@ -272,6 +339,12 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, o := range head.Objects() {
 		f.head[o.ID] = true
+		if err := o.Load(); err != nil {
+			return nil, err
+		}
+		if len(argoObjectOptions(o.Obj)) > 0 {
+			f.overrides[o.ID] = o.Obj
+		}
 		kinds[o.GVK.GroupKind()] = o.GVK
 	}
 	if res.Previous != nil {
@@ -330,6 +403,15 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 	return f, nil
 }
 
+// syncOf is the sync of the head's object id: the Application's, or its
+// annotation's override.
+func (f *argoFound) syncOf(sync argoSync, id manifest.ObjectID) argoSync {
+	if o := f.overrides[id]; o != nil {
+		return sync.forObject(o)
+	}
+	return sync
+}
+
 // last is the manifest the plan takes for the last applied: for each live
 // object of the head or tracked, its last-applied configuration
 // (client-side apply) when it has one, else its base render; a tracked
@@ -341,8 +423,9 @@ func (f *argoFound) last(sync argoSync) string {
 		obj := f.live[id]
 		doc := ""
 		applied := obj.GetAnnotations()[redact.LastAppliedAnnotation]
+		s := f.syncOf(sync, id)
 		switch {
-		case applied != "" && !sync.ServerSide && !sync.Replace:
+		case applied != "" && !s.ServerSide && !s.Replace:
 			doc = applied // JSON, which YAML reads
 			f.lastApplied++
 		case f.base[id] != "":
@@ -383,6 +466,11 @@ func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Appl
 	notes := []string{
 		fmt.Sprintf("--live: planned against the live objects of Application %s in namespace %s, tracked by %s: %s", f.tracking.App, h.Namespace, strings.Join(tracked, " and "), how),
 		"--live: Argo CD itself was not run: the plan follows its sync's rules (rendering as helm template, apply, tracking, prune); sync waves, hooks as Argo CD orders them, ignoreDifferences and health are not planned; live objects were looked for among the kinds the base and head renders name",
+	}
+	for _, id := range f.order {
+		if o := f.overrides[id]; o != nil && f.syncOf(sync, id) != sync {
+			notes = append(notes, fmt.Sprintf("%s: %s %q overrides the Application's syncOptions: %s", id, argoSyncOptions, o.GetAnnotations()[argoSyncOptions], f.syncOf(sync, id).method()))
+		}
 	}
 	if sync.Prune {
 		notes = append(notes, "syncPolicy.automated.prune: Argo CD deletes the tracked objects the head no longer renders")

@@ -9,6 +9,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
@@ -22,7 +23,8 @@ func TestArgoSyncOf(t *testing.T) {
 		{"none", nil, argoSync{}},
 		{"automated without prune", map[string]interface{}{"automated": map[string]interface{}{}}, argoSync{}},
 		{"prune", map[string]interface{}{"automated": map[string]interface{}{"prune": true}}, argoSync{Prune: true}},
-		{"server-side", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true", "ServerSideApply=true"}}, argoSync{ServerSide: true}},
+		{"server-side", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true", "ServerSideApply=true"}}, argoSync{ServerSide: true, CreateNamespace: true}},
+		{"spaces trimmed", map[string]interface{}{"syncOptions": []interface{}{" Replace=true ", "CreateNamespace=false"}}, argoSync{Replace: true}},
 		{"replace", map[string]interface{}{"syncOptions": []interface{}{"Replace=true"}}, argoSync{Replace: true}},
 		{"replace wins over server-side", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=true", "Replace=true"}}, argoSync{Replace: true}},
 		{"options turned off", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=false", "Replace=false"}}, argoSync{}},
@@ -34,6 +36,48 @@ func TestArgoSyncOf(t *testing.T) {
 			}
 			if got := argoSyncOf(&gitops.Doc{Object: map[string]interface{}{"spec": spec}}); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestArgoSyncForObject: an object's sync-options annotation overrides
+// the Application's syncOptions as gitops-engine's applyObject reads it,
+// and the planner is told the object's apply method.
+func TestArgoSyncForObject(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		app        argoSync
+		annotation string
+		want       argoSync
+		method     string
+	}{
+		{"no annotation", argoSync{ServerSide: true, Prune: true}, "", argoSync{ServerSide: true, Prune: true}, plan.ApplyMethodSSA},
+		{"server-side for one object", argoSync{}, "ServerSideApply=true", argoSync{ServerSide: true}, plan.ApplyMethodSSA},
+		{"client-side for one object", argoSync{ServerSide: true}, "Prune=false, ServerSideApply=false", argoSync{}, plan.ApplyMethodCSA},
+		{"replace for one object", argoSync{ServerSide: true}, "Replace=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"replace wins over the object's server-side", argoSync{}, "ServerSideApply=true,Replace=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"the Application's replace is not turned off", argoSync{Replace: true}, "Replace=false,ServerSideApply=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"other options change nothing", argoSync{ServerSide: true}, "Prune=false,Validate=false", argoSync{ServerSide: true}, plan.ApplyMethodSSA},
+		{"an option's prefix is not the option", argoSync{}, "ServerSideApply=trueish", argoSync{}, plan.ApplyMethodCSA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]interface{}{"name": "cm", "namespace": "shop"}}}
+			if tc.annotation != "" {
+				obj.SetAnnotations(map[string]string{argoSyncOptions: tc.annotation})
+			}
+			if got := tc.app.forObject(obj); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			rel := argoApplier(argoTracking{App: "store"}, tc.app).Release(plan.Release{Name: "store", ApplyMethod: plan.ApplyMethodCSA}, obj)
+			if rel.ApplyMethod != tc.method || rel.ForceReplace != tc.want.Replace || rel.ForceConflicts != tc.want.ServerSide || rel.Name != "store" {
+				t.Errorf("release %+v, want method %s, replace %v", rel, tc.method, tc.want.Replace)
+			}
+			a := argoApplier(argoTracking{App: "store", Label: true}, tc.app)
+			a.Mark(obj, manifest.ObjectID{Kind: "ConfigMap", Namespace: "shop", Name: "cm"})
+			if got, want := obj.GetAnnotations()[redact.LastAppliedAnnotation] != "", !tc.want.ServerSide && !tc.want.Replace; got != want {
+				t.Errorf("last-applied configuration set: %v, want %v", got, want)
 			}
 		})
 	}
@@ -120,6 +164,46 @@ func TestArgoApplier(t *testing.T) {
 			pinned.SetAnnotations(map[string]string{argoSyncOptions: "Delete=false, Prune=false"})
 			if a.Kept(pinned) == "" {
 				t.Error("an object with sync option Prune=false is pruned")
+			}
+		})
+	}
+}
+
+// TestArgoManagedNamespace: the Namespace Argo CD creates with
+// CreateNamespace=true: its name alone, or with managedNamespaceMetadata
+// its labels and annotations and ServerSideApply=true.
+func TestArgoManagedNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		policy      map[string]interface{}
+		managed     bool
+		labels, ann map[string]string
+	}{
+		{"no syncPolicy", nil, false, nil, nil},
+		{"CreateNamespace alone", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true"}}, false, nil, nil},
+		{"managed metadata", map[string]interface{}{"managedNamespaceMetadata": map[string]interface{}{
+			"labels": map[string]interface{}{"team": "shop"}, "annotations": map[string]interface{}{"owner": "ops"}}},
+			true, map[string]string{"team": "shop"}, map[string]string{"owner": "ops", argoSyncOptions: "ServerSideApply=true"}},
+		{"managed, empty", map[string]interface{}{"managedNamespaceMetadata": map[string]interface{}{}},
+			true, nil, map[string]string{argoSyncOptions: "ServerSideApply=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := map[string]interface{}{}
+			if tc.policy != nil {
+				spec["syncPolicy"] = tc.policy
+			}
+			obj, managed := argoManagedNamespace(&gitops.Doc{Object: map[string]interface{}{"spec": spec}}, "shop")
+			if obj.GetName() != "shop" || obj.GetKind() != "Namespace" || managed != tc.managed {
+				t.Fatalf("got %v managed %v, want Namespace shop managed %v", obj.Object, managed, tc.managed)
+			}
+			if got := obj.GetLabels(); len(got) != len(tc.labels) || got["team"] != tc.labels["team"] {
+				t.Errorf("labels %v, want %v", got, tc.labels)
+			}
+			if got := obj.GetAnnotations(); len(got) != len(tc.ann) || got["owner"] != tc.ann["owner"] || got[argoSyncOptions] != tc.ann[argoSyncOptions] {
+				t.Errorf("annotations %v, want %v", got, tc.ann)
+			}
+			if obj.GetLabels()[argoInstanceLabel] != "" || obj.GetAnnotations()[argoTrackingID] != "" {
+				t.Error("the created namespace is tracked; Argo CD does not track it")
 			}
 		})
 	}

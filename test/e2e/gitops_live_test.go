@@ -123,9 +123,14 @@ type argoFixture struct {
 // object marked by mark, applied with kubectl apply and args.
 func newArgoFixture(t *testing.T, mark func(*unstructured.Unstructured), args ...string) argoFixture {
 	t.Helper()
+	return newArgoFixtureOf(t, storeChart(t), mark, args...)
+}
+
+// newArgoFixtureOf is newArgoFixture of the chart directory chart.
+func newArgoFixtureOf(t *testing.T, chart string, mark func(*unstructured.Unstructured), args ...string) argoFixture {
+	t.Helper()
 	f := argoFixture{c: testcluster.Get(t), app: "store"}
 	f.ns = f.c.Namespace(t)
-	chart := storeChart(t)
 	f.url, _ = chartrepo.Serve(t, chart)
 	argoSync(t, f.c, chart, f.ns, nil, mark, args...)
 	return f
@@ -312,6 +317,96 @@ func TestGitOpsLiveApplicationReplace(t *testing.T) {
 		t.Fatalf("exit %d: want 0 and notes naming the PUT\n%s\n%s", r.Code, notes, r.Stderr)
 	}
 	rollsFromServer(t, p)
+}
+
+// TestGitOpsLiveApplicationObjectSyncOptions: an object's
+// argocd.argoproj.io/sync-options annotation overrides the Application's
+// client-side apply for that object, as gitops-engine's applyObject reads
+// it. ServerSideApply=true: the server's dry-run of argocd-controller's
+// forced apply, which takes the field another manager set; Replace=true:
+// the dry-run of a PUT, which drops what the render does not hold; the
+// Deployment, without the annotation, keeps kubectl's three-way.
+func TestGitOpsLiveApplicationObjectSyncOptions(t *testing.T) {
+	chart := storeChart(t)
+	for name, option := range map[string]string{"settings": "ServerSideApply=true", "swap": "Replace=true"} {
+		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-" + name +
+			"\n  annotations: {argocd.argoproj.io/sync-options: \"Prune=false, " + option + "\"}\ndata: {tag: {{ .Values.image.tag | quote }}}\n"
+		if err := os.WriteFile(filepath.Join(chart, "templates", name+".yaml"), []byte(cm), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newArgoFixtureOf(t, chart, byLabel)
+	c, ns := f.c, f.ns
+	mustBin(t, c, c.Kubectl, "patch", "-n", ns, "configmap", "store-settings", "--field-manager", "ops", "--type", "merge", "-p", `{"data":{"tag":"ops"}}`)
+	for _, obj := range []string{"configmap/store-swap", "deployment/store"} {
+		mustBin(t, c, c.Kubectl, "annotate", "-n", ns, obj, "ops.example/owner=ops")
+	}
+
+	// Taking a field from another manager is destructive, to acknowledge:
+	// store-settings alone blocks.
+	p, notes, r := f.plan(t, "{automated: {prune: true}}", "{name: image.tag, value: b}")
+	if r.Code != 2 || p.Release.ApplyMethod != "csa" || p.Summary["blocked"] != 1 {
+		t.Fatalf("exit %d, apply method %q, summary %v: want 2, the Application's csa and one blocked change\n%s", r.Code, p.Release.ApplyMethod, p.Summary, r.Stderr)
+	}
+	for _, want := range []string{
+		"ConfigMap/" + ns + "/store-settings: argocd.argoproj.io/sync-options \"Prune=false, ServerSideApply=true\" overrides the Application's syncOptions: applied server-side as argocd-controller",
+		"ConfigMap/" + ns + "/store-swap: argocd.argoproj.io/sync-options \"Prune=false, Replace=true\" overrides the Application's syncOptions: replaced (PUT)",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not say %q:\n%s", want, notes)
+		}
+	}
+	settings := p.change(t, "ConfigMap", "store-settings")
+	taken := false
+	for _, reason := range settings.Reasons {
+		taken = taken || reason.Manager == "ops"
+	}
+	if settings.Action != "update" || settings.Prediction != "server" || !taken || !settings.Destructive {
+		t.Errorf("store-settings: %s prediction %s reasons %+v: want the server's dry-run of a forced apply taking data.tag from manager ops", settings.Action, settings.Prediction, settings.Reasons)
+	}
+	if swap := p.change(t, "ConfigMap", "store-swap"); swap.Action != "update" || !strings.Contains(swap.Diff, "-    ops.example/owner: ops") {
+		t.Errorf("store-swap: %s, want its PUT to drop the annotation the render does not hold:\n%s", swap.Action, swap.Diff)
+	}
+	if deploy := rollsFromServer(t, p); !strings.Contains(deploy.Diff, "     ops.example/owner: ops") {
+		t.Errorf("Deployment: kubectl's three-way keeps the annotation someone else set:\n%s", deploy.Diff)
+	}
+}
+
+// TestGitOpsLiveApplicationCreateNamespace: an Application whose
+// destination namespace does not exist is planned with the Namespace Argo
+// CD creates when syncOptions hold CreateNamespace=true (with its
+// managedNamespaceMetadata), and blocked without: the sync would fail.
+func TestGitOpsLiveApplicationCreateNamespace(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t) + "-new" // a name no test creates
+	chart := storeChart(t)
+	url, _ := chartrepo.Serve(t, chart)
+	plan := func(syncPolicy string) (*jsonPlan, string, result) {
+		return gitopsPlan(t, c, argoSide(t, "store", url, ns, "", syncPolicy), argoSide(t, "store", url, ns, "{name: image.tag, value: b}", syncPolicy))
+	}
+
+	p, notes, r := plan("{syncOptions: [CreateNamespace=true], managedNamespaceMetadata: {labels: {team: shop}}}")
+	if r.Code != 0 {
+		t.Fatalf("CreateNamespace=true: exit %d, want 0\n%s\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+	created := p.change(t, "Namespace", ns)
+	if created.Action != "create" || !strings.Contains(created.Diff, "team: shop") || !strings.Contains(created.Diff, "ServerSideApply=true") {
+		t.Errorf("Namespace %s: %s, want a create with the managed metadata:\n%s", ns, created.Action, created.Diff)
+	}
+	if d := p.change(t, "Deployment", "store"); d.Action != "create" {
+		t.Errorf("Deployment: %s, want create", d.Action)
+	}
+	if !strings.Contains(notes, "namespace "+ns+" does not exist: Argo CD creates it first (CreateNamespace=true)") {
+		t.Errorf("notes do not say Argo CD creates the namespace:\n%s", notes)
+	}
+
+	_, _, r = plan("{automated: {prune: true}}")
+	if r.Code != 2 || !strings.Contains(r.Stdout, "does not exist and the Application's syncOptions do not hold CreateNamespace=true") {
+		t.Errorf("without CreateNamespace=true: exit %d, want 2 and the blocker\n%s\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+	if _, err := c.Clientset(t).CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{}); err == nil {
+		t.Errorf("the plan created namespace %s", ns)
+	}
 }
 
 // runUnreachable runs the tool with args against a kubeconfig whose
