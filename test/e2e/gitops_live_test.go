@@ -520,7 +520,7 @@ func TestGitOpsLiveStorageNamespace(t *testing.T) {
 	// the storage namespace is told which.
 	grant(t, c, target, "objects-only", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
 	r = run(t, c, "gitops", side("1.0.0"), side("2.0.0"), "--live", "--kube-as-user", "objects-only")
-	if r.Code != 1 || !strings.Contains(r.Stderr, "secrets") || !strings.Contains(r.Stderr, storage) {
-		t.Errorf("records unreadable: exit %d, want 1 naming secrets in %s\n%s", r.Code, storage, r.Stderr)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "secrets") || !strings.Contains(r.Stderr, `reading the history of release "shop" in namespace `+storage+":") {
+		t.Errorf("records unreadable: exit %d, want 1 naming secrets and the storage namespace %s\n%s", r.Code, storage, r.Stderr)
 	}
 }
