@@ -217,6 +217,10 @@ type Release struct {
 	// exists with a PUT of the rendered object, changed or not, instead of
 	// patching it; Helm 4 refuses it with a server-side apply.
 	ForceReplace bool
+	// SyncedBy names what applies the plan instead of Helm ("Argo CD
+	// Application argocd/shop"): it keeps no Helm release, so Revision and
+	// CurrentRevision are 0. "" for a Helm release.
+	SyncedBy string
 }
 
 // Operation is a Helm action a plan can be of; its value is what the JSON

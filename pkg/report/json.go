@@ -73,6 +73,7 @@ type jsonRelease struct {
 	ApplyMethod     string `json:"applyMethod,omitempty"`
 	ForceConflicts  bool   `json:"forceConflicts,omitempty"`
 	ForceReplace    bool   `json:"forceReplace,omitempty"`
+	SyncedBy        string `json:"syncedBy,omitempty"`
 }
 
 type jsonSummary struct {
@@ -328,6 +329,7 @@ func (pw *planWriter) jsonDocument() (*jsonPlan, error) {
 			ApplyMethod:     p.Release.ApplyMethod,
 			ForceConflicts:  p.Release.ForceConflicts,
 			ForceReplace:    p.Release.ForceReplace,
+			SyncedBy:        p.Release.SyncedBy,
 		},
 		Summary: jsonSummary{
 			Create:      s.Create,

@@ -358,6 +358,9 @@ var titles = map[plan.Operation]string{
 func releaseLine(p *plan.Plan) string {
 	r := p.Release
 	s := fmt.Sprintf("Release %s in namespace %s", r.Name, r.Namespace)
+	if r.SyncedBy != "" {
+		return s + syncedLine(r)
+	}
 	if p.Offline {
 		s += ": base render -> head render"
 	} else if r.Op() == plan.OperationUninstall {
@@ -382,6 +385,24 @@ func releaseLine(p *plan.Plan) string {
 		s += ", --force: Helm replaces every existing object with PUT"
 	}
 	return s
+}
+
+// syncedLine is the rest of releaseLine for a release a GitOps controller
+// applies: it has no Helm revision to name.
+func syncedLine(r plan.Release) string {
+	s := ": head render synced by " + r.SyncedBy + " (no Helm revision)"
+	if r.Chart != "" {
+		s += ", chart " + r.Chart
+	}
+	switch {
+	case r.ForceReplace:
+		return s + ", replaced with PUT"
+	case r.ServerSide() && r.ForceConflicts:
+		return s + ", server-side apply forcing conflicts"
+	case r.ServerSide():
+		return s + ", server-side apply"
+	}
+	return s + ", client-side apply"
 }
 
 // offlineLine is said in every human format when the plan had no cluster.

@@ -365,6 +365,28 @@ func TestReleaseLineApplyMethod(t *testing.T) {
 	}
 }
 
+// TestReleaseLineSynced: a release a GitOps controller applies is named
+// with it, and with no Helm revision; its apply method as it applies.
+func TestReleaseLineSynced(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rel  plan.Release
+		want string
+	}{
+		{"client-side", plan.Release{ApplyMethod: plan.ApplyMethodCSA}, ", client-side apply"},
+		{"server-side", plan.Release{ApplyMethod: plan.ApplyMethodSSA, ForceConflicts: true}, ", server-side apply forcing conflicts"},
+		{"replace", plan.Release{ApplyMethod: plan.ApplyMethodCSA, ForceReplace: true}, ", replaced with PUT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.rel.Name, tc.rel.Namespace, tc.rel.Chart, tc.rel.SyncedBy = "store", "shop", "web-1.0.0", "Argo CD Application argocd/store"
+			want := "Release store in namespace shop: head render synced by Argo CD Application argocd/store (no Helm revision), chart web-1.0.0" + tc.want
+			if got := releaseLine(&plan.Plan{Release: tc.rel}); got != want {
+				t.Errorf("releaseLine = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestDerivedMarked: every format says which verdicts the server confirmed
 // and which were derived without a dry-run.
 func TestDerivedMarked(t *testing.T) {

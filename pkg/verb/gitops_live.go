@@ -297,6 +297,9 @@ func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.
 		return nil, err
 	}
 	c.warnSecretCopies(p)
+	// Argo CD keeps no Helm release: no revision to name.
+	p.Release.SyncedBy = fmt.Sprintf("Argo CD Application %s/%s", h.Object.Namespace, h.Object.Name)
+	p.Release.Revision, p.Release.CurrentRevision = 0, 0
 	if err := rc.argoNamespace(ctx, p, app, h.Namespace, sync, found.head[manifest.ObjectID{Kind: "Namespace", Name: h.Namespace}]); err != nil {
 		return nil, err
 	}

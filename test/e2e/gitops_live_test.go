@@ -295,6 +295,9 @@ func TestGitOpsLiveApplicationServerSide(t *testing.T) {
 	if r.Code != 0 || p.Release.ApplyMethod != "ssa" {
 		t.Fatalf("exit %d, apply method %q: want 0 and ssa\n%s", r.Code, p.Release.ApplyMethod, r.Stderr)
 	}
+	if p.Release.SyncedBy != "Argo CD Application argocd/store" || p.Release.Revision != 0 {
+		t.Errorf("release %+v: want it synced by the Application, with no Helm revision", p.Release)
+	}
 	deploy := rollsFromServer(t, p)
 	for _, reason := range deploy.Reasons {
 		if reason.Manager != "" {

@@ -96,6 +96,8 @@ type jsonPlan struct {
 		Chart     string `json:"chart"`
 		// ApplyMethod is csa or ssa (Helm 4's server-side apply).
 		ApplyMethod string `json:"applyMethod"`
+		// SyncedBy names the GitOps controller that applies instead of Helm.
+		SyncedBy string `json:"syncedBy"`
 	} `json:"release"`
 	Summary map[string]int `json:"summary"`
 	Changes []jsonChange   `json:"changes"`
