@@ -108,6 +108,9 @@ type Applier struct {
 	// an object may override the release's apply method (Argo CD's
 	// sync-options annotation); nil: rel for every object.
 	Release func(rel plan.Release, obj *unstructured.Unstructured) plan.Release
+	// Takes says how the applier's forced server-side apply takes a field
+	// another manager owns ("": Helm's words).
+	Takes string
 }
 
 // Planner builds plans against one cluster (Live), or offline from two
@@ -701,6 +704,9 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 		owners := ownDrift(c, liveObj)
 		if len(conflicts) > 0 {
 			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
+			if in.Applier != nil && in.Applier.Takes != "" {
+				forcedBy(c, in.Applier.Takes)
+			}
 		}
 	}
 	return nil
@@ -752,6 +758,17 @@ func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.O
 		}
 	}
 	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
+}
+
+// forcedBy rewords the reasons conflicted gave a forced apply for an
+// applier other than Helm, whose flags they name: takes says how it takes
+// the field.
+func forcedBy(c *plan.Change, takes string) {
+	for i, r := range c.Reasons {
+		if r.Manager != "" {
+			c.Reasons[i].Message = fmt.Sprintf("owned by field manager %q: %s", r.Manager, takes)
+		}
+	}
 }
 
 // derive returns the object the server would store for next, derived

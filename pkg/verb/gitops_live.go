@@ -175,7 +175,8 @@ func argoTrackingValue(app string, id manifest.ObjectID) string {
 func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
 	a := &planner.Applier{
 		Adopted: "in the cluster without the Application's tracking or last-applied configuration: Argo CD applies over it (compared with the live object alone)",
-		Deletes: "no longer rendered: Argo CD prunes it (syncPolicy.automated.prune)"}
+		Deletes: "no longer rendered: Argo CD prunes it (syncPolicy.automated.prune)",
+		Takes:   "Argo CD's server-side apply forces conflicts: it takes the field, and " + argoFieldManager + " becomes its owner"}
 	a.Mark = func(obj *unstructured.Unstructured, id manifest.ObjectID) {
 		if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
 			obj.Object["metadata"] = maps.Clone(md) // may be shared with another form (manifest.Parsed)

@@ -362,7 +362,7 @@ func TestGitOpsLiveApplicationObjectSyncOptions(t *testing.T) {
 	settings := p.change(t, "ConfigMap", "store-settings")
 	taken := false
 	for _, reason := range settings.Reasons {
-		taken = taken || reason.Manager == "ops"
+		taken = taken || reason.Manager == "ops" && strings.Contains(reason.Message, "Argo CD's server-side apply forces conflicts") && !strings.Contains(reason.Message, "Helm")
 	}
 	if settings.Action != "update" || settings.Prediction != "server" || !taken || !settings.Destructive {
 		t.Errorf("store-settings: %s prediction %s reasons %+v: want the server's dry-run of a forced apply taking data.tag from manager ops", settings.Action, settings.Prediction, settings.Reasons)
