@@ -97,6 +97,20 @@ func TestDerive(t *testing.T) {
 		{name: "deployment annotation bumps the generation", live: object("apps/v1", "Deployment", chart, nil, nil), patch: `{"metadata":{"annotations":{"a":"b"}}}`, why: "metadata.annotations"},
 		{name: "pod template labels are spec", live: object("apps/v1", "Deployment", chart, nil, nil),
 			patch: `{"spec":{"template":{"metadata":{"labels":{"app":"api"}}}}}`, why: "patch sets spec"},
+		// An image change is a pod template change: the server bumps
+		// metadata.generation and returns the pod template warnings, and
+		// PodSecurity warns about the template at a level no client can
+		// read (docs/performance.md), so it is always asked.
+		{name: "deployment image", live: object("apps/v1", "Deployment", chart, nil, nil),
+			patch: `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`, why: "patch sets spec"},
+		{name: "daemonset image", live: object("apps/v1", "DaemonSet", chart, nil, nil),
+			patch: `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`, why: "patch sets spec"},
+		{name: "statefulset image", live: object("apps/v1", "StatefulSet", chart, nil, nil),
+			patch: `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`, why: "not derived"},
+		{name: "job image (an immutable template)", live: object("batch/v1", "Job", chart, nil, nil),
+			patch: `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`, why: "patch sets spec"},
+		{name: "cronjob image", live: object("batch/v1", "CronJob", chart, nil, nil),
+			patch: `{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}}}`, why: "not derived"},
 		{name: "job label", live: object("batch/v1", "Job", chart, nil, nil), patch: `{"metadata":{"labels":{"app":"api"}}}`,
 			labels: map[string]string{"helm.sh/chart": "app-1.0.0", "app": "api"}},
 		{name: "statefulset: warnings on every update", live: object("apps/v1", "StatefulSet", chart, nil, nil), patch: `{"metadata":{"labels":{"a":"b"}}}`, why: "not derived"},
