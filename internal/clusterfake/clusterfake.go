@@ -49,6 +49,11 @@ type Observed string
 // Observed implements planner.Observers.
 func (o Observed) Observed(context.Context, *manifest.Object) string { return string(o) }
 
+// Warns implements planner.Observers: what Observed answers.
+func (o Observed) Warns(context.Context, *unstructured.Unstructured, string) string {
+	return string(o)
+}
+
 // Counter counts N custom resources of every kind, and records which it
 // was asked to count.
 type Counter struct {

@@ -11,13 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	psapolicy "k8s.io/pod-security-admission/policy"
 )
 
 // Observers are what, besides the API server's own code, may see or refuse
 // an update: admission webhooks and admission policies, and the
 // authorizer. Each is read once per run (one LIST per kind of admission
-// configuration, one SelfSubjectRulesReview per namespace) and cached; a
-// failed read answers "may observe", so the caller asks the server.
+// configuration, one SelfSubjectRulesReview and one GET of the namespace
+// per namespace) and cached; a failed read answers "may observe", so the
+// caller asks the server.
 type Observers struct {
 	cluster *Cluster
 
@@ -29,6 +31,12 @@ type Observers struct {
 
 	mu    sync.Mutex
 	rules map[string]*rulesReview
+
+	// namespaces are the labels of the namespaces PodSecurity reads, one
+	// GET each (podsecurity.go).
+	namespaces map[string]*namespaceLabels
+	evalOnce   sync.Once
+	eval       psapolicy.Evaluator
 }
 
 // admissionKinds are the admission configurations that can see a request,

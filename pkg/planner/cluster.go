@@ -90,6 +90,11 @@ type Observers interface {
 	// that is unknown; offline it always does (there is no server whose
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
+	// Warns returns "" when the server's built-in admission cannot warn
+	// about an update that stores stored (PodSecurity evaluates a pod
+	// controller's template on every update), else why it may; offline
+	// it always may. serverVersion is the API server's (v1.37.2).
+	Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string
 }
 
 // Schemas types objects as the server does.
@@ -211,6 +216,14 @@ func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 	return ""
 }
 
+// Warns implements Observers.
+func (l Live) Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string {
+	if l.Observers == nil {
+		return "observers not read"
+	}
+	return l.Observers.PodSecurityWarns(ctx, stored, serverVersion)
+}
+
 // DryRunCreate implements DryRunner.
 func (l Live) DryRunCreate(ctx context.Context, obj *manifest.Object) (*unstructured.Unstructured, error) {
 	ri, _, err := l.Resource(obj.GVK, obj.ID.Namespace)
@@ -302,6 +315,9 @@ func (Offline) TypeConverter(context.Context, schema.GroupVersion) (managedfield
 
 // Observed implements Observers.
 func (Offline) Observed(context.Context, *manifest.Object) string { return "offline" }
+
+// Warns implements Observers.
+func (Offline) Warns(context.Context, *unstructured.Unstructured, string) string { return "offline" }
 
 // DryRunCreate implements DryRunner.
 func (Offline) DryRunCreate(context.Context, *manifest.Object) (*unstructured.Unstructured, error) {

@@ -790,6 +790,11 @@ func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation 
 		p.Stats.asked("seen by " + who)
 		return nil
 	}
+	if why := p.Cluster.Observers.Warns(ctx, derived, p.ServerVersion); why != "" {
+		// The verdict would be the same; the server's warning would be lost.
+		p.Stats.asked(why)
+		return nil
+	}
 	p.Stats.derived()
 	return derived
 }

@@ -68,6 +68,9 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 	if who := p.Cluster.Observers.Observed(ctx, next); who != "" {
 		return asked("seen by " + who)
 	}
+	if why := p.Cluster.Observers.Warns(ctx, liveObj, p.ServerVersion); why != "" {
+		return asked(why) // and warns about it
+	}
 	p.Stats.derived()
 	return d
 }
