@@ -90,10 +90,11 @@ type Observers interface {
 	// that is unknown; offline it always does (there is no server whose
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
-	// Warns returns "" when the server's built-in admission cannot warn
-	// about an update that stores stored (PodSecurity evaluates a pod
-	// controller's template on every update), else why it may; offline
-	// it always may. serverVersion is the API server's (v1.37.2).
+	// Warns returns "" when the server cannot warn about an update that
+	// stores stored, whatever it changes (a Service's update strategy
+	// warns about the whole object; PodSecurity admission evaluates a pod
+	// controller's template), else why it may; offline it always may.
+	// serverVersion is the API server's (v1.37.2).
 	Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string
 }
 
@@ -218,6 +219,9 @@ func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 
 // Warns implements Observers.
 func (l Live) Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string {
+	if w := predict.UpdateWarnings(stored); len(w) > 0 {
+		return stored.GetKind() + " warned about on every update"
+	}
 	if l.Observers == nil {
 		return "observers not read"
 	}
