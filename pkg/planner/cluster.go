@@ -91,9 +91,10 @@ type Observers interface {
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
 	// Warns returns "" when the server cannot warn about an update that
-	// stores stored, whatever it changes (a Service's update strategy
-	// warns about the whole object; PodSecurity admission evaluates a pod
-	// controller's template), else why it may; offline it always may.
+	// stores stored, whatever it changes (some update strategies warn
+	// about the whole object, a Service's among them; PodSecurity
+	// admission evaluates a pod controller's template), else why it may;
+	// offline it always may.
 	// serverVersion is the API server's (v1.37.2).
 	Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string
 }
@@ -219,8 +220,8 @@ func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 
 // Warns implements Observers.
 func (l Live) Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string {
-	if w := predict.UpdateWarnings(stored); len(w) > 0 {
-		return stored.GetKind() + " warned about on every update"
+	if why := predict.UpdateWarns(stored); why != "" {
+		return why
 	}
 	if l.Observers == nil {
 		return "observers not read"

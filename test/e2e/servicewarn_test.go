@@ -92,3 +92,68 @@ func TestDerivedBumpKeepsServiceWarnings(t *testing.T) {
 		})
 	}
 }
+
+// updateWarnChart is a Helm 4 release whose objects the API server warns
+// about on every update, a server-side apply that changes nothing
+// included: a Service with externalIPs, a claim with the deprecated beta
+// storage-class annotation, a StatefulSet that keeps every revision; and a
+// ConfigMap whose data is the version. (A NetworkPolicy's CIDR with host
+// bits set, warned about too, can no longer be created: the unit tests
+// cover it.)
+func updateWarnChart(t *testing.T, version string) string {
+	return writeChart(t, "warned", version, map[string]string{
+		"cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {version: '{{ .Chart.Version }}'}\n",
+		"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {selector: {app: ext}, ports: [{port: 80}], externalIPs: [192.0.2.10]}\n",
+		"pvc.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, annotations: {volume.beta.kubernetes.io/storage-class: slow}}\n" +
+			"spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+		"sts.yaml": "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\n" +
+			"spec: {replicas: 0, revisionHistoryLimit: -1, selector: {matchLabels: {app: db}}, template: {metadata: {labels: {app: db}}, spec: {containers: [{name: db, image: 'postgres:16'}]}}}\n",
+	})
+}
+
+// updateWarnings are the lines of a run's stderr that carry the server's
+// warnings about updateWarnChart's objects, sorted.
+func updateWarnings(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "externalIPs") || strings.Contains(l, "storage-class") || strings.Contains(l, "revisionHistoryLimit") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHelm4NoopKeepsUpdateWarnings: Helm 4 applies every object, the
+// unchanged ones too, and the API server's update strategies for a
+// Service, a claim and a StatefulSet warn about the whole object on each
+// such apply. The plan decides most Helm 4 no-ops without a dry-run, but
+// not these: the default plan asks them and prints the warnings
+// --server-dry-run=all prints.
+func TestHelm4NoopKeepsUpdateWarnings(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	mustBin(t, c, c.Helm4, "install", "warned", updateWarnChart(t, "1.0.0"), "-n", ns)
+	warnings := map[string][]string{}
+	for _, mode := range []string{"needed", "all"} {
+		before := auditMark(t, c)
+		_, r := planJSON(t, c, "warned", updateWarnChart(t, "2.0.0"), "-n", ns, "--server-dry-run="+mode)
+		if r.Code != 0 {
+			t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
+		}
+		warnings[mode] = updateWarnings(r.Stderr)
+		n := dryRunPatches(t, c, ns, before)
+		for _, resource := range []string{"services", "persistentvolumeclaims", "statefulsets"} {
+			if n[resource] != 1 {
+				t.Errorf("--server-dry-run=%s: %d dry-runs of %s, want 1 (the server warns about it)", mode, n[resource], resource)
+			}
+		}
+		assertOnlyDryRunWrites(t, c, ns, before)
+	}
+	if len(warnings["all"]) < 3 {
+		t.Fatalf("--server-dry-run=all printed %d of the three objects' warnings: %q", len(warnings["all"]), warnings["all"])
+	}
+	if !slices.Equal(warnings["needed"], warnings["all"]) {
+		t.Errorf("warnings differ:\ndefault %q\nall     %q", warnings["needed"], warnings["all"])
+	}
+}
