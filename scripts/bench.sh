@@ -30,7 +30,9 @@
 # verbs 286 s (most of it installing the 1000-object release and the log's
 # 100 revisions); watch 257 s; status 125 s; the stage benchmarks were not
 # run (seven Go benchmarks of a second or so each, and their build). In all
-# about half an hour at that load: well inside an hour.
+# about half an hour at that load: well inside an hour. On an idle 2-core
+# machine the same day (BENCH_STAGES=0, helmfile not in the cache), the
+# whole bench took 12.5 minutes.
 #   BENCH_RUNS=5 make bench         more runs per median
 #   BENCH=1000-objects make bench  only the shapes matching (a -bench regexp)
 #   BENCH_TOOL=/path/to/binary      measure that binary instead of this tree's
@@ -55,13 +57,13 @@ awk -v runs="$BENCH_RUNS" '
     }
     if (!(shape in seen)) { seen[shape] = 1; order[++shapes] = shape }
   }
-  function cell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.0f MiB", t[s, w], m[s, w]) : "—" }
+  function cell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.2f CPU-s, %.0f MiB", t[s, w], cpu[s, w], m[s, w]) : "—" }
   function planCell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.2f CPU-s, %.0f MiB, %d dry-runs", t[s, w], cpu[s, w], m[s, w], dry[s, w]) : "—" }
   function versus(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
   function ratio(s, w) { return ((s, w) in t && t[s, "floor"] > 0) ? sprintf("%.2f×", t[s, w] / t[s, "floor"]) : "—" }
   END {
     if (!shapes) { print "bench: no results"; exit 1 }
-    printf "\nMedians of %d runs, whole processes timed in turns (wall time, peak RSS):\n\n", runs
+    printf "\nMedians of %d runs, whole processes timed in turns (wall time, CPU-seconds user + system, peak RSS):\n\n", runs
     print "| upgrade | this tool | helm upgrade --dry-run=server | floor (helm template + LIST) | tool / floor | helm / floor |"
     print "|---|---|---|---|---|---|"
     for (i = 1; i <= shapes; i++) {
