@@ -33,17 +33,23 @@ spec:
 `})
 }
 
-// podSecurityWarnings are the PodSecurity warnings among a run's stderr
-// lines, sorted.
-func podSecurityWarnings(stderr string) []string {
+// warningLines are the lines of a run's stderr that hold any of texts,
+// trimmed and sorted: the server's warnings a plan printed.
+func warningLines(stderr string, texts ...string) []string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if strings.Contains(l, "would violate PodSecurity") {
+		if slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(l, t) }) {
 			out = append(out, strings.TrimSpace(l))
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// podSecurityWarnings are the PodSecurity warnings among a run's stderr
+// lines, sorted.
+func podSecurityWarnings(stderr string) []string {
+	return warningLines(stderr, "would violate PodSecurity")
 }
 
 // TestDerivedBumpKeepsPodSecurityWarning: PodSecurity admission evaluates

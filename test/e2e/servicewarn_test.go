@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -26,19 +25,6 @@ func serviceWarnChart(t *testing.T, version string) string {
 		"close.yaml": svc("close", "", ", trafficDistribution: PreferClose"),
 		"hints.yaml": svc("hints", ", annotations: {service.kubernetes.io/topology-aware-hints: auto}", ""),
 	})
-}
-
-// serviceWarnings are the Service warnings among a run's stderr lines,
-// sorted.
-func serviceWarnings(stderr string) []string {
-	var out []string
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.Contains(l, "is deprecated") {
-			out = append(out, strings.TrimSpace(l))
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestDerivedBumpKeepsServiceWarnings: a chart bump changes only the
@@ -64,7 +50,7 @@ func TestDerivedBumpKeepsServiceWarnings(t *testing.T) {
 				if r.Code != 0 {
 					t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
 				}
-				warnings[mode] = serviceWarnings(r.Stderr)
+				warnings[mode] = warningLines(r.Stderr, "is deprecated")
 				asked := 0
 				for _, name := range []string{"plain", "ext", "close", "hints"} {
 					want := "server"
@@ -111,19 +97,6 @@ func updateWarnChart(t *testing.T, version string) string {
 	})
 }
 
-// updateWarnings are the lines of a run's stderr that carry the server's
-// warnings about updateWarnChart's objects, sorted.
-func updateWarnings(stderr string) []string {
-	var out []string
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.Contains(l, "externalIPs") || strings.Contains(l, "storage-class") || strings.Contains(l, "revisionHistoryLimit") {
-			out = append(out, strings.TrimSpace(l))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // TestHelm4NoopKeepsUpdateWarnings: Helm 4 applies every object, the
 // unchanged ones too, and the API server's update strategies for a
 // Service, a claim and a StatefulSet warn about the whole object on each
@@ -141,7 +114,7 @@ func TestHelm4NoopKeepsUpdateWarnings(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
 		}
-		warnings[mode] = updateWarnings(r.Stderr)
+		warnings[mode] = warningLines(r.Stderr, "externalIPs", "storage-class", "revisionHistoryLimit")
 		n := dryRunPatches(t, c, ns, before)
 		for _, resource := range []string{"services", "persistentvolumeclaims", "statefulsets"} {
 			if n[resource] != 1 {
