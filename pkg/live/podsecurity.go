@@ -48,13 +48,13 @@ func (o *Observers) PodSecurityWarns(ctx context.Context, obj *unstructured.Unst
 	if ns.err != nil {
 		return "namespace " + obj.GetNamespace() + " unreadable for PodSecurity: " + ns.err.Error()
 	}
+	minor, _ := apis.ParseMinor(serverVersion) // 0 when unknown: asked
 	o.evalOnce.Do(func() {
 		// An evaluator that cannot be built leaves eval nil: every
 		// template at a warn level other than privileged is asked.
-		if e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil); err == nil {
+		if e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), predict.PodSecurityEmulation(minor)); err == nil {
 			o.eval = e
 		}
 	})
-	minor, _ := apis.ParseMinor(serverVersion) // 0 when unknown: asked
 	return predict.PodSecurityWarns(o.eval, obj, ns.labels, minor)
 }

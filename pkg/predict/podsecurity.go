@@ -41,6 +41,21 @@ var podTemplatePaths = map[string][]string{
 	"batch/CronJob":          {"spec", "jobTemplate", "spec", "template"},
 }
 
+// PodSecurityEmulation is the version to build the policy evaluator at for
+// an API server of Kubernetes minor serverMinor, as kube-apiserver builds
+// its own (its emulation version): an older server evaluates `latest`, and
+// any newer version, by its own minor's checks, not the library's (1.37
+// allows sysctls 1.36 forbids). nil, the library's own checks, for a
+// server of the library's minor or newer, or of an unknown one (which
+// PodSecurityWarns asks about).
+func PodSecurityEmulation(serverMinor int) *api.Version {
+	if serverMinor <= 0 || serverMinor >= podSecurityLibraryMinor {
+		return nil
+	}
+	v := api.MajorMinorVersion(1, serverMinor)
+	return &v
+}
+
 // PodController reports whether obj is a pod controller PodSecurity
 // admission evaluates on update.
 func PodController(obj *unstructured.Unstructured) bool {

@@ -38,6 +38,13 @@ func TestDerivePodSecurity(t *testing.T) {
 		return object(apiVersion, kind, nil, nil, map[string]interface{}{"spec": s})
 	}
 	deploy := controller("apps/v1", "Deployment", plain)
+	// A sysctl baseline allows from 1.37 on: a 1.36 server warns about it.
+	sysctl := controller("apps/v1", "Deployment", map[string]interface{}{"containers": plain["containers"],
+		"securityContext": map[string]interface{}{"sysctls": []interface{}{map[string]interface{}{"name": "net.ipv4.tcp_notsent_lowat", "value": "16384"}}}})
+	eval36, err := policy.NewEvaluator(policy.DefaultChecks(), PodSecurityEmulation(36))
+	if err != nil {
+		t.Fatal(err)
+	}
 	warn := func(level string) map[string]string {
 		return map[string]string{"pod-security.kubernetes.io/warn": level}
 	}
@@ -67,6 +74,10 @@ func TestDerivePodSecurity(t *testing.T) {
 		{name: "a newer server evaluates latest with its own checks", obj: controller("apps/v1", "Deployment", compliant), labels: warn("restricted"), eval: eval, server: 38, asked: "newer"},
 		{name: "a newer server, a pinned version the library knows", obj: controller("apps/v1", "Deployment", compliant), labels: map[string]string{
 			"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/warn-version": "v1.30"}, eval: eval, server: 38},
+		{name: "a sysctl 1.37 allows, a 1.37 server", obj: sysctl, labels: warn("baseline"), eval: eval},
+		{name: "a sysctl 1.37 allows, a 1.36 server evaluates its own checks", obj: sysctl, labels: warn("baseline"), eval: eval36, server: 36, asked: "baseline:latest"},
+		{name: "a sysctl 1.37 allows, a 1.36 server, warn-version v1.37", obj: sysctl, labels: map[string]string{
+			"pod-security.kubernetes.io/warn": "baseline", "pod-security.kubernetes.io/warn-version": "v1.37"}, eval: eval36, server: 36, asked: "baseline:v1.37"},
 		{name: "the server's version unknown", obj: controller("apps/v1", "Deployment", compliant), labels: warn("restricted"), eval: eval, server: -1, asked: "newer"},
 		{name: "not a pod controller", obj: object("v1", "ConfigMap", nil, nil, nil), labels: warn("restricted"), eval: eval},
 		{name: "no template", obj: object("apps/v1", "Deployment", nil, nil, nil), labels: warn("restricted"), eval: eval},
@@ -91,6 +102,20 @@ func TestDerivePodSecurity(t *testing.T) {
 
 // TestPodSecurityLibraryMinor keeps podSecurityLibraryMinor the minor of the
 // policy library go.mod requires: the checks PodSecurityWarns trusts.
+// TestPodSecurityEmulation: an evaluator at an older server's minor, the
+// library's own for the library's minor, a newer or an unknown server.
+func TestPodSecurityEmulation(t *testing.T) {
+	for minor, want := range map[int]string{36: "v1.36", 30: "v1.30", 37: "", 38: "", 0: ""} {
+		got := ""
+		if v := PodSecurityEmulation(minor); v != nil {
+			got = v.String()
+		}
+		if got != want {
+			t.Errorf("server 1.%d: evaluator at %q, want %q", minor, got, want)
+		}
+	}
+}
+
 func TestPodSecurityLibraryMinor(t *testing.T) {
 	mod, err := os.ReadFile("../../go.mod")
 	if err != nil {
