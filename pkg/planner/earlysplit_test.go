@@ -37,6 +37,8 @@ func TestPreviousSplitEarly(t *testing.T) {
 		{name: "an install", base: "", head: head, split: ""},
 		{name: "a last release that does not parse", base: base + "---\n# Source: app/templates/bad.yaml\nkind: [\n", head: head,
 			split: base + "---\n# Source: app/templates/bad.yaml\nkind: [\n", wantErr: "bad.yaml"},
+		{name: "neither the last release nor the render parses: the render named, as without the early split", base: base + "---\n# Source: app/templates/bad.yaml\nkind: [\n",
+			head: head + "---\n# Source: app/templates/worse.yaml\nkind: [\n", split: base + "---\n# Source: app/templates/bad.yaml\nkind: [\n", wantErr: "worse.yaml"},
 	}
 	masker := redact.NewMasker()
 	planWith := func(in Input) (string, error) {

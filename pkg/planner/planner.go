@@ -187,6 +187,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		// and the second one share the documents it repeats word for
 		// word.
 		if err != nil {
+			// The new render's errors come first, as without the early
+			// split: a broken chart is what to fix before a stored
+			// release.
+			if next, parsed, nerr := manifest.SplitRemembering(nextName, in.NextManifest, ns, p.Cluster); nerr != nil {
+				return nil, nerr
+			} else if _, nerr := regenerated(next, in.SecondRender, in.Release, p.Cluster, parsed); nerr != nil {
+				return nil, nerr
+			}
 			return nil, err
 		}
 		if next, err = manifest.SplitAdding(nextName, in.NextManifest, ns, p.Cluster, parsed); err != nil {
