@@ -294,43 +294,72 @@ spec:
 	}
 }
 
-// TestGitOpsSecretValuesNeverLeak: a value a HelmRelease takes from a
-// Secret of the files, which the chart puts in a ConfigMap, is masked in
-// every format, base and head alike.
+// TestGitOpsSecretValuesNeverLeak: values a HelmRelease takes from a
+// Secret of the files (one value at a targetPath, or single values of a
+// values document), which the chart puts in a ConfigMap, are masked in
+// every format, base and head alike, and an error about one quotes none.
 func TestGitOpsSecretValuesNeverLeak(t *testing.T) {
 	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
-	secret := func(v string) string {
-		return "apiVersion: v1\nkind: Secret\nmetadata: {name: shop-secret, namespace: apps}\ndata:\n  greeting: " + base64.StdEncoding.EncodeToString([]byte(v)) + "\n"
-	}
-	valuesFrom := "    - kind: Secret\n      name: shop-secret\n      valuesKey: greeting\n      targetPath: config.greeting\n"
-	base, head := gitopsRepo(t, url, map[string]string{"apps/secret.yaml": secret("gitops-greeting-new-7f3a")})
-	for dir, value := range map[string]string{base: "gitops-greeting-old-9c1d", head: "gitops-greeting-new-7f3a"} {
-		shop, err := os.ReadFile(filepath.Join(dir, "apps/shop.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		withSecret := strings.Replace(string(shop), "      name: shop-values\n", "      name: shop-values\n"+valuesFrom, 1)
-		for name, body := range map[string]string{"apps/shop.yaml": withSecret, "apps/secret.yaml": secret(value)} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name       string
+		key        string    // the Secret's key
+		valuesFrom string    // its entry, after the ConfigMap's
+		data       [2]string // the key's value in the base and the head
+		hidden     []string  // never in any output (with their base64)
+		code       int
+		want       string // in stdout, or stderr when the exit is 1
+	}{
+		{"value at targetPath", "greeting", "      valuesKey: greeting\n      targetPath: config.greeting\n",
+			[2]string{"gitops-greeting-old-9c1d", "gitops-greeting-new-7f3a"},
+			[]string{"gitops-greeting-old-9c1d", "gitops-greeting-new-7f3a"}, ExitOK, "GREETING"},
+		{"--set pieces at targetPath", "greeting", "      valuesKey: greeting\n      targetPath: config.greeting\n",
+			[2]string{"greet-piece-old-3e1a,config.logLevel=level-piece-old-5c2b", "greet-piece-new-6d4f,config.logLevel=level-piece-new-8a7e"},
+			[]string{"greet-piece-old-3e1a", "level-piece-old-5c2b", "greet-piece-new-6d4f", "level-piece-new-8a7e"}, ExitOK, "LOG_LEVEL"},
+		{"values document", "values.yaml", "",
+			[2]string{
+				"config:\n  greeting: \"first-line-old-2b9c\\nsecond-line-old-4d1e\"\n  logLevel: \"20261203\"\ndb:\n  database: 31415926\n",
+				"config:\n  greeting: \"first-line-new-7a3f\\nsecond-line-new-9e6b\"\n  logLevel: \"20270415\"\ndb:\n  database: 27182818\n"},
+			[]string{"first-line-old-2b9c", "second-line-old-4d1e", "first-line-new-7a3f", "second-line-new-9e6b",
+				"20261203", "20270415", "31415926", "3.1415926e+07", "27182818", "2.7182818e+07"}, ExitOK, "GREETING"},
+		{"comma error at targetPath", "greeting", "      valuesKey: greeting\n      targetPath: config.greeting\n",
+			[2]string{"s3cr3tpart1-old-1f2e,s3cr3tpart2-old-3d4c", "s3cr3tpart1-new-5b6a,s3cr3tpart2-new-7980"},
+			[]string{"s3cr3tpart1-old-1f2e", "s3cr3tpart2-old-3d4c", "s3cr3tpart1-new-5b6a", "s3cr3tpart2-new-7980"},
+			ExitError, "apps/shop.yaml:19): spec.valuesFrom[1].targetPath: config.greeting: the Secret's value does not parse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := func(v string) string {
+				return "apiVersion: v1\nkind: Secret\nmetadata: {name: shop-secret, namespace: apps}\ndata:\n  " + tc.key + ": " + base64.StdEncoding.EncodeToString([]byte(v)) + "\n"
 			}
-		}
-	}
-	for _, format := range []string{"text", "json", "markdown", "sarif"} {
-		out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", format, "--ack-all-destructive")
-		if code != ExitOK {
-			t.Fatalf("-o %s: exit %d\n%s", format, code, errOut)
-		}
-		if format == "text" && !strings.Contains(out, "GREETING") {
-			t.Errorf("-o text: the ConfigMap's changed GREETING is not in the plan:\n%s", out)
-		}
-		for _, v := range []string{"gitops-greeting-old-9c1d", "gitops-greeting-new-7f3a"} {
-			for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
-				if strings.Contains(out+errOut, form) {
-					t.Errorf("-o %s: the Secret's value %q is in the output", format, form)
+			base, head := gitopsRepo(t, url, nil)
+			for i, dir := range []string{base, head} {
+				shop, err := os.ReadFile(filepath.Join(dir, "apps/shop.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				withSecret := strings.Replace(string(shop), "      name: shop-values\n", "      name: shop-values\n    - kind: Secret\n      name: shop-secret\n"+tc.valuesFrom, 1)
+				for name, body := range map[string]string{"apps/shop.yaml": withSecret, "apps/secret.yaml": secret(tc.data[i])} {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-		}
+			for _, format := range []string{"text", "json", "markdown", "sarif"} {
+				out, errOut, code := execute(t, "helm-safe-upgrade", "gitops", base, head, "-o", format, "--ack-all-destructive")
+				if code != tc.code {
+					t.Fatalf("-o %s: exit %d, want %d\n%s", format, code, tc.code, errOut)
+				}
+				if shown := map[bool]string{true: errOut, false: out}[code == ExitError]; (format == "text" || code == ExitError) && !strings.Contains(shown, tc.want) {
+					t.Errorf("-o %s: %q is not in the output:\n%s", format, tc.want, shown)
+				}
+				for _, v := range append(tc.hidden, tc.data[:]...) {
+					for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+						if strings.Contains(out+errOut, form) {
+							t.Errorf("-o %s: the Secret's value %q is in the output", format, form)
+						}
+					}
+				}
+			}
+		})
 	}
 }
 

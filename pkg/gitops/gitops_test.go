@@ -103,8 +103,8 @@ func TestResolveHelmRelease(t *testing.T) {
 	if !reflect.DeepEqual(r.Values, wantValues) {
 		t.Errorf("values = %#v\nwant %#v", r.Values, wantValues)
 	}
-	if r.Name != "podinfo" || r.Namespace != "apps" || r.StorageNamespace != "apps" || !r.Secret || len(r.Sources) != 2 {
-		t.Errorf("release %s/%s storage %s secret %v sources %d", r.Namespace, r.Name, r.StorageNamespace, r.Secret, len(r.Sources))
+	if r.Name != "podinfo" || r.Namespace != "apps" || r.StorageNamespace != "apps" || len(r.Sources) != 2 {
+		t.Errorf("release %s/%s storage %s sources %d", r.Namespace, r.Name, r.StorageNamespace, len(r.Sources))
 	}
 	if !r.SkipsCRDs(false) || r.SkipsCRDs(true) {
 		t.Errorf("CRD policy: helm-controller skips crds/ on upgrade and creates them on install by default")

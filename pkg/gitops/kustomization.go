@@ -313,8 +313,9 @@ func (s *Side) dataValues(d *Doc) (map[string]string, error) {
 }
 
 // SecretValues are the forms of the Secrets' values of s that are not
-// their values as written: a postBuild variable, its line breaks removed.
-// The caller masks them with the Secrets of s.
+// their values as written: a postBuild variable, its line breaks removed;
+// each value a valuesFrom takes from a Secret's values (complete once
+// Changes has resolved s). The caller masks them with the Secrets of s.
 func (s *Side) SecretValues() [][]byte { return s.secretValues }
 
 // copyNode is a deep copy of n.

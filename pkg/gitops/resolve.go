@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
@@ -99,10 +100,8 @@ type Release struct {
 	InstallCRDs string `json:"installCRDs,omitempty"`
 	UpgradeCRDs string `json:"upgradeCRDs,omitempty"`
 	SkipCRDs    bool   `json:"skipCRDs,omitempty"`
-	// Sources are the other documents the values came from (valuesFrom),
-	// Secret reports whether one is a Secret (its values are secret).
+	// Sources are the other documents the values came from (valuesFrom).
 	Sources []*Doc `json:"-"`
-	Secret  bool   `json:"-"`
 	// Notes say what the plan could not take from the files as the
 	// controller would (an optional valuesFrom that is missing).
 	Notes []string `json:"-"`
@@ -189,9 +188,6 @@ func (s *Side) Resolve(d *Doc) (*Release, error) {
 	if r != nil {
 		// A change of a postBuild variable's source changes the render.
 		r.Sources = append(r.Sources, d.Vars...)
-		for _, v := range d.Vars {
-			r.Secret = r.Secret || v.Ref.Kind == "Secret"
-		}
 	}
 	return r, err
 }
@@ -571,15 +567,35 @@ func (s *Side) helmReleaseValues(d *Doc, spec map[string]interface{}, r *Release
 		if !found {
 			continue
 		}
+		// The masker knows a Secret's value whole; a template renders
+		// single values of it, which it must know too. A parser's error
+		// can quote a piece of the value (after a comma), so a Secret's
+		// says only what is wrong.
+		secret := ref["kind"] == "Secret"
 		if target, _ := ref["targetPath"].(string); target != "" {
+			if secret {
+				leaves := map[string]interface{}{}
+				if replacePathValue(leaves, target, data) == nil {
+					s.addSecretLeaves(leaves)
+				}
+			}
 			if err := replacePathValue(result, target, data); err != nil {
+				if secret {
+					return nil, fieldError(d, field+".targetPath", "%s: the Secret's value does not parse as --set parses it (a comma, bracket or equals sign in it? quote it to take it as a string); not shown, as it is secret", target)
+				}
 				return nil, fieldError(d, field+".targetPath", "%s: %v", target, err)
 			}
 			continue
 		}
 		var vals map[string]interface{}
 		if err := sigsyaml.Unmarshal([]byte(data), &vals); err != nil {
+			if secret {
+				return nil, fieldError(d, field, "the Secret's values are not a YAML map (the parser's message is not shown: it can quote the value)")
+			}
 			return nil, fieldError(d, field, "the values are not a YAML map: %v", err)
+		}
+		if secret {
+			s.addSecretLeaves(vals)
 		}
 		result = mergeMaps(result, vals)
 	}
@@ -626,8 +642,31 @@ func (s *Side) valuesFrom(d *Doc, ref map[string]interface{}, field string, r *R
 		return missing(fmt.Sprintf("%s %s/%s has no key %q", kind, d.Ref.Namespace, name, key))
 	}
 	r.Sources = append(r.Sources, src)
-	r.Secret = r.Secret || kind == "Secret"
 	return data, true, nil
+}
+
+// addSecretLeaves adds every leaf of v, values taken from a Secret, to the
+// side's SecretValues as a template prints it: a string as it is, a number
+// as text/template and quote print it (fmt's %v: 1.2345678e+07) and as
+// toYaml and toJson do (12345678). Booleans and nulls are left out: "true"
+// and "false" are in every report, and a guess finds them anyway.
+func (s *Side) addSecretLeaves(v interface{}) {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for _, x := range v {
+			s.addSecretLeaves(x)
+		}
+	case []interface{}:
+		for _, x := range v {
+			s.addSecretLeaves(x)
+		}
+	case string:
+		s.secretValues = append(s.secretValues, []byte(v))
+	case float64:
+		s.secretValues = append(s.secretValues, []byte(fmt.Sprint(v)), []byte(strconv.FormatFloat(v, 'f', -1, 64)))
+	case int64:
+		s.secretValues = append(s.secretValues, []byte(strconv.FormatInt(v, 10)))
+	}
 }
 
 // dataKey is key of a ConfigMap's data, or of a Secret's stringData or

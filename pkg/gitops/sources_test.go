@@ -291,8 +291,8 @@ spec:
 			if !reflect.DeepEqual(r.Values, want) || r.Chart.Version != "1.0.0" || r.Namespace != "prod" || r.Name != "web" {
 				t.Errorf("values %#v chart %s release %s/%s", r.Values, r.Chart, r.Namespace, r.Name)
 			}
-			if len(r.Sources) != 2 || !r.Secret {
-				t.Errorf("sources %d secret %v: want the ConfigMap and the Secret", len(r.Sources), r.Secret)
+			if len(r.Sources) != 2 {
+				t.Errorf("sources %d: want the ConfigMap and the Secret", len(r.Sources))
 			}
 			if got := s.SecretValues(); len(got) != 1 || string(got[0]) != "tok-3f9a" {
 				t.Errorf("secret values %q: want the Secret's value without its line break", got)

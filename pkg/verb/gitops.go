@@ -62,11 +62,15 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 				c.Sanitizer.Add(&unstructured.Unstructured{Object: d.Object})
 			}
 		}
+	}
+	changes, err := gitops.Changes(base, head)
+	// Resolving found the single values the releases take from Secrets:
+	// masked before any error or render is printed.
+	for _, side := range []*gitops.Side{base, head} {
 		for _, v := range side.SecretValues() {
 			c.Sanitizer.AddValue(v)
 		}
 	}
-	changes, err := gitops.Changes(base, head)
 	if err != nil {
 		return nil, err
 	}
