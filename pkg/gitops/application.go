@@ -106,8 +106,10 @@ func (s *Side) isHelmSource(src map[string]interface{}) bool {
 	if path == "" {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(s.Root, filepath.FromSlash(path), "Chart.yaml"))
-	return err == nil
+	// inside, not os.Stat: a path out of the checkout is a Helm source
+	// whether or not it exists there, and localChart refuses it.
+	_, err := s.inside(filepath.Join(s.Root, filepath.FromSlash(path), "Chart.yaml"))
+	return !os.IsNotExist(err)
 }
 
 // argoChart is an Application's chart: repoURL is an HTTP(S) chart
@@ -144,10 +146,9 @@ func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface
 		if err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(path); os.IsNotExist(err) && ignoreMissing {
+		if _, err := s.inside(path); os.IsNotExist(err) && ignoreMissing {
 			continue
-		}
-		if _, err := s.inside(path); err != nil {
+		} else if err != nil {
 			return nil, fieldError(d, itemField, "%v", err)
 		}
 		data, err := inputfile.Read(path, "a values file", inputfile.ValuesMax)

@@ -119,21 +119,34 @@ func Load(path string) (*Side, error) {
 // inside returns path when it stays inside the checkout s once links are
 // followed (a pull request chooses the paths its objects name: a chart
 // path or a value file may not read the CI runner's other files), and an
-// error naming it otherwise.
+// error naming it, or the link on its way that leads out, otherwise. Each
+// component is looked at in turn, so nothing outside the checkout is
+// looked at before the link leading there is refused: the error never
+// tells what exists there. A missing path is an os.IsNotExist error.
 func (s *Side) inside(path string) (string, error) {
-	if rel, err := filepath.Rel(s.Root, path); err != nil || escapes(rel) {
+	rel, err := filepath.Rel(s.Root, path)
+	if err != nil || escapes(rel) {
 		return "", fmt.Errorf("%s is outside the checkout %s", path, s.Root)
 	}
 	root, err := filepath.EvalSymlinks(s.Root)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || escapes(rel) {
-		return "", fmt.Errorf("%s is outside the checkout %s", path, s.Root)
+	p := s.Root
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		if name == "." {
+			continue
+		}
+		p = filepath.Join(p, name)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if _, err := followLink(root, p, s.relName(p)); err != nil {
+				return "", err
+			}
+		}
 	}
 	return path, nil
 }

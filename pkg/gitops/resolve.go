@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -508,13 +507,13 @@ func ociRepositoryChart(src *Doc, spec map[string]interface{}) (Chart, error) {
 // the digest of its files: a pull request may change the chart itself.
 func (s *Side) localChart(d *Doc, field, rel string) (Chart, error) {
 	dir := filepath.Join(s.Root, filepath.FromSlash(rel))
-	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
+	// inside first: whether a path out of the checkout exists is not told.
+	if _, err := s.inside(filepath.Join(dir, "Chart.yaml")); os.IsNotExist(err) {
 		return Chart{}, fieldError(d, field, "%s is not a chart directory (no Chart.yaml)", dir)
-	}
-	if _, err := s.inside(dir); err != nil {
+	} else if err != nil {
 		return Chart{}, fieldError(d, field, "%v", err)
 	}
-	digest, err := dirDigest(dir)
+	digest, err := s.dirDigest(dir)
 	if err != nil {
 		return Chart{}, fieldError(d, field, "%v", err)
 	}
@@ -522,23 +521,20 @@ func (s *Side) localChart(d *Doc, field, rel string) (Chart, error) {
 }
 
 // dirDigest is the SHA-256 of the files under dir, their names and
-// contents, each read bounded.
-func dirDigest(dir string) (string, error) {
+// contents, each read bounded, walked as Helm's loader walks them
+// (walkChart: no link may lead out of the checkout).
+func (s *Side) dirDigest(dir string) (string, error) {
 	h := sha256.New()
 	var total int64
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		data, err := inputfile.Read(p, "a chart file", inputfile.ValuesMax)
+	err := s.walkChart(dir, func(rel, file string) error {
+		data, err := inputfile.Read(file, "a chart file", inputfile.ValuesMax)
 		if err != nil {
 			return err
 		}
 		if total += int64(len(data)); total > BytesMax {
 			return fmt.Errorf("%s: the chart holds more than %s", dir, inputfile.Size(BytesMax))
 		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(data))
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
 		h.Write(data)
 		return nil
 	})
