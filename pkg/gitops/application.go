@@ -201,12 +201,32 @@ func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface
 			if name == "" {
 				return nil, fieldError(d, field+".parameters", "item %d: name is required", i)
 			}
-			if err := set(name+"="+value, result); err != nil {
+			if err := set(name+"="+argoSetValue(value), result); err != nil {
 				return nil, fieldError(d, field+".parameters", "item %d (%s): %v", i, name, err)
 			}
 		}
 	}
 	return result, nil
+}
+
+// argoSetValue is value as Argo CD passes it to --set and --set-string
+// (argo-cd util/helm/cmd.go cleanSetParameters): a comma not preceded by a
+// backslash is escaped, so it stays in the value instead of starting
+// another name=value, unless the value is a {…} list.
+func argoSetValue(value string) string {
+	if strings.HasPrefix(value, "{") && strings.HasSuffix(value, "}") {
+		return value
+	}
+	var b strings.Builder
+	var prev rune
+	for _, r := range value {
+		if r == ',' && prev != '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
 }
 
 // fileParameters sets each of helm.fileParameters into values as Helm's
