@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
@@ -26,6 +27,9 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		return nil, err
 	}
 	if r.Namespace, err = str(d, dest, "spec.destination", "namespace"); err != nil {
+		return nil, err
+	}
+	if err := checkName(d, "spec.destination.namespace", r.Namespace, validation.IsDNS1123Label); err != nil {
 		return nil, err
 	}
 	if r.Namespace == "" {
@@ -53,6 +57,9 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		return nil, err
 	}
 	if name, _ := helm["releaseName"].(string); name != "" {
+		if err := checkName(d, field+".helm.releaseName", name, releaseName); err != nil {
+			return nil, err
+		}
 		r.Name = name
 	}
 	r.SkipCRDs, _ = helm["skipCrds"].(bool)
