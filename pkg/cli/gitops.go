@@ -11,6 +11,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
@@ -140,7 +141,10 @@ func (o *GitOpsOptions) Run(ctx context.Context) error {
 	// plan uses it.
 	unused, planned := map[string]int{}, 0
 	for _, g := range plans {
-		s := report.Section{Title: g.Change.Ref.String(), File: g.Change.File, Line: g.Change.Line, Note: g.Note}
+		// The title, file path and note quote the repository: escaped
+		// before they head a report or a stderr line.
+		san := o.Config.Sanitizer
+		s := report.Section{Title: san.Text(g.Change.Ref.String(), redact.NameLimit), File: san.Text(g.Change.File, redact.MessageLimit), Line: g.Change.Line, Note: san.Text(g.Note, redact.MessageLimit)}
 		changes = changes || g.Planned == nil // a removal changes the cluster
 		if g.Planned != nil {
 			p := g.Planned.Plan

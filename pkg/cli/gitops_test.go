@@ -447,3 +447,43 @@ func TestGitOpsLiveRefusesOfflineTarget(t *testing.T) {
 		t.Errorf("exit %d, want 1 naming the flags\n%s", code, errOut)
 	}
 }
+
+// TestGitOpsRepositoryTextEscaped: a file path of the repository (the
+// title, the notes) reaches the report and stderr escaped, in every
+// format a terminal or a CI log shows: a line break in it forges no line
+// (no GitHub Actions workflow command), an ESC sets no colour.
+func TestGitOpsRepositoryTextEscaped(t *testing.T) {
+	url, _ := chartrepo.Serve(t, demo, demoV2, chartrepo.WebChart(t))
+	base, head := gitopsRepo(t, url, nil)
+	forged := "apps/shop\n::error title=injected::x\x1b[31m.yaml"
+	if err := os.Rename(filepath.Join(head, "apps/shop.yaml"), filepath.Join(head, forged)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		githubActions bool
+	}{
+		{"text", nil, false},
+		{"markdown", []string{"-o", "markdown"}, false},
+		{"markdown in GitHub Actions", []string{"-o", "markdown"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.githubActions {
+				t.Setenv("GITHUB_ACTIONS", "true")
+			}
+			out, errOut, code := execute(t, "helm-safe-upgrade", append([]string{"gitops", base, head}, tc.args...)...)
+			if code != ExitBlocked {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, errOut, out)
+			}
+			if !strings.Contains(out, `apps/shop\n::error title=injected::x\x1b[31m.yaml`) {
+				t.Errorf("the file is not named, escaped:\n%s", out)
+			}
+			for _, line := range strings.Split(out+errOut, "\n") {
+				if strings.HasPrefix(line, "::error title=injected") || strings.Contains(line, "\x1b") {
+					t.Errorf("raw repository text: %q", line)
+				}
+			}
+		})
+	}
+}

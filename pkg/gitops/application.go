@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
@@ -26,6 +27,9 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		return nil, err
 	}
 	if r.Namespace, err = str(d, dest, "spec.destination", "namespace"); err != nil {
+		return nil, err
+	}
+	if err := checkName(d, "spec.destination.namespace", r.Namespace, validation.IsDNS1123Label); err != nil {
 		return nil, err
 	}
 	if r.Namespace == "" {
@@ -53,6 +57,9 @@ func (s *Side) resolveApplication(d *Doc, spec map[string]interface{}) (*Release
 		return nil, err
 	}
 	if name, _ := helm["releaseName"].(string); name != "" {
+		if err := checkName(d, field+".helm.releaseName", name, releaseName); err != nil {
+			return nil, err
+		}
 		r.Name = name
 	}
 	r.SkipCRDs, _ = helm["skipCrds"].(bool)
@@ -202,12 +209,32 @@ func (s *Side) applicationValues(d *Doc, field string, helm map[string]interface
 			if name == "" {
 				return nil, fieldError(d, field+".parameters", "item %d: name is required", i)
 			}
-			if err := set(name+"="+value, result); err != nil {
+			if err := set(name+"="+argoSetValue(value), result); err != nil {
 				return nil, fieldError(d, field+".parameters", "item %d (%s): %v", i, name, err)
 			}
 		}
 	}
 	return result, nil
+}
+
+// argoSetValue is value as Argo CD passes it to --set and --set-string
+// (argo-cd util/helm/cmd.go cleanSetParameters): a comma not preceded by a
+// backslash is escaped, so it stays in the value instead of starting
+// another name=value, unless the value is a {…} list.
+func argoSetValue(value string) string {
+	if strings.HasPrefix(value, "{") && strings.HasSuffix(value, "}") {
+		return value
+	}
+	var b strings.Builder
+	var prev rune
+	for _, r := range value {
+		if r == ',' && prev != '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
 }
 
 // fileParameters sets each of helm.fileParameters into values as Helm's

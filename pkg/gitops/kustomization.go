@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/envsubst"
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // What kustomize-controller reads of a Flux Kustomization.
@@ -132,6 +133,9 @@ func (s *Side) readKustomization(d *Doc) (*kustomization, error) {
 	if k.target, err = str(d, spec, "spec", "targetNamespace"); err != nil {
 		return nil, err
 	}
+	if err := checkName(d, "spec.targetNamespace", k.target, validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -245,6 +249,9 @@ func (s *Side) loadVars(k *kustomization) error {
 		optional, _ := ref["optional"].(bool)
 		if kind != "ConfigMap" && kind != "Secret" {
 			return fieldError(d, field+".kind", "%q: want ConfigMap or Secret", kind)
+		}
+		if err := checkName(d, field+".name", name, validation.IsDNS1123Subdomain); err != nil {
+			return err
 		}
 		src := s.find(kind, d.Ref.Namespace, name)
 		if src == nil {

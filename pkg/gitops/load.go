@@ -210,6 +210,9 @@ func parseDocs(file string, data []byte) ([]*Doc, error) {
 		if !ok {
 			continue
 		}
+		if err := checkMetadata(file, n.Content[0], obj, ref); err != nil {
+			return nil, err
+		}
 		out = append(out, &Doc{File: file, Line: n.Content[0].Line, Object: obj, Node: n.Content[0], Ref: ref})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
@@ -237,15 +238,23 @@ func (s *Side) resolveHelmRelease(d *Doc, spec map[string]interface{}) (*Release
 	if err != nil {
 		return nil, err
 	}
+	if err := checkName(d, "spec.targetNamespace", target, validation.IsDNS1123Label); err != nil {
+		return nil, err
+	}
 	if target != "" {
 		r.Namespace = target
 	}
 	if storage, err := str(d, spec, "spec", "storageNamespace"); err != nil {
 		return nil, err
+	} else if err := checkName(d, "spec.storageNamespace", storage, validation.IsDNS1123Label); err != nil {
+		return nil, err
 	} else if storage != "" {
 		r.StorageNamespace = storage
 	}
 	if r.Name, err = str(d, spec, "spec", "releaseName"); err != nil {
+		return nil, err
+	}
+	if err := checkName(d, "spec.releaseName", r.Name, releaseName); err != nil {
 		return nil, err
 	}
 	if r.Name == "" {
@@ -401,6 +410,12 @@ func (s *Side) findRef(d *Doc, ref map[string]interface{}, field string) (*Doc, 
 	}
 	if kind == "" || name == "" {
 		return nil, fieldError(d, field, "kind and name are required")
+	}
+	if err := checkName(d, field+".name", name, validation.IsDNS1123Subdomain); err != nil {
+		return nil, err
+	}
+	if err := checkName(d, field+".namespace", ns, validation.IsDNS1123Label); err != nil {
+		return nil, err
 	}
 	if ns == "" {
 		ns = d.Ref.Namespace
@@ -618,6 +633,9 @@ func (s *Side) valuesFrom(d *Doc, ref map[string]interface{}, field string, r *R
 	}
 	if name == "" {
 		return "", false, fieldError(d, field+".name", "required")
+	}
+	if err := checkName(d, field+".name", name, validation.IsDNS1123Subdomain); err != nil {
+		return "", false, err
 	}
 	missing := func(what string) (string, bool, error) {
 		if optional {

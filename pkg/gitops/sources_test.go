@@ -190,7 +190,8 @@ func TestOCIRepositoryRef(t *testing.T) {
 
 // TestFileParameters: Argo CD's helm.fileParameters are --set-file, after
 // the parameters (every --set before any --set-string), each path in the
-// chart's directory or, from "/", the repository's root, never out of it.
+// chart's directory or, from "/", the repository's root, never out of it;
+// a parameter's comma stays in its value unless the value is a {…} list.
 func TestFileParameters(t *testing.T) {
 	app := func(helm string) map[string]string {
 		return map[string]string{"charts/web/Chart.yaml": webChart, "charts/web/files/motd.txt": "hello, world\n", "shared/ca.pem": "PEM", "app.yaml": `apiVersion: argoproj.io/v1alpha1
@@ -218,6 +219,14 @@ spec:
         - {name: motd, path: files/motd.txt}
         - {name: tls.ca, path: /shared/ca.pem}
 `, map[string]interface{}{"tag": "1", "motd": "hello, world\n", "tls": map[string]interface{}{"ca": "PEM"}}, nil},
+		{"plain comma", `      parameters: [{name: hosts, value: "a.example.com,b=c"}]
+`, map[string]interface{}{"hosts": "a.example.com,b=c"}, nil},
+		{"comma already escaped", `      parameters: [{name: hosts, value: 'a\,b,c'}]
+`, map[string]interface{}{"hosts": "a,b,c"}, nil},
+		{"braces list", `      parameters: [{name: hosts, value: "{a,b}"}, {name: note, value: "a,{b}"}]
+`, map[string]interface{}{"hosts": []interface{}{"a", "b"}, "note": "a,{b}"}, nil},
+		{"forceString", `      parameters: [{name: ports, value: "80,443", forceString: true}]
+`, map[string]interface{}{"ports": "80,443"}, nil},
 		{"missing file", "      fileParameters: [{name: a, path: files/absent.txt}]\n", nil, []string{"Application argocd/web (", "/app.yaml:", "spec.source.helm.fileParameters[0].path: files/absent.txt: not in the checkout"}},
 		{"out of the checkout", "      fileParameters: [{name: a, path: ../../../../etc/hostname}]\n", nil, []string{"spec.source.helm.fileParameters[0].path: ", "outside the checkout"}},
 		{"no name", "      fileParameters: [{path: files/motd.txt}]\n", nil, []string{"spec.source.helm.fileParameters[0]: name and path are required"}},

@@ -225,7 +225,9 @@ func (c *Config) logStage(name string, took time.Duration, requests int64, detai
 // progress says which stage starts, when Progress is set.
 func (c *Config) progress(format string, args ...interface{}) {
 	if c.Progress != nil {
-		c.Progress(format, args...)
+		// The arguments may quote a repository or a chart (a GitOps file
+		// path, a chart's name): escaped, as every text from elsewhere.
+		c.Progress("%s", c.Sanitizer.Text(fmt.Sprintf(format, args...), redact.MessageLimit))
 	}
 }
 

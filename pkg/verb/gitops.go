@@ -13,6 +13,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -189,7 +190,8 @@ func (c *Config) gitOpsSide(r *gitops.Release, dir, side string, timeout time.Du
 
 // gitOpsNotes are what a reviewer of the plan should know of its
 // reconstruction: which object and chart versions it compares, and what
-// its controller does otherwise.
+// its controller does otherwise; escaped, as they quote the repository
+// (file paths, chart names and versions).
 func gitOpsNotes(ch gitops.Change) []string {
 	h := ch.Head
 	notes := []string{fmt.Sprintf("%s (%s:%d): release %s in namespace %s", ch.Ref, ch.File, ch.Line, h.Name, h.Namespace)}
@@ -210,6 +212,10 @@ func gitOpsNotes(ch gitops.Change) []string {
 		notes = append(notes, fmt.Sprintf("the release moves from %s/%s to %s/%s: the controller installs a new release (helm-controller uninstalls the old one); the plan compares their objects", b.Namespace, b.Name, h.Namespace, h.Name))
 	}
 	notes = append(notes, h.Notes...)
+	var escapeOnly *redact.Sanitizer
+	for i, n := range notes {
+		notes[i] = escapeOnly.Text(n, redact.MessageLimit)
+	}
 	return notes
 }
 

@@ -79,14 +79,20 @@ func argoObjectOptions(obj *unstructured.Unstructured) []string {
 	if v == "" {
 		return nil
 	}
-	return strings.Split(v, ",")
+	opts := strings.Split(v, ",")
+	for i := range opts {
+		opts[i] = strings.TrimSpace(opts[i])
+	}
+	return opts
 }
 
 // hasArgoOption reports whether opts (syncOptions, or an annotation's
-// options) hold opt.
+// options) hold opt, compared exactly as Argo CD's SyncOptions.HasOption
+// compares an Application's: only the annotation's options are trimmed
+// (argoObjectOptions).
 func hasArgoOption(opts []string, opt string) bool {
 	for _, o := range opts {
-		if strings.TrimSpace(o) == opt {
+		if o == opt {
 			return true
 		}
 	}

@@ -24,7 +24,7 @@ func TestArgoSyncOf(t *testing.T) {
 		{"automated without prune", map[string]interface{}{"automated": map[string]interface{}{}}, argoSync{}},
 		{"prune", map[string]interface{}{"automated": map[string]interface{}{"prune": true}}, argoSync{Prune: true}},
 		{"server-side", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true", "ServerSideApply=true"}}, argoSync{ServerSide: true, CreateNamespace: true}},
-		{"spaces trimmed", map[string]interface{}{"syncOptions": []interface{}{" Replace=true ", "CreateNamespace=false"}}, argoSync{Replace: true}},
+		{"spaces not trimmed, as Argo CD's HasOption", map[string]interface{}{"syncOptions": []interface{}{" Replace=true ", "ServerSideApply=true ", "CreateNamespace=false"}}, argoSync{}},
 		{"replace", map[string]interface{}{"syncOptions": []interface{}{"Replace=true"}}, argoSync{Replace: true}},
 		{"replace wins over server-side", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=true", "Replace=true"}}, argoSync{Replace: true}},
 		{"options turned off", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=false", "Replace=false"}}, argoSync{}},
