@@ -1,16 +1,26 @@
 package verb
 
 import (
+	"context"
 	"encoding/json"
+	"sort"
+	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // TestArgoSyncOf: an Application's syncPolicy says how Argo CD applies it.
@@ -204,6 +214,120 @@ func TestArgoManagedNamespace(t *testing.T) {
 			}
 			if obj.GetLabels()[argoInstanceLabel] != "" || obj.GetAnnotations()[argoTrackingID] != "" {
 				t.Error("the created namespace is tracked; Argo CD does not track it")
+			}
+		})
+	}
+}
+
+// TestArgoLive: the live objects the plan takes for an Application's are
+// those Argo CD's cluster cache takes (gitops-engine GetManagedLiveObjs):
+// tracked by the method the live objects show, without owner references,
+// in every namespace the renders name; and the head's objects.
+func TestArgoLive(t *testing.T) {
+	type mark struct{ label, annotation, owned bool }
+	obj := func(apiVersion, kind, ns, name string, m mark) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": ns}}}
+		if m.label {
+			u.SetLabels(map[string]string{argoInstanceLabel: "store"})
+		}
+		if m.annotation {
+			gv, _ := schema.ParseGroupVersion(apiVersion)
+			u.SetAnnotations(map[string]string{argoTrackingID: argoTrackingValue("store", manifest.ObjectID{Group: gv.Group, Kind: kind, Namespace: ns, Name: name})})
+		}
+		if m.owned {
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "backup", UID: "u"}})
+		}
+		return u
+	}
+	web := func(m mark) *unstructured.Unstructured { return obj("apps/v1", "Deployment", "shop", "web", m) }
+	cm := func(ns, name string, m mark) *unstructured.Unstructured { return obj("v1", "ConfigMap", ns, name, m) }
+	// A StatefulSet's claim carries its pod template's labels, the
+	// instance label among them, and no tracking annotation.
+	claim := func(m mark) *unstructured.Unstructured {
+		return obj("v1", "PersistentVolumeClaim", "shop", "data-db-0", m)
+	}
+	job := func(m mark) *unstructured.Unstructured { return obj("batch/v1", "Job", "shop", "backup-29000000", m) }
+	const base = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: old}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: extra, namespace: jobs}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: cache}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: setup}
+`
+	const head = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+`
+	none, label, ann, both := mark{}, mark{label: true}, mark{annotation: true}, mark{label: true, annotation: true}
+	for _, tc := range []struct {
+		name        string
+		objs        []*unstructured.Unstructured
+		want        []string
+		label, anno bool
+	}{
+		{"label tracking: the label tracks", []*unstructured.Unstructured{web(label), cm("shop", "old", label), claim(label)},
+			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/old", "PersistentVolumeClaim/shop/data-db-0"}, true, false},
+		{"annotation tracking: the label alone tracks nothing", []*unstructured.Unstructured{web(ann), cm("shop", "old", ann), claim(label)},
+			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/old"}, false, true},
+		{"annotation+label: the label alone tracks nothing", []*unstructured.Unstructured{web(both), cm("shop", "old", both), claim(label), cm("shop", "copied", label)},
+			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/old"}, true, true},
+		{"an owned object is its owner's, by label", []*unstructured.Unstructured{web(label), job(mark{label: true, owned: true})},
+			[]string{"Deployment.apps/shop/web"}, true, false},
+		{"an owned object is its owner's, by annotation", []*unstructured.Unstructured{web(ann), job(mark{annotation: true, owned: true})},
+			[]string{"Deployment.apps/shop/web"}, false, true},
+		{"a head object is read whatever it carries", []*unstructured.Unstructured{web(mark{owned: true}), cm("shop", "old", ann)},
+			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/old"}, false, true},
+		{"a namespace the base names is read too", []*unstructured.Unstructured{web(ann), cm("jobs", "extra", ann), cm("jobs", "stray", none), cm("elsewhere", "x", ann)},
+			[]string{"Deployment.apps/shop/web", "ConfigMap/jobs/extra"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mapper := meta.NewDefaultRESTMapper(nil)
+			listKinds := map[schema.GroupVersionResource]string{}
+			for _, gvk := range []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}, {Version: "v1", Kind: "ConfigMap"},
+				{Version: "v1", Kind: "PersistentVolumeClaim"}, {Group: "batch", Version: "v1", Kind: "Job"}} {
+				mapper.Add(gvk, meta.RESTScopeNamespace)
+				m, _ := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				listKinds[m.Resource] = gvk.Kind + "List"
+			}
+			objs := make([]runtime.Object, len(tc.objs))
+			for i, o := range tc.objs {
+				objs[i] = o
+			}
+			c := &Config{Cluster: &live.Cluster{Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...), Mapper: mapper},
+				Sanitizer: redact.NewSanitizer(redact.NewMasker())}
+			res := &render.Result{Next: &release.Release{Manifest: head, Namespace: "shop"}, Previous: &release.Release{Manifest: base}}
+			f, err := c.argoLive(context.Background(), "argocd", "store", res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, id := range f.order {
+				got = append(got, id.String())
+			}
+			sort.Strings(got)
+			sort.Strings(tc.want)
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") || len(f.live) != len(f.order) {
+				t.Errorf("live objects %v, want %v", got, tc.want)
+			}
+			if f.tracking.Label != tc.label || f.tracking.Annotation != tc.anno {
+				t.Errorf("tracking %+v, want label %v annotation %v", f.tracking, tc.label, tc.anno)
+			}
+			if len(f.failed) > 0 {
+				t.Errorf("failed: %v", f.failed)
 			}
 		})
 	}
