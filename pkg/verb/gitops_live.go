@@ -143,6 +143,9 @@ type argoTracking struct {
 	// annotation gives it as found on a live object (<namespace>_<app> for
 	// an Application outside Argo CD's namespace), "" for App.
 	App, Instance string
+	// Namespace is the destination namespace, which Argo CD's
+	// SetAppInstance writes in a cluster-scoped object's annotation.
+	Namespace string
 	// Label and Annotation say which marks its tracked live objects carry
 	// (both for annotation+label); neither when none is live. With
 	// Annotation, the label alone tracks nothing.
@@ -160,16 +163,30 @@ func (t argoTracking) tracks(m live.ItemMeta, appNamespace string) (label bool, 
 		return label, ""
 	}
 	for _, app := range []string{t.App, appNamespace + "_" + t.App} {
-		if id == argoTrackingValue(app, m.ID) {
+		if argoNamesItself(id, app, m.ID) {
 			return label, app
 		}
 	}
 	return label, ""
 }
 
-// argoTrackingValue is the tracking annotation of the object id of app.
-func argoTrackingValue(app string, id manifest.ObjectID) string {
-	return fmt.Sprintf("%s:%s/%s:%s/%s", app, id.Group, id.Kind, id.Namespace, id.Name)
+// argoNamesItself reports whether the tracking annotation value names the
+// object id of app, as Argo CD's isSelfReferencedObj compares them: the
+// namespace it names is not compared for a cluster-scoped object (it is
+// the destination namespace of whichever Application wrote it).
+func argoNamesItself(value, app string, id manifest.ObjectID) bool {
+	rest, ok := strings.CutPrefix(value, fmt.Sprintf("%s:%s/%s:", app, id.Group, id.Kind))
+	ns, name, ok2 := strings.Cut(rest, "/")
+	return ok && ok2 && name == id.Name && (ns == id.Namespace || id.Namespace == "")
+}
+
+// argoTrackingValue is the tracking annotation of the object id of app
+// synced into namespace: a cluster-scoped object names that namespace.
+func argoTrackingValue(app, namespace string, id manifest.ObjectID) string {
+	if id.Namespace != "" {
+		namespace = id.Namespace
+	}
+	return fmt.Sprintf("%s:%s/%s:%s/%s", app, id.Group, id.Kind, namespace, id.Name)
 }
 
 // argoApplier is Argo CD's sync as the planner predicts it.
@@ -195,7 +212,7 @@ func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
 			if instance == "" {
 				instance = t.App
 			}
-			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, id))
+			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, t.Namespace, id))
 		}
 		if o := sync.forObject(obj); !o.ServerSide && !o.Replace {
 			// kubectl apply's own annotation, computed by its own code.
@@ -334,7 +351,7 @@ type argoFound struct {
 // release namespace and each namespace the renders name (cluster-scoped
 // kinds everywhere): those it tracks, and those of the head's identities.
 func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *render.Result) (*argoFound, error) {
-	f := &argoFound{tracking: argoTracking{App: app}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
+	f := &argoFound{tracking: argoTracking{App: app, Namespace: res.Next.Namespace}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
 		base: map[manifest.ObjectID]string{}, head: map[manifest.ObjectID]bool{},
 		overrides: map[manifest.ObjectID]*unstructured.Unstructured{}}
 	head, err := manifest.Split("the head render", res.Next.Manifest, res.Next.Namespace, c.Cluster)

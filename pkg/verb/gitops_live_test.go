@@ -94,24 +94,33 @@ func TestArgoSyncForObject(t *testing.T) {
 }
 
 // TestArgoTracks: an object is the Application's by its label, or by a
-// tracking annotation that names the object itself.
+// tracking annotation that names the object itself (for a cluster-scoped
+// object, whatever namespace it names: Argo CD writes the destination's).
 func TestArgoTracks(t *testing.T) {
-	id := manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	deploy := manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	role := manifest.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "reader"}
 	for _, tc := range []struct {
 		name         string
+		id           manifest.ObjectID
 		labels, anns map[string]string
 		label        bool
 		instance     string
 	}{
-		{"untracked", nil, nil, false, ""},
-		{"label", map[string]string{argoInstanceLabel: "store"}, nil, true, ""},
-		{"another app's label", map[string]string{argoInstanceLabel: "other"}, nil, false, ""},
-		{"annotation", nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/web"}, false, "store"},
-		{"annotation of an app in another namespace", nil, map[string]string{argoTrackingID: "argocd_store:apps/Deployment:shop/web"}, false, "argocd_store"},
-		{"copied annotation", nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/other"}, false, ""},
+		{"untracked", deploy, nil, nil, false, ""},
+		{"label", deploy, map[string]string{argoInstanceLabel: "store"}, nil, true, ""},
+		{"another app's label", deploy, map[string]string{argoInstanceLabel: "other"}, nil, false, ""},
+		{"annotation", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/web"}, false, "store"},
+		{"annotation of an app in another namespace", deploy, nil, map[string]string{argoTrackingID: "argocd_store:apps/Deployment:shop/web"}, false, "argocd_store"},
+		{"copied annotation", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/other"}, false, ""},
+		{"annotation copied from another namespace", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:other/web"}, false, ""},
+		{"another app's annotation", deploy, nil, map[string]string{argoTrackingID: "other:apps/Deployment:shop/web"}, false, ""},
+		{"cluster-scoped, the destination namespace named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:shop/reader"}, false, "store"},
+		{"cluster-scoped, no namespace named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:/reader"}, false, "store"},
+		{"cluster-scoped, another kind named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/Role:shop/reader"}, false, ""},
+		{"malformed", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:reader"}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			label, instance := argoTracking{App: "store"}.tracks(live.ItemMeta{ID: id, Labels: tc.labels, Annotations: tc.anns}, "argocd")
+			label, instance := argoTracking{App: "store", Namespace: "shop"}.tracks(live.ItemMeta{ID: tc.id, Labels: tc.labels, Annotations: tc.anns}, "argocd")
 			if label != tc.label || instance != tc.instance {
 				t.Errorf("got label %v instance %q, want %v %q", label, instance, tc.label, tc.instance)
 			}
@@ -135,17 +144,23 @@ func TestArgoApplier(t *testing.T) {
 		label, anno   string
 		lastApplied   bool
 		keptByDefault bool
+		clusterScoped bool
 	}{
-		{"label, client-side, no prune", argoTracking{App: "store", Label: true}, argoSync{}, "store", "", true, true},
-		{"annotation, prune", argoTracking{App: "store", Annotation: true}, argoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false},
-		{"annotation of an instance", argoTracking{App: "store", Instance: "argocd_store", Annotation: true}, argoSync{Prune: true}, "", "argocd_store:/ConfigMap:shop/cm", true, false},
-		{"both, server-side", argoTracking{App: "store", Label: true, Annotation: true}, argoSync{ServerSide: true, Prune: true}, "store", "store:/ConfigMap:shop/cm", false, false},
-		{"replace", argoTracking{App: "store", Label: true}, argoSync{Replace: true}, "store", "", false, true},
+		{"label, client-side, no prune", argoTracking{App: "store", Label: true}, argoSync{}, "store", "", true, true, false},
+		{"annotation, prune", argoTracking{App: "store", Annotation: true}, argoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, false},
+		{"annotation of an instance", argoTracking{App: "store", Instance: "argocd_store", Annotation: true}, argoSync{Prune: true}, "", "argocd_store:/ConfigMap:shop/cm", true, false, false},
+		{"both, server-side", argoTracking{App: "store", Label: true, Annotation: true}, argoSync{ServerSide: true, Prune: true}, "store", "store:/ConfigMap:shop/cm", false, false, false},
+		{"replace", argoTracking{App: "store", Label: true}, argoSync{Replace: true}, "store", "", false, true, false},
+		{"a cluster-scoped object names the destination", argoTracking{App: "store", Namespace: "shop", Annotation: true}, argoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := argoApplier(tc.tracking, tc.sync)
-			obj := newObj()
-			a.Mark(obj, id)
+			obj, objID := newObj(), id
+			if tc.clusterScoped {
+				obj.SetNamespace("")
+				objID.Namespace = ""
+			}
+			a.Mark(obj, objID)
 			if got := obj.GetLabels()[argoInstanceLabel]; got != tc.label {
 				t.Errorf("label %q, want %q", got, tc.label)
 			}
@@ -233,7 +248,7 @@ func TestArgoLive(t *testing.T) {
 		}
 		if m.annotation {
 			gv, _ := schema.ParseGroupVersion(apiVersion)
-			u.SetAnnotations(map[string]string{argoTrackingID: argoTrackingValue("store", manifest.ObjectID{Group: gv.Group, Kind: kind, Namespace: ns, Name: name})})
+			u.SetAnnotations(map[string]string{argoTrackingID: argoTrackingValue("store", "shop", manifest.ObjectID{Group: gv.Group, Kind: kind, Namespace: ns, Name: name})})
 		}
 		if m.owned {
 			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "backup", UID: "u"}})
@@ -267,6 +282,10 @@ metadata: {name: cache}
 apiVersion: batch/v1
 kind: Job
 metadata: {name: setup}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
 `
 	const head = `apiVersion: apps/v1
 kind: Deployment
@@ -291,6 +310,8 @@ metadata: {name: web}
 			[]string{"Deployment.apps/shop/web"}, false, true},
 		{"a head object is read whatever it carries", []*unstructured.Unstructured{web(mark{owned: true}), cm("shop", "old", ann)},
 			[]string{"Deployment.apps/shop/web", "ConfigMap/shop/old"}, false, true},
+		{"a cluster-scoped object's annotation names the destination namespace", []*unstructured.Unstructured{web(ann), obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader", ann)},
+			[]string{"Deployment.apps/shop/web", "ClusterRole.rbac.authorization.k8s.io/reader"}, false, true},
 		{"a namespace the base names is read too", []*unstructured.Unstructured{web(ann), cm("jobs", "extra", ann), cm("jobs", "stray", none), cm("elsewhere", "x", ann)},
 			[]string{"Deployment.apps/shop/web", "ConfigMap/jobs/extra"}, false, true},
 	} {
@@ -303,6 +324,9 @@ metadata: {name: web}
 				m, _ := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 				listKinds[m.Resource] = gvk.Kind + "List"
 			}
+			role := schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+			mapper.Add(role, meta.RESTScopeRoot)
+			listKinds[role.GroupVersion().WithResource("clusterroles")] = "ClusterRoleList"
 			objs := make([]runtime.Object, len(tc.objs))
 			for i, o := range tc.objs {
 				objs[i] = o
