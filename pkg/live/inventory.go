@@ -16,11 +16,14 @@ import (
 // ItemMeta is what an Inventory keeps an item of a LIST by: its identity,
 // labels and annotations, and whether a controller owns it (a pod of a
 // ReplicaSet carries its workload's labels without being anyone's stray).
+// Owned: it has any owner reference (Argo CD's cluster cache leaves such
+// an object to its owner, controller or not).
 type ItemMeta struct {
 	ID          manifest.ObjectID
 	Labels      map[string]string
 	Annotations map[string]string
 	Controlled  bool
+	Owned       bool
 }
 
 // Inventory is the live objects of several releases read with one paged
@@ -129,7 +132,7 @@ func (c *Cluster) itemPages(ctx context.Context, gvk schema.GroupVersionKind, na
 				return fmt.Errorf("listing %s: an item does not decode: %w", mapping.Resource.GroupResource(), err)
 			}
 			meta := ItemMeta{ID: manifest.ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: m.Metadata.Namespace, Name: m.Metadata.Name},
-				Labels: m.Metadata.Labels, Annotations: m.Metadata.Annotations}
+				Labels: m.Metadata.Labels, Annotations: m.Metadata.Annotations, Owned: len(m.Metadata.OwnerReferences) > 0}
 			for _, o := range m.Metadata.OwnerReferences {
 				meta.Controlled = meta.Controlled || o.Controller != nil && *o.Controller
 			}

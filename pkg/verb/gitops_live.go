@@ -149,8 +149,12 @@ type argoTracking struct {
 	// annotation gives it as found on a live object (<namespace>_<app> for
 	// an Application outside Argo CD's namespace), "" for App.
 	App, Instance string
-	// Label and Annotation say which marks its live objects carry (both
-	// for annotation+label); neither when none is live.
+	// Namespace is the destination namespace, which Argo CD's
+	// SetAppInstance writes in a cluster-scoped object's annotation.
+	Namespace string
+	// Label and Annotation say which marks its tracked live objects carry
+	// (both for annotation+label); neither when none is live. With
+	// Annotation, the label alone tracks nothing.
 	Label, Annotation bool
 }
 
@@ -165,16 +169,30 @@ func (t argoTracking) tracks(m live.ItemMeta, appNamespace string) (label bool, 
 		return label, ""
 	}
 	for _, app := range []string{t.App, appNamespace + "_" + t.App} {
-		if id == argoTrackingValue(app, m.ID) {
+		if argoNamesItself(id, app, m.ID) {
 			return label, app
 		}
 	}
 	return label, ""
 }
 
-// argoTrackingValue is the tracking annotation of the object id of app.
-func argoTrackingValue(app string, id manifest.ObjectID) string {
-	return fmt.Sprintf("%s:%s/%s:%s/%s", app, id.Group, id.Kind, id.Namespace, id.Name)
+// argoNamesItself reports whether the tracking annotation value names the
+// object id of app, as Argo CD's isSelfReferencedObj compares them: the
+// namespace it names is not compared for a cluster-scoped object (it is
+// the destination namespace of whichever Application wrote it).
+func argoNamesItself(value, app string, id manifest.ObjectID) bool {
+	rest, ok := strings.CutPrefix(value, fmt.Sprintf("%s:%s/%s:", app, id.Group, id.Kind))
+	ns, name, ok2 := strings.Cut(rest, "/")
+	return ok && ok2 && name == id.Name && (ns == id.Namespace || id.Namespace == "")
+}
+
+// argoTrackingValue is the tracking annotation of the object id of app
+// synced into namespace: a cluster-scoped object names that namespace.
+func argoTrackingValue(app, namespace string, id manifest.ObjectID) string {
+	if id.Namespace != "" {
+		namespace = id.Namespace
+	}
+	return fmt.Sprintf("%s:%s/%s:%s/%s", app, id.Group, id.Kind, namespace, id.Name)
 }
 
 // argoApplier is Argo CD's sync as the planner predicts it.
@@ -200,7 +218,7 @@ func argoApplier(t argoTracking, sync argoSync) *planner.Applier {
 			if instance == "" {
 				instance = t.App
 			}
-			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, id))
+			setAnnotation(obj, argoTrackingID, argoTrackingValue(instance, t.Namespace, id))
 		}
 		if o := sync.forObject(obj); !o.ServerSide && !o.Replace {
 			// kubectl apply's own annotation, computed by its own code.
@@ -336,17 +354,18 @@ type argoFound struct {
 
 // argoLive reads the live objects of the Application app (of namespace
 // appNamespace) among the kinds its base and head renders name, in the
-// release namespace (cluster-scoped kinds everywhere): those it tracks,
-// and those of the head's identities.
+// release namespace and each namespace the renders name (cluster-scoped
+// kinds everywhere): those it tracks, and those of the head's identities.
 func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *render.Result) (*argoFound, error) {
-	f := &argoFound{tracking: argoTracking{App: app}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
+	f := &argoFound{tracking: argoTracking{App: app, Namespace: res.Next.Namespace}, live: map[manifest.ObjectID]*unstructured.Unstructured{},
 		base: map[manifest.ObjectID]string{}, head: map[manifest.ObjectID]bool{},
 		overrides: map[manifest.ObjectID]*unstructured.Unstructured{}}
 	head, err := manifest.Split("the head render", res.Next.Manifest, res.Next.Namespace, c.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
+	kinds := argoKinds{gvks: map[schema.GroupKind]schema.GroupVersionKind{}, namespaced: map[schema.GroupKind]bool{},
+		namespaces: map[string]bool{res.Next.Namespace: true}}
 	for _, o := range head.Objects() {
 		f.head[o.ID] = true
 		if err := o.Load(); err != nil {
@@ -355,7 +374,7 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 		if len(argoObjectOptions(o.Obj)) > 0 {
 			f.overrides[o.ID] = o.Obj
 		}
-		kinds[o.GVK.GroupKind()] = o.GVK
+		kinds.add(o)
 	}
 	if res.Previous != nil {
 		prev, err := manifest.Split("the base render", res.Previous.Manifest, res.Next.Namespace, c.Cluster)
@@ -371,46 +390,112 @@ func (c *Config) argoLive(ctx context.Context, appNamespace, app string, res *re
 				return nil, fmt.Errorf("%s: %w", o.ID, err)
 			}
 			f.base[o.ID] = string(data)
-			if _, ok := kinds[o.GVK.GroupKind()]; !ok {
-				kinds[o.GVK.GroupKind()] = o.GVK
+			kinds.add(o)
+		}
+	}
+	// gitops-engine's GetManagedLiveObjs takes the tracked objects without
+	// owner references (a CronJob's Job is its CronJob's), and the head's
+	// objects whatever they carry.
+	keep := func(m live.ItemMeta) bool {
+		label, instance := f.tracking.tracks(m, appNamespace)
+		return (label || instance != "") && !m.Owned || f.head[m.ID]
+	}
+	type kept struct {
+		id       manifest.ObjectID
+		obj      *unstructured.Unstructured
+		label    bool
+		instance string
+	}
+	var found []kept
+	for _, ns := range kinds.sortedNamespaces() {
+		gvks := kinds.listed(ns, res.Next.Namespace)
+		inv := c.Cluster.ReadInventory(redact.WithReadsSanitized(ctx), gvks, ns, live.DefaultConcurrency, keep)
+		for _, gvk := range gvks {
+			if err := inv.Failed(gvk.GroupKind()); err != nil {
+				f.failed = append(f.failed, c.Sanitizer.Text(err.Error(), redact.RecordLimit))
+			}
+		}
+		for _, id := range inv.IDs() {
+			st := inv.State(id).Decode()
+			if st.Err != nil {
+				return nil, st.Err
+			}
+			if st.Obj == nil {
+				continue
+			}
+			c.Sanitizer.Add(st.Obj)
+			label, instance := f.tracking.tracks(live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}, appNamespace)
+			found = append(found, kept{id, st.Obj, label, instance})
+			if instance != "" {
+				f.tracking.Annotation, f.tracking.Instance = true, instance
 			}
 		}
 	}
-	gvks := make([]schema.GroupVersionKind, 0, len(kinds))
-	for _, gvk := range kinds {
-		gvks = append(gvks, gvk)
-	}
-	keep := func(m live.ItemMeta) bool {
-		label, instance := f.tracking.tracks(m, appNamespace)
-		return label || instance != "" || f.head[m.ID]
-	}
-	inv := c.Cluster.ReadInventory(redact.WithReadsSanitized(ctx), gvks, res.Next.Namespace, live.DefaultConcurrency, keep)
-	for _, gvk := range gvks {
-		if err := inv.Failed(gvk.GroupKind()); err != nil {
-			f.failed = append(f.failed, c.Sanitizer.Text(err.Error(), redact.RecordLimit))
-		}
-	}
 	sort.Strings(f.failed)
-	for _, id := range inv.IDs() {
-		st := inv.State(id).Decode()
-		if st.Err != nil {
-			return nil, st.Err
+	// Under annotation tracking (annotation or annotation+label) Argo CD's
+	// GetAppName reads the annotation alone: the label, which most charts
+	// set to the release name, does not make an object the Application's.
+	// The method is the one the live objects show: the annotation when one
+	// carries it naming itself, else the label.
+	for _, k := range found {
+		tracked := k.label
+		if f.tracking.Annotation {
+			tracked = k.instance != ""
 		}
-		if st.Obj == nil {
-			continue
-		}
-		c.Sanitizer.Add(st.Obj)
-		f.live[id], f.order = st.Obj, append(f.order, id)
-		label, instance := f.tracking.tracks(live.ItemMeta{ID: id, Labels: st.Obj.GetLabels(), Annotations: st.Obj.GetAnnotations()}, appNamespace)
-		f.tracking.Label = f.tracking.Label || label
-		if instance != "" {
-			f.tracking.Annotation, f.tracking.Instance = true, instance
+		// Label: the objects it tracks carry the label too (label, or
+		// annotation+label tracking): the head's get it.
+		f.tracking.Label = f.tracking.Label || tracked && k.label
+		if tracked || f.head[k.id] {
+			f.live[k.id], f.order = k.obj, append(f.order, k.id)
 		}
 	}
+	sort.Slice(f.order, func(i, j int) bool { return f.order[i].Less(f.order[j]) })
 	if !f.tracking.Label && !f.tracking.Annotation {
 		f.tracking.Annotation = true // Argo CD 3's default, for an Application with nothing live yet
 	}
 	return f, nil
+}
+
+// argoKinds are the kinds the renders name, and the namespaces they name.
+type argoKinds struct {
+	gvks       map[schema.GroupKind]schema.GroupVersionKind
+	namespaced map[schema.GroupKind]bool
+	namespaces map[string]bool
+}
+
+// add notes the kind and namespace of o; the head's version of a kind,
+// added first, is kept.
+func (k argoKinds) add(o *manifest.Object) {
+	gk := o.GVK.GroupKind()
+	if _, ok := k.gvks[gk]; !ok {
+		k.gvks[gk] = o.GVK
+	}
+	if o.ID.Namespace != "" {
+		k.namespaced[gk], k.namespaces[o.ID.Namespace] = true, true
+	}
+}
+
+func (k argoKinds) sortedNamespaces() []string {
+	out := make([]string, 0, len(k.namespaces))
+	for ns := range k.namespaces {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listed are the kinds to LIST in ns: all of them in the destination
+// namespace dest (cluster-scoped kinds ignore it), the namespaced ones in
+// another, so that a cluster-scoped kind is listed once.
+func (k argoKinds) listed(ns, dest string) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(k.gvks))
+	for gk, gvk := range k.gvks {
+		if ns == dest || k.namespaced[gk] {
+			out = append(out, gvk)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }
 
 // syncOf is the sync of the head's object id: the Application's, or its
@@ -475,7 +560,7 @@ func (f *argoFound) notes(ch gitops.Change, sync argoSync, applier *planner.Appl
 	}
 	notes := []string{
 		fmt.Sprintf("--live: planned against the live objects of Application %s in namespace %s, tracked by %s: %s", f.tracking.App, h.Namespace, strings.Join(tracked, " and "), how),
-		"--live: Argo CD itself was not run: the plan follows its sync's rules (rendering as helm template, apply, tracking, prune); sync waves, hooks as Argo CD orders them, ignoreDifferences and health are not planned; live objects were looked for among the kinds the base and head renders name",
+		"--live: Argo CD itself was not run: the plan follows its sync's rules (rendering as helm template, apply, tracking, prune); sync waves, hooks as Argo CD orders them, ignoreDifferences and health are not planned; live objects were looked for among the kinds the base and head renders name, in the destination namespace and the namespaces the renders name",
 	}
 	for _, id := range f.order {
 		if o := f.overrides[id]; o != nil && f.syncOf(sync, id) != sync {

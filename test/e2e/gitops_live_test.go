@@ -13,7 +13,9 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/kube"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -280,6 +282,46 @@ func TestGitOpsLiveApplicationTrackingAnnotation(t *testing.T) {
 	}
 	if d := p.change(t, "Deployment", "store"); d.Action != "noop" {
 		t.Errorf("unchanged Deployment: %s %+v %s, want noop", d.Action, d.Reasons, d.Diff)
+	}
+	if !strings.Contains(notes, "tracked by annotation argocd.argoproj.io/tracking-id") {
+		t.Errorf("notes do not name the annotation:\n%s", notes)
+	}
+}
+
+// TestGitOpsLiveApplicationNotTracked: under annotation tracking, a claim
+// carrying only the instance label (as a StatefulSet's claims carry their
+// pod template's labels) is not the Application's, and an object with an
+// owner reference is its owner's, even with the annotation: with prune on,
+// neither is planned as pruned, and a parameter change is not blocked.
+func TestGitOpsLiveApplicationNotTracked(t *testing.T) {
+	f := newArgoFixture(t, func(u *unstructured.Unstructured) {
+		group := u.GroupVersionKind().Group
+		u.SetAnnotations(map[string]string{"argocd.argoproj.io/tracking-id": "store:" + group + "/" + u.GetKind() + ":" + u.GetNamespace() + "/" + u.GetName()})
+	})
+	c, ns := f.c, f.ns
+	deploy, err := c.Clientset(t).AppsV1().Deployments(ns).Get(t.Context(), "store", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name string, labels, annotations map[string]string, owners []metav1.OwnerReference) {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations, OwnerReferences: owners},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if _, err := c.Clientset(t).CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("data-db-0", map[string]string{"app.kubernetes.io/instance": "store"}, nil, nil)
+	claim("owned", nil, map[string]string{"argocd.argoproj.io/tracking-id": "store:/PersistentVolumeClaim:" + ns + "/owned"},
+		[]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "store", UID: deploy.UID}})
+	p, notes, r := f.plan(t, "{automated: {prune: true}}", "{name: image.tag, value: b}")
+	if r.Code != 0 {
+		t.Errorf("exit %d, want 0\n%s", r.Code, r.Stderr)
+	}
+	for _, ch := range p.Changes {
+		if ch.Name == "data-db-0" || ch.Name == "owned" {
+			t.Errorf("%s/%s planned: %s %+v; Argo CD does not track it", ch.Kind, ch.Name, ch.Action, ch.Reasons)
+		}
 	}
 	if !strings.Contains(notes, "tracked by annotation argocd.argoproj.io/tracking-id") {
 		t.Errorf("notes do not name the annotation:\n%s", notes)
