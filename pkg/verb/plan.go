@@ -2,6 +2,7 @@ package verb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -108,6 +109,11 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	prevSplit := c.splitEarly(state)
 	res, again, err := c.source(ctx, req, helm, start)
 	if err != nil {
+		if note := lease.Note(); note != "" && errors.Is(err, releasestate.ErrReleasePending) {
+			// Whether the run that left the revision pending still runs
+			// is what the Lease tells (a killed apply's holder is gone).
+			return nil, fmt.Errorf("%w; %s", err, c.Sanitizer.Text(note, redact.RecordLimit))
+		}
 		return nil, err
 	}
 	// The early LISTs are done well before the render usually; waiting for

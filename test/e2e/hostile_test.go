@@ -145,7 +145,9 @@ func TestHostileImageThroughTheWatch(t *testing.T) {
 // TestKilledHolderOnThisHost (issue 39): the Lease of an apply killed on
 // this host (SIGKILL: it releases nothing) is not "an apply of this release
 // is running": the plan says its holder no longer runs and when the lease
-// is stale.
+// is stale. The kill lands soon after the Lease is taken, before or after
+// Helm writes the pending revision; either way the plan says it
+// (TestKilledHolderPendingRevision pins the second).
 func TestKilledHolderOnThisHost(t *testing.T) {
 	c := testcluster.Get(t)
 	ns, chart, p, holder := applyHoldingLease(t, c)
@@ -155,4 +157,25 @@ func TestKilledHolderOnThisHost(t *testing.T) {
 	if strings.Contains(plan.Stdout+plan.Stderr, "an apply of this release is running") {
 		t.Errorf("the plan says an apply is running:\n%s\n%s", plan.Stdout, plan.Stderr)
 	}
+}
+
+// TestKilledHolderPendingRevision: killed once Helm has written the
+// pending-upgrade revision (its pre-upgrade hook waiting), the plan refuses
+// the pending release, as Helm would, and says what the Lease says of the
+// run that left it pending: its process ran on this host and no longer
+// runs, and when an apply or --recover takes over.
+func TestKilledHolderPendingRevision(t *testing.T) {
+	c := testcluster.Get(t)
+	ns, chart, p, holder := applyHoldingLease(t, c)
+	testcluster.Eventually(t, "revision 2 pending-upgrade", func() (bool, string) {
+		history := c.Helm(t, "history", "app", "-n", ns, "-o", "json")
+		return strings.Contains(history, `"status":"pending-upgrade"`), history
+	})
+	p.Stop(t, syscall.SIGKILL)
+	plan := run(t, c, "app", chart("3.0.0", ""), "-n", ns, "--dry-run")
+	if plan.Code != 1 {
+		t.Fatalf("exit %d, want 1 (the release is pending)\n%s\n%s", plan.Code, plan.Stdout, plan.Stderr)
+	}
+	saysAll(t, "plan after the kill", plan.Stderr, "is pending-upgrade at revision 2", "is held by "+holder+" running",
+		"whose process ran on this host and no longer runs", "the lease is stale in ", "then an apply or --recover takes it over")
 }
