@@ -179,9 +179,18 @@ func TestRecoverRefusesForgedJournal(t *testing.T) {
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: releasestate.JournalName("app"), Labels: map[string]string{releasestate.JournalReleaseLabel: "app"}},
 		Type: releasestate.JournalType, Data: map[string][]byte{"journal.json": data}}
-	if _, err := forger.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the ServiceAccount writes the journal: %v", err)
-	}
+	// The RBAC authorizer learns the new binding from its informer a
+	// moment later: Forbidden until then.
+	testcluster.Eventually(t, "the ServiceAccount writes the journal", func() (bool, string) {
+		_, err := forger.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatalf("the ServiceAccount writes the journal: %v", err)
+		}
+		return true, ""
+	})
 
 	r := run(t, c, "app", "--recover", "--yes", "-n", ns)
 	entry := "ClusterRoleBinding.rbac.authorization.k8s.io/" + binding
