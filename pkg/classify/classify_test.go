@@ -305,12 +305,14 @@ status: {replicas: 2}
 }
 
 // TestClassifyDerivedPayload: a derived prediction of a ConfigMap's or a
-// Secret's payload (predict.Derive) gets the verdict the same object gets
+// Secret's payload or a Service's ports (predict.Derive) gets the verdict the same object gets
 // as a server's answer, also with Secret values masked as the planner masks
 // them.
 func TestClassifyDerivedPayload(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, labels: {app: a}}\n"
 	const secret = "apiVersion: v1\nkind: Secret\ntype: Opaque\nmetadata: {name: s, namespace: ns}\n"
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns, labels: {app: a}}\n" +
+		"spec: {type: ClusterIP, clusterIP: 10.0.0.1, selector: {app: a}, ports: [{protocol: TCP, port: 80, targetPort: "
 	tests := []struct {
 		name            string
 		kind            string
@@ -327,6 +329,9 @@ func TestClassifyDerivedPayload(t *testing.T) {
 		{name: "secret value changed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czQ=, user: dQ==}\n"},
 		{name: "secret key removed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czM=}\n"},
 		{name: "secret unchanged", kind: "Secret", live: secret + "data: {pw: czM=}\n", predicted: secret + "data: {pw: czM=}\n", noop: true},
+		{name: "service port changed", kind: "Service", live: svc + "80}]}\n", predicted: svc + "8080}]}\n"},
+		{name: "service port and a label", kind: "Service", live: svc + "80}]}\n", predicted: strings.Replace(svc, "app: a", "app: b", 1) + "81}]}\n"},
+		{name: "service ports unchanged", kind: "Service", live: svc + "80}]}\n", predicted: svc + "80}]}\n", noop: true},
 	}
 	c := New()
 	for _, tc := range tests {
