@@ -140,27 +140,16 @@ func (c *Classifier) Classify(u Update) Verdict {
 			return Verdict{Class: plan.ClassRecreateRequired, Reasons: reasons}
 		}
 	}
-	if podTemplateKinds[u.GroupKind] {
-		var template []string
-		for _, p := range changed {
-			if Under(p, "spec.template") {
-				template = append(template, p)
-			}
-		}
-		if len(template) > 0 {
-			return Verdict{
-				Class:   plan.ClassRolling,
-				Reasons: pathReasons(template, "pod template changed", source, live, predicted.Object),
-				Rollout: rollout(u.GroupKind, predicted.Object),
-			}
-		}
+	if v, ok := templateChanged(u.GroupKind, changed, source, live, predicted.Object); ok {
+		return v
 	}
 	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", source, live, predicted.Object)}
 }
 
 // derived classifies a derived prediction: Live with other top-level
 // labels or annotations and, for a ConfigMap or a Secret, another payload,
-// for a Service other ports, and nothing else (predict.Derive). The
+// for a Service other ports, for a pod controller other container images,
+// and nothing else (predict.Derive). The
 // server's form of an object leaves those as they are (a Secret's data as
 // stored, base64 or masked; no empty map; ports as the server returns
 // them), so comparing them alone finds what comparing whole server forms
@@ -171,7 +160,33 @@ func derived(u Update) Verdict {
 	if len(changed) == 0 {
 		return Verdict{Noop: true}
 	}
+	if v, ok := templateChanged(u.GroupKind, changed, plan.SourceDerived, u.Live.Object, u.Predicted.Object); ok {
+		return v
+	}
 	return Verdict{Class: plan.ClassInPlace, Reasons: pathReasons(changed, "changed", plan.SourceDerived, u.Live.Object, u.Predicted.Object)}
+}
+
+// templateChanged is the verdict of a pod controller whose pod template
+// changed (changed holds paths under spec.template): rolling, for the
+// template's changes alone. ok is false for any other change.
+func templateChanged(gk schema.GroupKind, changed []string, source plan.Source, live, predicted map[string]interface{}) (Verdict, bool) {
+	if !podTemplateKinds[gk] {
+		return Verdict{}, false
+	}
+	var template []string
+	for _, p := range changed {
+		if Under(p, "spec.template") {
+			template = append(template, p)
+		}
+	}
+	if len(template) == 0 {
+		return Verdict{}, false
+	}
+	return Verdict{
+		Class:   plan.ClassRolling,
+		Reasons: pathReasons(template, "pod template changed", source, live, predicted),
+		Rollout: rollout(gk, predicted),
+	}, true
 }
 
 // payloadKinds are the kinds whose payload a derived prediction may change.
@@ -179,7 +194,8 @@ var payloadKinds = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "
 
 // derivedParts is obj with nothing but the fields a derived prediction may
 // change: its metadata labels and annotations, for payloadKinds its
-// non-empty data and binaryData, for a Service its spec.ports.
+// non-empty data and binaryData, for a Service its spec.ports, for a pod
+// controller its containers' images.
 func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[string]interface{} {
 	meta := map[string]interface{}{}
 	for _, f := range []string{"labels", "annotations"} {
@@ -198,6 +214,27 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 	if gk == serviceKind {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "ports"); ok {
 			out["spec"] = map[string]interface{}{"ports": v}
+		}
+	}
+	if podTemplateKinds[gk] {
+		// Each container's image, at its index: the paths a whole
+		// comparison names.
+		pod := map[string]interface{}{}
+		for _, list := range []string{"initContainers", "containers"} {
+			items, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "template", "spec", list)
+			cs, ok := items.([]interface{})
+			if !ok {
+				continue
+			}
+			images := make([]interface{}, len(cs))
+			for i, c := range cs {
+				m, _ := c.(map[string]interface{})
+				images[i] = map[string]interface{}{"image": m["image"]}
+			}
+			pod[list] = images
+		}
+		if len(pod) > 0 {
+			out["spec"] = map[string]interface{}{"template": map[string]interface{}{"spec": pod}}
 		}
 	}
 	return out

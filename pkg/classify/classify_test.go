@@ -294,6 +294,8 @@ status: {replicas: 2}
 		{name: "every label removed", predicted: strings.Replace(live, "labels: {app: web, helm.sh/chart: app-1}, ", "", 1)},
 		{name: "annotation added", predicted: strings.Replace(live, "{note: a}", "{note: a, other: b}", 1)},
 		{name: "nothing", predicted: live, noop: true},
+		{name: "image changed (rolling)", predicted: strings.Replace(live, "nginx:1.25", "nginx:1.26", 1)},
+		{name: "image and a label changed", predicted: strings.Replace(strings.Replace(live, "nginx:1.25", "nginx:1.26", 1), "app-1", "app-2", 1)},
 	}
 	c := New()
 	for _, tc := range tests {

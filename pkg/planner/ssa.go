@@ -93,7 +93,7 @@ func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed
 	if !predict.Derivable(next.GVK.GroupKind()) {
 		return true, false
 	}
-	return true, sameContent(underivable(was.Object), underivable(next.Obj.Object))
+	return true, sameContent(predict.Underivable(was.Object), predict.Underivable(next.Obj.Object))
 }
 
 // sameContent is equality.Semantic.DeepEqual for unstructured content
@@ -134,27 +134,6 @@ func sameContent(a, b interface{}) bool {
 		return a == b
 	}
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// underivable is obj without the fields predict.Derive may change: its
-// payload, its metadata labels and annotations, a v1 Service's spec.ports.
-func underivable(obj map[string]interface{}) map[string]interface{} {
-	out := maps.Clone(obj)
-	for _, f := range []string{"data", "binaryData", "stringData"} {
-		delete(out, f)
-	}
-	if spec, ok := out["spec"].(map[string]interface{}); ok && out["apiVersion"] == "v1" && out["kind"] == "Service" {
-		spec = maps.Clone(spec)
-		delete(spec, "ports")
-		out["spec"] = spec
-	}
-	if meta, ok := out["metadata"].(map[string]interface{}); ok {
-		meta = maps.Clone(meta)
-		delete(meta, "labels")
-		delete(meta, "annotations")
-		out["metadata"] = meta
-	}
-	return out
 }
 
 // applyNoop makes c the no-op decideApply found: nothing is sent, and the

@@ -77,6 +77,12 @@ immutable: true
 data: {key: a}
 `
 
+const ssaService = `apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec: {selector: {app: api}, ports: [{name: http, port: 80}]}
+`
+
 const ssaDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -133,7 +139,11 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 		{name: "changed field owned by helm", prev: ssaConfigMap, next: strings.Replace(ssaConfigMap, "key: a", "key: changed", 1), want: predict.ApplyChange, derived: true, changeShown: true},
 		{name: "changed secret value written with stringData", prev: ssaSecret, next: strings.Replace(ssaSecret, "pw-1", "pw-2", 1), want: predict.ApplyChange, derived: true, changeShown: true},
 		{name: "changed value of an immutable configmap", prev: ssaImmutable, next: strings.Replace(ssaImmutable, "key: a", "key: changed", 1), want: predict.ApplyChange, refused: true, changeShown: true},
-		{name: "changed deployment image", prev: ssaDeployment, next: strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), want: predict.ApplyAsk, changeShown: true},
+		{name: "changed deployment image", prev: ssaDeployment, next: strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), want: predict.ApplyChange, derived: true, changeShown: true},
+		{name: "changed deployment image and env", prev: ssaDeployment, next: strings.Replace(strings.Replace(ssaDeployment, "nginx:1.25", "nginx:1.26", 1), `value: "2"`, `value: "3"`, 1), want: predict.ApplyAsk, changeShown: true},
+		{name: "changed service port", prev: ssaService, next: strings.Replace(ssaService, "port: 80", "port: 8080", 1), want: predict.ApplyChange, derived: true},
+		{name: "second service port", prev: ssaService, next: strings.Replace(ssaService, "[{name: http, port: 80}]", "[{name: http, port: 80}, {name: dns, port: 53, protocol: UDP, targetPort: dns}]", 1), want: predict.ApplyChange, derived: true},
+		{name: "service port refused (no name)", prev: ssaService, next: strings.Replace(ssaService, "[{name: http, port: 80}]", "[{name: http, port: 80}, {port: 81}]", 1), want: predict.ApplyChange, refused: true},
 		{name: "field taken by another Apply manager", prev: ssaConfigMap, next: ssaConfigMap,
 			change: func(t *testing.T, d dynamic.Interface, ns string) {
 				apply(t, d, ns, "configmaps", "cm", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"key":"theirs"}}`, "someone-else")
@@ -267,7 +277,8 @@ func TestDecideApplyAgreesWithServer(t *testing.T) {
 
 // derivedAgrees checks an ApplyChange against the server's answer: the
 // merged object holds the server's values at every field a derived change
-// may set (labels, annotations, payload); the verdict derived from it
+// may set (labels, annotations, payload), the derived object the server's
+// spec and generation too; the verdict derived from it
 // (predict.DeriveApply, classified as update does) is the server's; and
 // a change the server refuses is not derived.
 func derivedAgrees(t *testing.T, p *Planner, liveObj, merged, answer *unstructured.Unstructured, answerErr error, derived, refused bool) {
@@ -290,6 +301,15 @@ func derivedAgrees(t *testing.T, p *Planner, liveObj, merged, answer *unstructur
 	}
 	if err := mergedAgrees(got, answer); err != "" {
 		t.Errorf("derived object: %s", err)
+	}
+	// What a derived spec change (a Service's ports, container images) sets
+	// is checked whole: the spec and the generation the server bumps.
+	for _, path := range [][]string{{"spec"}, {"metadata", "generation"}} {
+		g, _, _ := unstructured.NestedFieldNoCopy(got.Object, path...)
+		w, _, _ := unstructured.NestedFieldNoCopy(answer.Object, path...)
+		if !equality.Semantic.DeepEqual(g, w) {
+			t.Errorf("derived %s %v, the server's %v", strings.Join(path, "."), g, w)
+		}
 	}
 	gk := liveObj.GroupVersionKind().GroupKind()
 	local := p.Classifier.Classify(classify.Update{GroupKind: gk, Live: p.Masker.Object(liveObj), Predicted: p.Masker.Object(got), Local: p.Masker.Object(got), Derived: true})

@@ -311,7 +311,7 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 // manager recorded them.
 func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstructured, string) {
 	diff := mergePatch(withoutManagedFields(live).Object, withoutManagedFields(merged).Object)
-	out, why := derive(live, diff, portsMerged)
+	out, why := derive(live, diff, specMerged)
 	if out == nil {
 		return nil, why
 	}
@@ -440,4 +440,38 @@ func jsonNumber(n interface{}) (float64, bool) {
 func Derivable(gk schema.GroupKind) bool {
 	_, ok := derivable[gk]
 	return ok
+}
+
+// Underivable is obj, an object as unstructured holds it, without the
+// fields Derive may change: its payload, its metadata labels and
+// annotations, a Service's ports, a pod controller's (imageKinds)
+// container images. Only the maps and lists on the way to them are
+// copied.
+func Underivable(obj map[string]interface{}) map[string]interface{} {
+	out := shallowCopy(obj)
+	for _, f := range []string{"data", "binaryData", "stringData"} {
+		delete(out, f)
+	}
+	if meta, ok := out["metadata"].(map[string]interface{}); ok {
+		meta = shallowCopy(meta)
+		delete(meta, "labels")
+		delete(meta, "annotations")
+		out["metadata"] = meta
+	}
+	spec, ok := out["spec"].(map[string]interface{})
+	if !ok {
+		return out
+	}
+	gk := schema.FromAPIVersionAndKind(fmt.Sprint(out["apiVersion"]), fmt.Sprint(out["kind"])).GroupKind()
+	switch {
+	case gk == serviceKind:
+		spec = shallowCopy(spec)
+		delete(spec, "ports")
+		out["spec"] = spec
+	case imageKinds[gk] != nil:
+		if s := imageless(spec); s.why == "" {
+			out["spec"] = s.spec
+		}
+	}
+	return out
 }

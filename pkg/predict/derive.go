@@ -80,12 +80,12 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(patch, &p); err != nil {
 		return nil, "patch unreadable"
 	}
-	return derive(live, p, portsPatched)
+	return derive(live, p, specPatched)
 }
 
-// derive is Derive of the patch p; ports says how a Service's spec.ports
-// change is given (Helm 3's patch, or Helm 4's merged list).
-func derive(live *unstructured.Unstructured, p map[string]interface{}, ports portsChange) (*unstructured.Unstructured, string) {
+// derive is Derive of the patch p; ports says how a change of spec is
+// given (Helm 3's patch, or the merge patch to Helm 4's merged object).
+func derive(live *unstructured.Unstructured, p map[string]interface{}, ports specChange) (*unstructured.Unstructured, string) {
 	gk := live.GroupVersionKind().GroupKind()
 	scope, ok := derivable[gk]
 	switch {
@@ -105,7 +105,7 @@ func derive(live *unstructured.Unstructured, p map[string]interface{}, ports por
 	for key, v := range p {
 		_, isPayload := payloads[gk][key]
 		switch {
-		case key == "spec" && gk == serviceKind:
+		case key == "spec" && (gk == serviceKind || imageKinds[gk] != nil):
 			spec = v
 		case key == "metadata":
 			m, ok := v.(map[string]interface{})
@@ -138,7 +138,13 @@ func derive(live *unstructured.Unstructured, p map[string]interface{}, ports por
 		}
 	}
 	if spec != nil {
-		if why := patchServicePorts(out.Object, spec, ports); why != "" {
+		why := ""
+		if gk == serviceKind {
+			why = patchServicePorts(out.Object, spec, ports)
+		} else {
+			why = patchImages(out.Object, spec, ports, imageKinds[gk])
+		}
+		if why != "" {
 			return nil, why
 		}
 	}

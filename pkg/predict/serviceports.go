@@ -15,14 +15,15 @@ import (
 // serviceKind is the kind whose spec.ports change Derive predicts.
 var serviceKind = schema.GroupKind{Kind: "Service"}
 
-// portsChange is how a change of a Service's spec.ports reaches Derive:
-// as Helm 3's strategic merge patch of spec, or as the ports list Helm 4's
-// server-side apply merged (the field manager's merge, before defaulting).
-type portsChange int
+// specChange is how a change of spec reaches Derive: as Helm 3's strategic
+// merge patch of spec, or as the JSON merge patch from the live object to
+// the one Helm 4's server-side apply merged (the field manager's merge,
+// before defaulting): a list it changes is given whole.
+type specChange int
 
 const (
-	portsPatched portsChange = iota + 1
-	portsMerged
+	specPatched specChange = iota + 1
+	specMerged
 )
 
 // portFields are the fields of a v1 ServicePort and the JSON type each
@@ -47,13 +48,13 @@ var portFields = map[string]string{
 // registry's update allocates nothing and copies no node port
 // (patchAllocatedValues, allocateUpdate), quota counts no node port, and
 // GetWarningsForService reads no port. Other types allocate node ports.
-func patchServicePorts(obj map[string]interface{}, spec interface{}, how portsChange) string {
+func patchServicePorts(obj map[string]interface{}, spec interface{}, how specChange) string {
 	change, ok := spec.(map[string]interface{})
 	if !ok {
 		return "spec is not a map"
 	}
 	for key := range change {
-		if key != "ports" && !(how == portsPatched && key == "$setElementOrder/ports") {
+		if key != "ports" && !(how == specPatched && key == "$setElementOrder/ports") {
 			return "patch sets spec." + key
 		}
 	}
@@ -69,7 +70,7 @@ func patchServicePorts(obj map[string]interface{}, spec interface{}, how portsCh
 	}
 	var ports interface{}
 	switch how {
-	case portsPatched:
+	case specPatched:
 		// A patch naming one port number twice (the chart's ports of one
 		// number and two protocols, or a duplicate) is merged by number
 		// alone, collapsing them: what the server makes of it, it says.
@@ -86,7 +87,7 @@ func patchServicePorts(obj map[string]interface{}, spec interface{}, how portsCh
 		}
 		s, _ := patched["spec"].(map[string]interface{})
 		ports = s["ports"]
-	case portsMerged:
+	case specMerged:
 		ports = change["ports"]
 	}
 	parsed, why := servicePorts(ports)
