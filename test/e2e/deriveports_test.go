@@ -46,6 +46,9 @@ var portsCases = []portsCase{
 	// patch finds it in the live object (a no-op, no request); Helm 4's
 	// apply changes only the managed fields (a no-op the server is asked).
 	{name: "tcp", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, protocol: TCP}]"},
+	// targetPort 0 or "" is defaulted to the port, as when unset.
+	{name: "zerotarget", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: 0}]", prediction: "derived", class: "in-place"},
+	{name: "emptytarget", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: ''}]", prediction: "derived", class: "in-place"},
 	{name: "headless", v1: "clusterIP: None, ports: [{port: 80}]", v2: "clusterIP: None, ports: [{port: 8080}]", prediction: "derived", class: "in-place"},
 	{name: "labelled", v1: "ports: [{port: 80}]", v2: "ports: [{port: 8080}]", labels: [2]string{"tier: a", "tier: b"}, prediction: "derived", class: "in-place"},
 
@@ -58,6 +61,8 @@ var portsCases = []portsCase{
 	{name: "bigport", v1: "ports: [{port: 80}]", v2: "ports: [{port: 70000}]", prediction: "server", class: "invalid"},
 	{name: "nodeport", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, nodePort: 30080}]", prediction: "server", class: "invalid"},
 	{name: "badname", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: HTTP_1, port: 80}]", prediction: "server", class: "invalid"},
+	{name: "badproto", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, protocol: HTTP}]", prediction: "server", class: "invalid"},
+	{name: "badappproto", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: http, port: 80, appProtocol: 'not/a/name'}]", prediction: "server", class: "invalid"},
 	{name: "badtarget", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, targetPort: a-name-far-too-long}]", prediction: "server", class: "invalid"},
 	// Asked: what else allocates or changes.
 	{name: "nodeporttype", v1: "type: NodePort, ports: [{port: 80}]", v2: "type: NodePort, ports: [{port: 8080}]", prediction: "server"},
