@@ -79,7 +79,8 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 // applied prev (the last release's object with the metadata Helm adds,
 // which next carries already) and, if so, whether the change may be one
 // predict.Derive predicts: a derivable kind, whose configuration differs
-// only in the fields Derive may change (labels, annotations, payload), so
+// only in the fields Derive may change (labels, annotations, payload, a
+// Service's ports), so
 // the field manager's merge is not run for changes that must be asked.
 func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed, derivable bool) {
 	// addHelmMetadata replaces the metadata it changes: a copy of the top
@@ -136,11 +137,16 @@ func sameContent(a, b interface{}) bool {
 }
 
 // underivable is obj without the fields predict.Derive may change: its
-// payload, its metadata labels and annotations.
+// payload, its metadata labels and annotations, a v1 Service's spec.ports.
 func underivable(obj map[string]interface{}) map[string]interface{} {
 	out := maps.Clone(obj)
 	for _, f := range []string{"data", "binaryData", "stringData"} {
 		delete(out, f)
+	}
+	if spec, ok := out["spec"].(map[string]interface{}); ok && out["apiVersion"] == "v1" && out["kind"] == "Service" {
+		spec = maps.Clone(spec)
+		delete(spec, "ports")
+		out["spec"] = spec
 	}
 	if meta, ok := out["metadata"].(map[string]interface{}); ok {
 		meta = maps.Clone(meta)

@@ -3,7 +3,6 @@ package predict
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -313,11 +311,7 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 // manager recorded them.
 func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstructured, string) {
 	diff := mergePatch(withoutManagedFields(live).Object, withoutManagedFields(merged).Object)
-	patch, err := json.Marshal(diff)
-	if err != nil {
-		return nil, "no patch from the merged object"
-	}
-	out, why := Derive(live, patch, types.StrategicMergePatchType)
+	out, why := derive(live, diff, portsMerged)
 	if out == nil {
 		return nil, why
 	}

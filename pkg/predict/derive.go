@@ -2,7 +2,6 @@ package predict
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 )
 
 // metaScope is which top-level metadata maps of a kind the API server's own
@@ -71,13 +71,26 @@ var payloads = map[schema.GroupKind]map[string]bool{
 // Derive judges the request only; who else may see it (admission webhooks
 // and policies, the authorizer) is the caller's to rule out.
 func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (*unstructured.Unstructured, string) {
+	if pt != types.StrategicMergePatchType {
+		return nil, "not a strategic merge patch"
+	}
+	var p map[string]interface{}
+	// Decoded as the API server decodes a patch: integers stay integers,
+	// which the strategic merge of spec.ports compares by value.
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(patch, &p); err != nil {
+		return nil, "patch unreadable"
+	}
+	return derive(live, p, portsPatched)
+}
+
+// derive is Derive of the patch p; ports says how a Service's spec.ports
+// change is given (Helm 3's patch, or Helm 4's merged list).
+func derive(live *unstructured.Unstructured, p map[string]interface{}, ports portsChange) (*unstructured.Unstructured, string) {
 	gk := live.GroupVersionKind().GroupKind()
 	scope, ok := derivable[gk]
 	switch {
 	case !ok:
 		return nil, "kind " + gk.String() + " is not derived"
-	case pt != types.StrategicMergePatchType:
-		return nil, "not a strategic merge patch"
 	case deleting(live):
 		return nil, "being deleted"
 	}
@@ -86,15 +99,14 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 			return nil, "Secret of type " + t // validated and warned about per type
 		}
 	}
-	var p map[string]interface{}
-	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, "patch unreadable"
-	}
 	out := live.DeepCopy()
 	content := map[string]interface{}{}
+	var spec interface{}
 	for key, v := range p {
 		_, isPayload := payloads[gk][key]
 		switch {
+		case key == "spec" && gk == serviceKind:
+			spec = v
 		case key == "metadata":
 			m, ok := v.(map[string]interface{})
 			if !ok {
@@ -122,6 +134,11 @@ func Derive(live *unstructured.Unstructured, patch []byte, pt types.PatchType) (
 			return nil, "immutable " + gk.Kind // the server refuses payload changes
 		}
 		if why := patchPayload(out, payloads[gk], content); why != "" {
+			return nil, why
+		}
+	}
+	if spec != nil {
+		if why := patchServicePorts(out.Object, spec, ports); why != "" {
 			return nil, why
 		}
 	}
