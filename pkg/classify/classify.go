@@ -160,7 +160,7 @@ func (c *Classifier) Classify(u Update) Verdict {
 
 // derived classifies a derived prediction: Live with other top-level
 // labels or annotations and, for a ConfigMap or a Secret, another payload,
-// and nothing else (predict.Derive). The server's form of an object leaves
+// for a Service other spec.ports, and nothing else (predict.Derive). The server's form of an object leaves
 // those maps of strings as they are (a Secret's data as stored, base64 or
 // masked; no empty map), so comparing them alone finds what comparing whole
 // server forms would, without decoding either object.
@@ -177,8 +177,9 @@ func derived(u Update) Verdict {
 var payloadKinds = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true}
 
 // derivedParts is obj with nothing but the fields a derived prediction may
-// change: its metadata labels and annotations and, for payloadKinds, its
-// non-empty data and binaryData.
+// change: its metadata labels and annotations, for payloadKinds its
+// non-empty data and binaryData, for a Service its spec.ports (derived as
+// the server stores them: defaulted, in its JSON form).
 func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[string]interface{} {
 	meta := map[string]interface{}{}
 	for _, f := range []string{"labels", "annotations"} {
@@ -187,6 +188,11 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 		}
 	}
 	out := map[string]interface{}{"metadata": meta}
+	if gk == (schema.GroupKind{Kind: "Service"}) {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "ports"); ok {
+			out["spec"] = map[string]interface{}{"ports": v}
+		}
+	}
 	if payloadKinds[gk] {
 		for _, f := range []string{"data", "binaryData"} {
 			if v, ok := obj.Object[f].(map[string]interface{}); ok && len(v) > 0 {

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -334,6 +335,32 @@ func TestClassifyDerivedPayload(t *testing.T) {
 			m := redact.NewMasker()
 			live, predicted := m.Object(obj(t, tc.live)), m.Object(obj(t, tc.predicted))
 			u := Update{GroupKind: schema.GroupKind{Kind: tc.kind}, Live: live, Local: predicted, Predicted: predicted, Secret: tc.kind == "Secret"}
+			derivedLikeServer(t, c, u, tc.noop)
+		})
+	}
+}
+
+// TestClassifyDerivedServicePorts: a derived prediction of a Service's
+// ports (predict.Derive) gets the verdict the same object gets as a
+// server's answer; it was classified a no-op when only labels, annotations
+// and payload were compared.
+func TestClassifyDerivedServicePorts(t *testing.T) {
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns, labels: {app: a}}\nspec: {clusterIP: 10.0.0.1, selector: {app: a}, ports: %s}\n"
+	port80 := "[{port: 80, protocol: TCP, targetPort: 80}]"
+	tests := []struct {
+		name, live, predicted string
+		noop                  bool
+	}{
+		{name: "port number", live: port80, predicted: "[{port: 8080, protocol: TCP, targetPort: 8080}]"},
+		{name: "port added", live: port80, predicted: "[{name: a, port: 80, protocol: TCP, targetPort: 80}, {name: b, port: 81, protocol: TCP, targetPort: 81}]"},
+		{name: "appProtocol", live: port80, predicted: "[{port: 80, protocol: TCP, targetPort: 80, appProtocol: http}]"},
+		{name: "unchanged", live: port80, predicted: port80, noop: true},
+	}
+	c := New()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			predicted := obj(t, fmt.Sprintf(svc, tc.predicted))
+			u := Update{GroupKind: schema.GroupKind{Kind: "Service"}, Live: obj(t, fmt.Sprintf(svc, tc.live)), Local: predicted, Predicted: predicted}
 			derivedLikeServer(t, c, u, tc.noop)
 		})
 	}
