@@ -35,10 +35,11 @@ var portsCases = []portsCase{
 	{name: "rename", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: web, port: 80}]", prediction: "derived", class: "in-place"},
 	{name: "named-target", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: http}]", prediction: "derived", class: "in-place"},
 	{name: "target", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: 9000}]", prediction: "derived", class: "in-place"},
-	// Helm 3's strategic merge patch keys ports by port alone: the server
-	// makes the TCP port UDP (still named dns) and drops dns-udp. Helm 4's
-	// apply keys them by (port, protocol) and adds it.
-	{name: "udp", v1: "ports: [{name: dns, port: 53}]", v2: "ports: [{name: dns, port: 53}, {name: dns-udp, port: 53, protocol: UDP}]", prediction: "derived", class: "in-place"},
+	// Two ports of one number are asked (predict's servicePorts: a
+	// strategic merge patch keys ports by number alone). Helm 3's patch
+	// indeed makes the server turn the TCP port UDP (still named dns) and
+	// drop dns-udp; Helm 4's apply, keyed by (port, protocol), adds it.
+	{name: "udp", v1: "ports: [{name: dns, port: 53}]", v2: "ports: [{name: dns, port: 53}, {name: dns-udp, port: 53, protocol: UDP}]", prediction: "server", class: "in-place"},
 	{name: "sctp", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: http, port: 80}, {name: assoc, port: 7777, protocol: SCTP}]", prediction: "derived", class: "in-place"},
 	{name: "appproto", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: http, port: 80, appProtocol: http}]", prediction: "derived", class: "in-place"},
 	{name: "removed", v1: "ports: [{name: http, port: 80}, {name: metrics, port: 9090}]", v2: "ports: [{name: http, port: 80}]", prediction: "derived", class: "in-place"},
