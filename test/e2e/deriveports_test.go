@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
 )
 
@@ -14,7 +17,9 @@ import (
 // text after "spec: {selector: …, "), what the default plan predicts of its
 // change (derived, server, or "" where only the equality with the server's
 // verdict is asserted), and its class where meaningful; prediction4 and
-// class4 are a Helm 4 release's where they differ.
+// class4 are a Helm 4 release's where they differ. drift is a strategic
+// merge patch made to the live Service after the install, as kubectl patch
+// makes one.
 type portsCase struct {
 	name                string
 	v1, v2              string
@@ -22,6 +27,7 @@ type portsCase struct {
 	selector            [2]string // selector of version 1 and 2 (app: name if empty)
 	prediction, class   string
 	prediction4, class4 string
+	drift               string
 }
 
 // portsCases are the Services of portsChart, each changing its ports one
@@ -50,6 +56,16 @@ var portsCases = []portsCase{
 	// targetPort 0 or "" is defaulted to the port, as when unset.
 	{name: "zerotarget", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: 0}]", prediction: "derived", class: "in-place"},
 	{name: "emptytarget", v1: "ports: [{port: 80, targetPort: 8080}]", v2: "ports: [{port: 80, targetPort: ''}]", prediction: "derived", class: "in-place"},
+	// Reordered, and numbers swapped between names: the patch's
+	// $setElementOrder.
+	{name: "reorder", v1: "ports: [{name: a, port: 80}, {name: b, port: 81}]", v2: "ports: [{name: b, port: 81}, {name: a, port: 80}]", prediction: "derived"},
+	{name: "swap", v1: "ports: [{name: a, port: 80}, {name: b, port: 81}]", v2: "ports: [{name: b, port: 80}, {name: a, port: 81}]", prediction: "derived", class: "in-place"},
+	// The protocol changed: Helm 4's apply keys ports by (port, protocol).
+	{name: "toudp", v1: "ports: [{port: 53}]", v2: "ports: [{port: 53, protocol: UDP}]", prediction: "derived", class: "in-place"},
+	// A port added by hand beside the chart's: Helm 3's three-way patch
+	// keeps it; Helm 4's apply leaves it to its manager.
+	{name: "drifted", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: http, port: 8080}]",
+		drift: `{"spec":{"ports":[{"name":"extra","port":9999}]}}`, prediction: "derived", class: "in-place"},
 	{name: "headless", v1: "clusterIP: None, ports: [{port: 80}]", v2: "clusterIP: None, ports: [{port: 8080}]", prediction: "derived", class: "in-place"},
 	{name: "labelled", v1: "ports: [{port: 80}]", v2: "ports: [{port: 8080}]", labels: [2]string{"tier: a", "tier: b"}, prediction: "derived", class: "in-place"},
 
@@ -61,6 +77,8 @@ var portsCases = []portsCase{
 	{name: "dup", v1: "ports: [{name: a, port: 80}]", v2: "ports: [{name: a, port: 80}, {name: b, port: 80}]", prediction4: "server", class4: "invalid"},
 	{name: "bigport", v1: "ports: [{port: 80}]", v2: "ports: [{port: 70000}]", prediction: "server", class: "invalid"},
 	{name: "nodeport", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, nodePort: 30080}]", prediction: "server", class: "invalid"},
+	{name: "dupname", v1: "ports: [{name: a, port: 80}]", v2: "ports: [{name: a, port: 80}, {name: a, port: 81}]", prediction: "server", class: "invalid"},
+	{name: "noports", v1: "ports: [{port: 80}]", v2: "ports: []", prediction: "server", class: "invalid"},
 	{name: "badname", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: HTTP_1, port: 80}]", prediction: "server", class: "invalid"},
 	{name: "badproto", v1: "ports: [{port: 80}]", v2: "ports: [{port: 80, protocol: HTTP}]", prediction: "server", class: "invalid"},
 	{name: "badappproto", v1: "ports: [{name: http, port: 80}]", v2: "ports: [{name: http, port: 80, appProtocol: 'not/a/name'}]", prediction: "server", class: "invalid"},
@@ -118,6 +136,14 @@ func TestHelm4DerivedServicePorts(t *testing.T) {
 // verdicts; helm4 says the release is Helm 4's.
 func derivedPorts(t *testing.T, c *testcluster.Cluster, ns string, helm4 bool) {
 	t.Helper()
+	for _, pc := range portsCases {
+		if pc.drift == "" {
+			continue
+		}
+		if _, err := c.Clientset(t).CoreV1().Services(ns).Patch(t.Context(), pc.name, types.StrategicMergePatchType, []byte(pc.drift), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("drifting Service/%s: %v", pc.name, err)
+		}
+	}
 	next := portsChart(t, 2)
 	before := auditMark(t, c)
 	byDefault, r1 := planJSON(t, c, "app", next, "-n", ns, "--debug")
@@ -149,6 +175,9 @@ func derivedPorts(t *testing.T, c *testcluster.Cluster, ns string, helm4 bool) {
 		}
 		if class != "" && d.Class != class {
 			t.Errorf("Service/%s: class %q, want %q: %+v", pc.name, d.Class, class, d.Reasons)
+		}
+		if pc.drift != "" && len(d.Drift) == 0 {
+			t.Errorf("Service/%s: no drift shown of the port added by hand", pc.name)
 		}
 		if !reflect.DeepEqual(verdict(d), verdict(a)) {
 			t.Errorf("Service/%s: derived and server verdicts differ:\ndefault %+v\nall     %+v", pc.name, d, a)
