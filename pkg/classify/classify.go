@@ -160,10 +160,11 @@ func (c *Classifier) Classify(u Update) Verdict {
 
 // derived classifies a derived prediction: Live with other top-level
 // labels or annotations and, for a ConfigMap or a Secret, another payload,
-// for a Service other spec.ports, and nothing else (predict.Derive). The server's form of an object leaves
-// those maps of strings as they are (a Secret's data as stored, base64 or
-// masked; no empty map), so comparing them alone finds what comparing whole
-// server forms would, without decoding either object.
+// for a Service other ports, and nothing else (predict.Derive). The
+// server's form of an object leaves those as they are (a Secret's data as
+// stored, base64 or masked; no empty map; ports as the server returns
+// them), so comparing them alone finds what comparing whole server forms
+// would, without decoding either object.
 func derived(u Update) Verdict {
 	live, predicted := derivedParts(u.GroupKind, u.Live), derivedParts(u.GroupKind, u.Predicted)
 	changed := ChangedPaths(live, predicted)
@@ -178,8 +179,7 @@ var payloadKinds = map[schema.GroupKind]bool{{Kind: "ConfigMap"}: true, {Kind: "
 
 // derivedParts is obj with nothing but the fields a derived prediction may
 // change: its metadata labels and annotations, for payloadKinds its
-// non-empty data and binaryData, for a Service its spec.ports (derived as
-// the server stores them: defaulted, in its JSON form).
+// non-empty data and binaryData, for a Service its spec.ports.
 func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[string]interface{} {
 	meta := map[string]interface{}{}
 	for _, f := range []string{"labels", "annotations"} {
@@ -188,11 +188,6 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 		}
 	}
 	out := map[string]interface{}{"metadata": meta}
-	if gk == (schema.GroupKind{Kind: "Service"}) {
-		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "ports"); ok {
-			out["spec"] = map[string]interface{}{"ports": v}
-		}
-	}
 	if payloadKinds[gk] {
 		for _, f := range []string{"data", "binaryData"} {
 			if v, ok := obj.Object[f].(map[string]interface{}); ok && len(v) > 0 {
@@ -200,8 +195,16 @@ func derivedParts(gk schema.GroupKind, obj *unstructured.Unstructured) map[strin
 			}
 		}
 	}
+	if gk == serviceKind {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "ports"); ok {
+			out["spec"] = map[string]interface{}{"ports": v}
+		}
+	}
 	return out
 }
+
+// serviceKind is the kind whose ports a derived prediction may change.
+var serviceKind = schema.GroupKind{Kind: "Service"}
 
 // Comparable is the form objects are compared in: as the server holds them
 // (ServerForm: a Secret's stringData folded into data), without

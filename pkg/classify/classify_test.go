@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -306,12 +305,14 @@ status: {replicas: 2}
 }
 
 // TestClassifyDerivedPayload: a derived prediction of a ConfigMap's or a
-// Secret's payload (predict.Derive) gets the verdict the same object gets
+// Secret's payload or a Service's ports (predict.Derive) gets the verdict the same object gets
 // as a server's answer, also with Secret values masked as the planner masks
 // them.
 func TestClassifyDerivedPayload(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, labels: {app: a}}\n"
 	const secret = "apiVersion: v1\nkind: Secret\ntype: Opaque\nmetadata: {name: s, namespace: ns}\n"
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns, labels: {app: a}}\n" +
+		"spec: {type: ClusterIP, clusterIP: 10.0.0.1, selector: {app: a}, ports: [{protocol: TCP, port: 80, targetPort: "
 	tests := []struct {
 		name            string
 		kind            string
@@ -328,6 +329,9 @@ func TestClassifyDerivedPayload(t *testing.T) {
 		{name: "secret value changed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czQ=, user: dQ==}\n"},
 		{name: "secret key removed", kind: "Secret", live: secret + "data: {pw: czM=, user: dQ==}\n", predicted: secret + "data: {pw: czM=}\n"},
 		{name: "secret unchanged", kind: "Secret", live: secret + "data: {pw: czM=}\n", predicted: secret + "data: {pw: czM=}\n", noop: true},
+		{name: "service port changed", kind: "Service", live: svc + "80}]}\n", predicted: svc + "8080}]}\n"},
+		{name: "service port and a label", kind: "Service", live: svc + "80}]}\n", predicted: strings.Replace(svc, "app: a", "app: b", 1) + "81}]}\n"},
+		{name: "service ports unchanged", kind: "Service", live: svc + "80}]}\n", predicted: svc + "80}]}\n", noop: true},
 	}
 	c := New()
 	for _, tc := range tests {
@@ -335,32 +339,6 @@ func TestClassifyDerivedPayload(t *testing.T) {
 			m := redact.NewMasker()
 			live, predicted := m.Object(obj(t, tc.live)), m.Object(obj(t, tc.predicted))
 			u := Update{GroupKind: schema.GroupKind{Kind: tc.kind}, Live: live, Local: predicted, Predicted: predicted, Secret: tc.kind == "Secret"}
-			derivedLikeServer(t, c, u, tc.noop)
-		})
-	}
-}
-
-// TestClassifyDerivedServicePorts: a derived prediction of a Service's
-// ports (predict.Derive) gets the verdict the same object gets as a
-// server's answer; it was classified a no-op when only labels, annotations
-// and payload were compared.
-func TestClassifyDerivedServicePorts(t *testing.T) {
-	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns, labels: {app: a}}\nspec: {clusterIP: 10.0.0.1, selector: {app: a}, ports: %s}\n"
-	port80 := "[{port: 80, protocol: TCP, targetPort: 80}]"
-	tests := []struct {
-		name, live, predicted string
-		noop                  bool
-	}{
-		{name: "port number", live: port80, predicted: "[{port: 8080, protocol: TCP, targetPort: 8080}]"},
-		{name: "port added", live: port80, predicted: "[{name: a, port: 80, protocol: TCP, targetPort: 80}, {name: b, port: 81, protocol: TCP, targetPort: 81}]"},
-		{name: "appProtocol", live: port80, predicted: "[{port: 80, protocol: TCP, targetPort: 80, appProtocol: http}]"},
-		{name: "unchanged", live: port80, predicted: port80, noop: true},
-	}
-	c := New()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			predicted := obj(t, fmt.Sprintf(svc, tc.predicted))
-			u := Update{GroupKind: schema.GroupKind{Kind: "Service"}, Live: obj(t, fmt.Sprintf(svc, tc.live)), Local: predicted, Predicted: predicted}
 			derivedLikeServer(t, c, u, tc.noop)
 		})
 	}
