@@ -303,12 +303,14 @@ func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, er
 // ApplyChange's merged object, without asking it, under Derive's rules for
 // Helm 3's patches: the change from live to merged must be one Derive
 // predicts (labels, annotations, a ConfigMap's or an Opaque Secret's
-// payload, valid, not immutable). Otherwise it returns nil and why the
-// server must be asked. The change is handed to Derive as a merge patch:
-// on the maps of strings Derive accepts, a JSON merge patch and a
-// strategic merge patch are the same, and Derive refuses every other
-// field. The result carries merged's managed fields: helm's, as the field
-// manager recorded them.
+// payload, a ClusterIP Service's ports, a Deployment's container images;
+// valid, not immutable). Otherwise it returns nil and why the server must
+// be asked. The change is handed to Derive as the JSON merge patch from
+// live to merged: on the maps of strings a JSON merge patch and a
+// strategic merge patch are the same; a list in spec is given whole, as
+// merged holds it, and then defaulted as the server defaults the merge.
+// The result carries merged's managed fields: helm's, as the field manager
+// recorded them.
 func DeriveApply(live, merged *unstructured.Unstructured) (*unstructured.Unstructured, string) {
 	diff := mergePatch(withoutManagedFields(live).Object, withoutManagedFields(merged).Object)
 	out, why := derive(live, diff, specMerged)

@@ -29,6 +29,8 @@ const (
 
 // derivable are the built-in kinds whose metadata-only patch Derive
 // predicts, and how far; docs/performance.md gives the evidence per kind.
+// Of spec, Derive predicts a ClusterIP Service's ports (patchServicePorts)
+// and a Deployment's container images (patchImages) only.
 // Left out on purpose: Namespace (the server forces a label and PodSecurity
 // reads them), Pod and Node (annotation validation, NodeRestriction),
 // PersistentVolumeClaim (the storage-class annotation is immutable), RBAC
@@ -62,9 +64,12 @@ var payloads = map[schema.GroupKind]map[string]bool{
 // client-side patch of live — without asking it — when the patch changes
 // nothing but top-level metadata labels (and, for some kinds, annotations)
 // of a kind in derivable and, for a ConfigMap or an Opaque Secret, its
-// payload (data, binaryData, a Secret's stringData), to values the server's
-// validation accepts (apimachinery's ObjectMeta validation; payload keys,
-// the 1 MiB payload limit, a ConfigMap key in both data and binaryData).
+// payload (data, binaryData, a Secret's stringData), for a ClusterIP Service
+// its ports, for a Deployment its containers' images, to values the
+// server's validation accepts (apimachinery's ObjectMeta validation;
+// payload keys, the 1 MiB payload limit, a ConfigMap key in both data and
+// binaryData; the Service port rules; a set image) and, for an image, a
+// pod template the server's warnings say nothing about.
 // Otherwise it returns nil and why the server must be asked: a patch the
 // server would refuse is asked about, so the report carries its own answer.
 //
