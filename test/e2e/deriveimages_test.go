@@ -27,7 +27,7 @@ type imagesCase struct {
 	pod                 string // v1, and v2 with nginx:1.25 bumped to nginx:1.26
 	v1, v2              string
 	labels              [2]string // metadata labels of version 1 and 2, if any
-	annotations         string    // pod template annotations, if any
+	annotations         string    // pod template annotations, if any (%d: the version)
 	prediction, class   string
 	prediction4, class4 string
 	warns               string
@@ -78,6 +78,15 @@ var imagesCases = []imagesCase{
 	{name: "cpu", pod: "containers: [{name: app, image: 'nginx:1.25', resources: {limits: {memory: 512Mi, cpu: 500m}}}]", prediction: "derived", class: "rolling"},
 	// Not an image reference, yet what a template's validation accepts.
 	{name: "oddref", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'Not A//valid::ref'}]", prediction: "derived", class: "rolling"},
+	// The pull policy defaulted at the install (IfNotPresent for a tag,
+	// Always for latest or none) is kept: it is not defaulted again.
+	{name: "latest", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'nginx:latest'}]", prediction: "derived", class: "rolling"},
+	{name: "untagged", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: nginx}]", prediction: "derived", class: "rolling"},
+	{name: "fromuntagged", v1: "containers: [{name: app, image: nginx}]", v2: "containers: [{name: app, image: 'nginx:1.26'}]", prediction: "derived", class: "rolling"},
+	{name: "tagdigest", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'nginx:1.26@" + imagesDigest[len("nginx@"):] + "'}]", prediction: "derived", class: "rolling"},
+	{name: "sidecar", v1: "initContainers: [{name: proxy, image: 'envoy:1.30', restartPolicy: Always}], containers: [{name: app, image: 'nginx:1.25'}]",
+		v2: "initContainers: [{name: proxy, image: 'envoy:1.31', restartPolicy: Always}], containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
+	{name: "checksum", annotations: "checksum/config: abc", pod: "containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
 	{name: "rich", pod: imagesRich, prediction: "derived", class: "rolling"},
 
 	// Asked: more than the images changes.
@@ -89,6 +98,8 @@ var imagesCases = []imagesCase{
 	// them again (0.5Gi against the live 512Mi), and Helm 4's apply holds
 	// them, so more than the images changes.
 	{name: "noncanonical", pod: "containers: [{name: app, image: 'nginx:1.25', resources: {limits: {memory: '0.5Gi', cpu: '0.5'}}}]", prediction: "server", class: "rolling"},
+	// The commonest upgrade beside the image: a config checksum changes.
+	{name: "rechecked", annotations: "checksum/config: 'sum%d'", pod: "containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling"},
 	{name: "added", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'nginx:1.26'}, {name: side, image: 'busybox:1.36'}]", prediction: "server", class: "rolling"},
 	// Asked: the server warns about the template.
 	{name: "betaos", pod: "nodeSelector: {beta.kubernetes.io/os: linux}, containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling", warns: "nodeSelector[beta.kubernetes.io/os]"},
@@ -139,8 +150,11 @@ func imagesChart(t *testing.T, version int, helm4 bool) string {
 			meta = "metadata: {name: " + ic.name + ", labels: {" + l + "}}"
 		}
 		tplMeta := "{labels: {app: " + ic.name + "}}"
-		if ic.annotations != "" {
-			tplMeta = "{labels: {app: " + ic.name + "}, annotations: {" + ic.annotations + "}}"
+		if a := ic.annotations; a != "" {
+			if strings.Contains(a, "%d") {
+				a = fmt.Sprintf(a, version)
+			}
+			tplMeta = "{labels: {app: " + ic.name + "}, annotations: {" + a + "}}"
 		}
 		pod := ic.v1
 		switch {
@@ -269,5 +283,50 @@ func settled(t *testing.T, c *testcluster.Cluster, ns string) {
 			}
 		}
 		return true
+	})
+}
+
+// podSecurityImagesChart is two Deployments whose only change is their
+// image: one whose template passes PodSecurity's restricted level, one
+// whose template does not.
+func podSecurityImagesChart(t *testing.T, image string) string {
+	deployment := func(name, podSecurity, containerSecurity string) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %[1]s}\nspec:\n  replicas: 0\n"+
+			"  selector: {matchLabels: {app: %[1]s}}\n  template:\n    metadata: {labels: {app: %[1]s}}\n"+
+			"    spec: {%[2]scontainers: [{name: app, image: '%[3]s'%[4]s}]}\n", name, podSecurity, image, containerSecurity)
+	}
+	return writeChart(t, "psa", "1.0.0", map[string]string{
+		"compliant.yaml": deployment("compliant", "securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}, ",
+			", securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}"),
+		"plain.yaml": deployment("plain", "", ""),
+	})
+}
+
+// TestDerivedImagesPodSecurity: in a namespace labelled warn: restricted,
+// the image change of a Deployment whose template passes restricted is
+// derived, with no warning either way, and that of one whose template
+// fails it is asked, the default plan printing the server's PodSecurity
+// warning as --server-dry-run=all does; Helm 3 and Helm 4 releases alike.
+func TestDerivedImagesPodSecurity(t *testing.T) {
+	c := testcluster.Get(t)
+	eachHelm(t, c, func(t *testing.T, bin string) {
+		ns := c.Namespace(t)
+		warnRestricted(t, c, ns)
+		mustBin(t, c, bin, "install", "psa", podSecurityImagesChart(t, "nginx:1.25"), "-n", ns)
+		settled(t, c, ns)
+		byDefault, asked, r1, r2, sent := planBothWays(t, c, ns, "psa", podSecurityImagesChart(t, "nginx:1.26"), "deployments")
+		var outcomes []string
+		for _, d := range []struct{ name, prediction string }{{"compliant", "derived"}, {"plain", "server"}} {
+			_, outcome := compareChange(t, byDefault, asked, "Deployment", d.name, d.prediction, "rolling", sent)
+			outcomes = append(outcomes, outcome)
+		}
+		logOutcomes(t, r1, r2, outcomes, sent)
+		w1, w2 := podSecurityWarnings(r1.Stderr), podSecurityWarnings(r2.Stderr)
+		if len(w2) != 1 || !strings.Contains(w2[0], `"restricted:latest"`) {
+			t.Errorf("--server-dry-run=all: PodSecurity warnings %q, want one, of the plain Deployment", w2)
+		}
+		if !slices.Equal(w1, w2) {
+			t.Errorf("PodSecurity warnings differ:\ndefault %q\nall     %q", w1, w2)
+		}
 	})
 }
