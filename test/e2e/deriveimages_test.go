@@ -87,6 +87,21 @@ var imagesCases = []imagesCase{
 	{name: "sidecar", v1: "initContainers: [{name: proxy, image: 'envoy:1.30', restartPolicy: Always}], containers: [{name: app, image: 'nginx:1.25'}]",
 		v2: "initContainers: [{name: proxy, image: 'envoy:1.31', restartPolicy: Always}], containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
 	{name: "checksum", annotations: "checksum/config: abc", pod: "containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
+	// What charts render from empty values (helm create's chart renders
+	// both securityContexts and resources as {}): derived where the server
+	// stores what Helm's patch or apply leaves, asked where they send an
+	// empty list or map the live object lacks (the server drops it), or a
+	// null the server puts back (resources: {}), and Helm 4's apply of a
+	// null env.
+	{name: "emptyres", pod: "containers: [{name: app, image: 'nginx:1.25', resources: {}}]", prediction: "derived", class: "rolling"},
+	{name: "emptypodsc", pod: "securityContext: {}, containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
+	{name: "emptysc", pod: "containers: [{name: app, image: 'nginx:1.25', securityContext: {}}]", prediction: "derived", class: "rolling"},
+	{name: "nullvolumes", pod: "volumes: null, containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
+	{name: "nullenv", pod: "containers: [{name: app, image: 'nginx:1.25', env: null}]", prediction: "derived", class: "rolling", prediction4: "server"},
+	{name: "nullres", pod: "containers: [{name: app, image: 'nginx:1.25', resources: null}]", prediction: "server", class: "rolling"},
+	{name: "emptyenv", pod: "containers: [{name: app, image: 'nginx:1.25', env: []}]", prediction: "server", class: "rolling"},
+	{name: "emptyvolumes", pod: "volumes: [], containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling"},
+	{name: "emptyselector", pod: "nodeSelector: {}, tolerations: [], containers: [{name: app, image: 'nginx:1.25', ports: []}]", prediction: "server", class: "rolling"},
 	{name: "rich", pod: imagesRich, prediction: "derived", class: "rolling"},
 
 	// Asked: more than the images changes.
