@@ -317,31 +317,46 @@ func podSecurityImagesChart(t *testing.T, image string) string {
 	})
 }
 
-// TestDerivedImagesPodSecurity: in a namespace labelled warn: restricted,
-// the image change of a Deployment whose template passes restricted is
-// derived, with no warning either way, and that of one whose template
-// fails it is asked, the default plan printing the server's PodSecurity
-// warning as --server-dry-run=all does; Helm 3 and Helm 4 releases alike.
+// TestDerivedImagesPodSecurity: in a namespace whose PodSecurity warn level
+// is restricted (its warn label, or its enforce label, which a warn level
+// follows), the image change of a Deployment whose template passes
+// restricted is derived, with no warning either way, and that of one whose
+// template fails it is asked, the default plan printing the server's
+// PodSecurity warning as --server-dry-run=all does; at baseline, which
+// both pass, both are derived. Helm 3 and Helm 4 releases alike.
 func TestDerivedImagesPodSecurity(t *testing.T) {
 	c := testcluster.Get(t)
+	levels := []struct{ name, labels, plain, warning string }{
+		{"warn", `"pod-security.kubernetes.io/warn":"restricted"`, "server", `"restricted:latest"`},
+		{"pinned", `"pod-security.kubernetes.io/warn":"restricted","pod-security.kubernetes.io/warn-version":"v1.30"`, "server", `"restricted:v1.30"`},
+		{"enforce", `"pod-security.kubernetes.io/enforce":"restricted"`, "server", `"restricted:latest"`},
+		{"baseline", `"pod-security.kubernetes.io/warn":"baseline"`, "derived", ""},
+	}
 	eachHelm(t, c, func(t *testing.T, bin string) {
-		ns := c.Namespace(t)
-		warnRestricted(t, c, ns)
-		mustBin(t, c, bin, "install", "psa", podSecurityImagesChart(t, "nginx:1.25"), "-n", ns)
-		settled(t, c, ns)
-		byDefault, asked, r1, r2, sent := planBothWays(t, c, ns, "psa", podSecurityImagesChart(t, "nginx:1.26"), "deployments")
-		var outcomes []string
-		for _, d := range []struct{ name, prediction string }{{"compliant", "derived"}, {"plain", "server"}} {
-			_, outcome := compareChange(t, byDefault, asked, "Deployment", d.name, d.prediction, "rolling", sent)
-			outcomes = append(outcomes, outcome)
-		}
-		logOutcomes(t, r1, r2, outcomes, sent)
-		w1, w2 := podSecurityWarnings(r1.Stderr), podSecurityWarnings(r2.Stderr)
-		if len(w2) != 1 || !strings.Contains(w2[0], `"restricted:latest"`) {
-			t.Errorf("--server-dry-run=all: PodSecurity warnings %q, want one, of the plain Deployment", w2)
-		}
-		if !slices.Equal(w1, w2) {
-			t.Errorf("PodSecurity warnings differ:\ndefault %q\nall     %q", w1, w2)
+		for _, level := range levels {
+			t.Run(level.name, func(t *testing.T) {
+				ns := c.Namespace(t)
+				labelNamespace(t, c, ns, level.labels)
+				mustBin(t, c, bin, "install", "psa", podSecurityImagesChart(t, "nginx:1.25"), "-n", ns)
+				settled(t, c, ns)
+				byDefault, asked, r1, r2, sent := planBothWays(t, c, ns, "psa", podSecurityImagesChart(t, "nginx:1.26"), "deployments")
+				var outcomes []string
+				for _, d := range []struct{ name, prediction string }{{"compliant", "derived"}, {"plain", level.plain}} {
+					_, outcome := compareChange(t, byDefault, asked, "Deployment", d.name, d.prediction, "rolling", sent)
+					outcomes = append(outcomes, outcome)
+				}
+				logOutcomes(t, r1, r2, outcomes, sent)
+				w1, w2 := podSecurityWarnings(r1.Stderr), podSecurityWarnings(r2.Stderr)
+				if level.warning == "" && len(w2) != 0 {
+					t.Errorf("--server-dry-run=all: PodSecurity warnings %q, want none", w2)
+				}
+				if level.warning != "" && (len(w2) != 1 || !strings.Contains(w2[0], level.warning)) {
+					t.Errorf("--server-dry-run=all: PodSecurity warnings %q, want one of %s, of the plain Deployment", w2, level.warning)
+				}
+				if !slices.Equal(w1, w2) {
+					t.Errorf("PodSecurity warnings differ:\ndefault %q\nall     %q", w1, w2)
+				}
+			})
 		}
 	})
 }

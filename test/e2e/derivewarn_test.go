@@ -138,8 +138,14 @@ func eachHelm(t *testing.T, c *testcluster.Cluster, body func(t *testing.T, bin 
 // restricted level.
 func warnRestricted(t *testing.T, c *testcluster.Cluster, ns string) {
 	t.Helper()
-	label := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/warn":"restricted"}}}`)
-	if _, err := c.Clientset(t).CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
+	labelNamespace(t, c, ns, `"pod-security.kubernetes.io/warn":"restricted"`)
+}
+
+// labelNamespace sets labels (JSON members) on namespace ns.
+func labelNamespace(t *testing.T, c *testcluster.Cluster, ns, labels string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{` + labels + `}}}`)
+	if _, err := c.Clientset(t).CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("labelling namespace %s: %v", ns, err)
 	}
 }
