@@ -102,6 +102,12 @@ var imagesCases = []imagesCase{
 	{name: "emptyenv", pod: "containers: [{name: app, image: 'nginx:1.25', env: []}]", prediction: "server", class: "rolling"},
 	{name: "emptyvolumes", pod: "volumes: [], containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling"},
 	{name: "emptyselector", pod: "nodeSelector: {}, tolerations: [], containers: [{name: app, image: 'nginx:1.25', ports: []}]", prediction: "server", class: "rolling"},
+	{name: "hostport", pod: "containers: [{name: app, image: 'nginx:1.25', ports: [{containerPort: 8080, hostPort: 8080}]}]", prediction: "derived", class: "rolling"},
+	{name: "tcpudp", pod: "containers: [{name: app, image: 'nginx:1.25', ports: [{containerPort: 53}]}, {name: side, image: 'busybox:1.36', ports: [{containerPort: 53, protocol: UDP}]}]", prediction: "derived", class: "rolling"},
+	{name: "volumes", pod: "volumes: [{name: a, emptyDir: {}}, {name: b, secret: {secretName: s, items: [{key: k, path: k}]}}, " +
+		"{name: d, persistentVolumeClaim: {claimName: data}}, {name: e, hostPath: {path: /var/log}}], containers: [{name: app, image: 'nginx:1.25'}]", prediction: "derived", class: "rolling"},
+	{name: "probes", pod: "serviceAccountName: default, tolerations: [{key: k, operator: Exists}], containers: [{name: app, image: 'nginx:1.25', " +
+		"livenessProbe: {httpGet: {path: /, port: 80}}, readinessProbe: {tcpSocket: {port: 80}}, lifecycle: {preStop: {sleep: {seconds: 5}}}}]", prediction: "derived", class: "rolling"},
 	{name: "rich", pod: imagesRich, prediction: "derived", class: "rolling"},
 
 	// Asked: more than the images changes.
@@ -115,6 +121,11 @@ var imagesCases = []imagesCase{
 	{name: "noncanonical", pod: "containers: [{name: app, image: 'nginx:1.25', resources: {limits: {memory: '0.5Gi', cpu: '0.5'}}}]", prediction: "server", class: "rolling"},
 	// The commonest upgrade beside the image: a config checksum changes.
 	{name: "rechecked", annotations: "checksum/config: 'sum%d'", pod: "containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling"},
+	// A downward API item's fieldRef, whose apiVersion the server
+	// defaults: the items are an atomic list, which Helm 3's patch and
+	// Helm 4's apply send whole, without it.
+	{name: "downward", pod: "volumes: [{name: c, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}], containers: [{name: app, image: 'nginx:1.25'}]",
+		prediction: "server", class: "rolling"},
 	{name: "added", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'nginx:1.26'}, {name: side, image: 'busybox:1.36'}]", prediction: "server", class: "rolling"},
 	// Asked: the server warns about the template.
 	{name: "betaos", pod: "nodeSelector: {beta.kubernetes.io/os: linux}, containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling", warns: "nodeSelector[beta.kubernetes.io/os]"},
