@@ -126,6 +126,9 @@ var imagesCases = []imagesCase{
 	// Helm 4's apply send whole, without it.
 	{name: "downward", pod: "volumes: [{name: c, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}], containers: [{name: app, image: 'nginx:1.25'}]",
 		prediction: "server", class: "rolling"},
+	// A field the server does not know: Helm 3's patch sends it every time
+	// (the live object lacks it).
+	{name: "unknown", pod: "containers: [{name: app, image: 'nginx:1.25', colour: blue}]", prediction: "server", class: "rolling", helm3: true},
 	{name: "added", v1: "containers: [{name: app, image: 'nginx:1.25'}]", v2: "containers: [{name: app, image: 'nginx:1.26'}, {name: side, image: 'busybox:1.36'}]", prediction: "server", class: "rolling"},
 	// Asked: the server warns about the template.
 	{name: "betaos", pod: "nodeSelector: {beta.kubernetes.io/os: linux}, containers: [{name: app, image: 'nginx:1.25'}]", prediction: "server", class: "rolling", warns: "nodeSelector[beta.kubernetes.io/os]"},
