@@ -144,22 +144,9 @@ func derivedPorts(t *testing.T, c *testcluster.Cluster, ns string, helm4 bool) {
 			t.Fatalf("drifting Service/%s: %v", pc.name, err)
 		}
 	}
-	next := portsChart(t, 2)
-	before := auditMark(t, c)
-	byDefault, r1 := planJSON(t, c, "app", next, "-n", ns, "--debug")
-	var sent map[string]int
-	if !c.UserCluster {
-		sent = dryRunObjects(t, c, ns, before, "services")
-	}
-	assertOnlyDryRunWrites(t, c, ns, before)
-	asked, r2 := planJSON(t, c, "app", next, "-n", ns, "--server-dry-run=all")
-	if r1.Code != r2.Code {
-		t.Errorf("exit %d by default, %d with --server-dry-run=all\n%s\n%s", r1.Code, r2.Code, r1.Stderr, r2.Stderr)
-	}
+	byDefault, asked, r1, r2, sent := planBothWays(t, c, ns, "app", portsChart(t, 2), "services")
 	var outcomes []string
 	for _, pc := range portsCases {
-		d, a := byDefault.change(t, "Service", pc.name), asked.change(t, "Service", pc.name)
-		outcomes = append(outcomes, fmt.Sprintf("%s: %s %s %s / %s %s %s", pc.name, d.Action, d.Class, d.Prediction, a.Action, a.Class, a.Prediction))
 		prediction, class := pc.prediction, pc.class
 		if helm4 && pc.prediction4 != "" {
 			prediction = pc.prediction4
@@ -167,25 +154,45 @@ func derivedPorts(t *testing.T, c *testcluster.Cluster, ns string, helm4 bool) {
 		if helm4 && pc.class4 != "" {
 			class = pc.class4
 		}
-		if prediction != "" && d.Prediction != prediction {
-			t.Errorf("Service/%s: prediction %q by default, want %q: %s %s %+v", pc.name, d.Prediction, prediction, d.Action, d.Class, d.Reasons)
-		}
-		if a.Action == "update" && a.Prediction != "server" {
-			t.Errorf("Service/%s: prediction %q with --server-dry-run=all, want server", pc.name, a.Prediction)
-		}
-		if class != "" && d.Class != class {
-			t.Errorf("Service/%s: class %q, want %q: %+v", pc.name, d.Class, class, d.Reasons)
-		}
+		d, outcome := compareChange(t, byDefault, asked, "Service", pc.name, prediction, class, sent)
+		outcomes = append(outcomes, outcome)
 		if pc.drift != "" && len(d.Drift) == 0 {
 			t.Errorf("Service/%s: no drift shown of the port added by hand", pc.name)
 		}
-		if !reflect.DeepEqual(verdict(d), verdict(a)) {
-			t.Errorf("Service/%s: derived and server verdicts differ:\ndefault %+v\nall     %+v", pc.name, d, a)
-		}
-		if sent != nil && (sent[pc.name] > 0) != (d.Prediction == "server") {
-			t.Errorf("Service/%s: %d dry-runs by default, prediction %q", pc.name, sent[pc.name], d.Prediction)
-		}
 	}
+	logOutcomes(t, r1, r2, outcomes, sent)
+}
+
+// compareChange checks kind/name's change in the default plan byDefault
+// against the one of asked, planned with --server-dry-run=all: the
+// prediction and class wanted (unless ""), the same verdict, and a
+// dry-run sent (sent, unless nil) exactly if the server was asked. It
+// returns the default plan's change and a line saying both.
+func compareChange(t *testing.T, byDefault, asked *jsonPlan, kind, name, prediction, class string, sent map[string]int) (jsonChange, string) {
+	t.Helper()
+	d, a := byDefault.change(t, kind, name), asked.change(t, kind, name)
+	if prediction != "" && d.Prediction != prediction {
+		t.Errorf("%s/%s: prediction %q by default, want %q: %s %s %+v", kind, name, d.Prediction, prediction, d.Action, d.Class, d.Reasons)
+	}
+	if a.Action == "update" && a.Prediction != "server" {
+		t.Errorf("%s/%s: prediction %q with --server-dry-run=all, want server", kind, name, a.Prediction)
+	}
+	if class != "" && d.Class != class {
+		t.Errorf("%s/%s: class %q, want %q: %+v", kind, name, d.Class, class, d.Reasons)
+	}
+	if !reflect.DeepEqual(verdict(d), verdict(a)) {
+		t.Errorf("%s/%s: derived and server verdicts differ:\ndefault %+v\nall     %+v", kind, name, d, a)
+	}
+	if sent != nil && (sent[name] > 0) != (d.Prediction == "server") {
+		t.Errorf("%s/%s: %d dry-runs by default, prediction %q", kind, name, sent[name], d.Prediction)
+	}
+	return d, fmt.Sprintf("%s: %s %s %s / %s %s %s", name, d.Action, d.Class, d.Prediction, a.Action, a.Class, a.Prediction)
+}
+
+// logOutcomes logs the lines of compareChange and the objects the default
+// plan sent to the server.
+func logOutcomes(t *testing.T, r1, r2 result, outcomes []string, sent map[string]int) {
+	t.Helper()
 	t.Logf("default / --server-dry-run=all (exit %d, %d):\n%s", r1.Code, r2.Code, strings.Join(outcomes, "\n"))
 	if sent != nil {
 		var names []string
@@ -193,8 +200,33 @@ func derivedPorts(t *testing.T, c *testcluster.Cluster, ns string, helm4 bool) {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		t.Logf("Services sent by default: %v", names)
+		t.Logf("sent by default: %v", names)
 	}
+}
+
+// planBothWays plans chart next of release in ns by default (with --debug)
+// and with --server-dry-run=all, checking that the default plan wrote
+// nothing and that both exit alike, and returns both plans and runs and,
+// unless on a user's cluster, the default plan's dry-runs of objects of
+// resources, per name.
+func planBothWays(t *testing.T, c *testcluster.Cluster, ns, release, next string, resources ...string) (byDefault, asked *jsonPlan, r1, r2 result, sent map[string]int) {
+	t.Helper()
+	before := auditMark(t, c)
+	byDefault, r1 = planJSON(t, c, release, next, "-n", ns, "--debug")
+	if !c.UserCluster {
+		sent = map[string]int{}
+		for _, resource := range resources {
+			for name, n := range dryRunObjects(t, c, ns, before, resource) {
+				sent[name] += n
+			}
+		}
+	}
+	assertOnlyDryRunWrites(t, c, ns, before)
+	asked, r2 = planJSON(t, c, release, next, "-n", ns, "--server-dry-run=all")
+	if r1.Code != r2.Code {
+		t.Errorf("exit %d by default, %d with --server-dry-run=all\n%s\n%s", r1.Code, r2.Code, r1.Stderr, r2.Stderr)
+	}
+	return byDefault, asked, r1, r2, sent
 }
 
 // dryRunObjects counts, per object name, the tool's dry-run PATCHes of

@@ -64,68 +64,88 @@ func podSecurityWarnings(stderr string) []string {
 // privileged) is TestDerivedChartBump: everything derived.
 func TestDerivedBumpKeepsPodSecurityWarning(t *testing.T) {
 	c := testcluster.Get(t)
-	for _, helm := range []string{"helm3", "helm4"} {
-		t.Run(helm, func(t *testing.T) {
-			ns := c.Namespace(t)
-			label := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/warn":"restricted"}}}`)
-			if _, err := c.Clientset(t).CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
-				t.Fatalf("labelling namespace %s: %v", ns, err)
-			}
-			bin := c.Helm3
-			if helm == "helm4" {
-				bin = c.Helm4
-			}
-			mustBin(t, c, bin, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
-			mustBin(t, c, bin, "install", "ok", compliantChart(t, "1.0.0"), "-n", ns)
+	eachHelm(t, c, func(t *testing.T, bin string) {
+		ns := c.Namespace(t)
+		warnRestricted(t, c, ns)
+		mustBin(t, c, bin, "install", "app", bumpChart(t, "1.0.0"), "-n", ns)
+		mustBin(t, c, bin, "install", "ok", compliantChart(t, "1.0.0"), "-n", ns)
 
-			warnings := map[string][]string{}
-			for _, mode := range []string{"needed", "all"} {
-				before := auditMark(t, c)
-				p, r := planJSON(t, c, "app", bumpChart(t, "2.0.0"), "-n", ns, "--server-dry-run="+mode)
-				if r.Code != 0 {
-					t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
-				}
-				warnings[mode] = podSecurityWarnings(r.Stderr)
-				n := dryRunPatches(t, c, ns, before) // Helm 4's dry-run applies are PATCHes too
-				for _, o := range bumped {
-					want, prediction := 1, "server"
-					if mode == "needed" && o.kind != "Deployment" {
-						want, prediction = 0, "derived"
-					}
-					if n[o.resource] != want {
-						t.Errorf("--server-dry-run=%s: %s/%s: %d dry-runs, want %d", mode, o.kind, o.name, n[o.resource], want)
-					}
-					if got := p.change(t, o.kind, o.name).Prediction; got != prediction {
-						t.Errorf("--server-dry-run=%s: %s/%s: prediction %q, want %q", mode, o.kind, o.name, got, prediction)
-					}
-				}
-				assertOnlyDryRunWrites(t, c, ns, before)
-			}
-			if len(warnings["all"]) == 0 || !strings.Contains(warnings["all"][0], `"restricted:latest"`) {
-				t.Fatalf("--server-dry-run=all printed no PodSecurity warning for the Deployment: %q", warnings["all"])
-			}
-			if !slices.Equal(warnings["needed"], warnings["all"]) {
-				t.Errorf("PodSecurity warnings differ:\ndefault %q\nall     %q", warnings["needed"], warnings["all"])
-			}
-
+		warnings := map[string][]string{}
+		for _, mode := range []string{"needed", "all"} {
 			before := auditMark(t, c)
-			p, r := planJSON(t, c, "ok", compliantChart(t, "2.0.0"), "-n", ns)
+			p, r := planJSON(t, c, "app", bumpChart(t, "2.0.0"), "-n", ns, "--server-dry-run="+mode)
 			if r.Code != 0 {
-				t.Fatalf("compliant: exit %d\n%s", r.Code, r.Stderr)
+				t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
 			}
-			if got := p.change(t, "Deployment", "safe").Prediction; got != "derived" {
-				t.Errorf("a template passing restricted: prediction %q, want derived", got)
+			warnings[mode] = podSecurityWarnings(r.Stderr)
+			n := dryRunPatches(t, c, ns, before) // Helm 4's dry-run applies are PATCHes too
+			for _, o := range bumped {
+				want, prediction := 1, "server"
+				if mode == "needed" && o.kind != "Deployment" {
+					want, prediction = 0, "derived"
+				}
+				if n[o.resource] != want {
+					t.Errorf("--server-dry-run=%s: %s/%s: %d dry-runs, want %d", mode, o.kind, o.name, n[o.resource], want)
+				}
+				if got := p.change(t, o.kind, o.name).Prediction; got != prediction {
+					t.Errorf("--server-dry-run=%s: %s/%s: prediction %q, want %q", mode, o.kind, o.name, got, prediction)
+				}
 			}
-			if n := dryRunPatches(t, c, ns, before); len(n) != 0 {
-				t.Errorf("a template passing restricted: dry-runs %v, want none", n)
-			}
-			if w := podSecurityWarnings(r.Stderr); len(w) != 0 {
-				t.Errorf("a template passing restricted: warnings %q", w)
-			}
-			_, r = planJSON(t, c, "ok", compliantChart(t, "2.0.0"), "-n", ns, "--server-dry-run=all")
-			if w := podSecurityWarnings(r.Stderr); r.Code != 0 || len(w) != 0 {
-				t.Errorf("a template passing restricted, --server-dry-run=all: exit %d, warnings %q (the server disagrees)\n%s", r.Code, w, r.Stderr)
-			}
-		})
+			assertOnlyDryRunWrites(t, c, ns, before)
+		}
+		if len(warnings["all"]) == 0 || !strings.Contains(warnings["all"][0], `"restricted:latest"`) {
+			t.Fatalf("--server-dry-run=all printed no PodSecurity warning for the Deployment: %q", warnings["all"])
+		}
+		if !slices.Equal(warnings["needed"], warnings["all"]) {
+			t.Errorf("PodSecurity warnings differ:\ndefault %q\nall     %q", warnings["needed"], warnings["all"])
+		}
+
+		before := auditMark(t, c)
+		p, r := planJSON(t, c, "ok", compliantChart(t, "2.0.0"), "-n", ns)
+		if r.Code != 0 {
+			t.Fatalf("compliant: exit %d\n%s", r.Code, r.Stderr)
+		}
+		if got := p.change(t, "Deployment", "safe").Prediction; got != "derived" {
+			t.Errorf("a template passing restricted: prediction %q, want derived", got)
+		}
+		if n := dryRunPatches(t, c, ns, before); len(n) != 0 {
+			t.Errorf("a template passing restricted: dry-runs %v, want none", n)
+		}
+		if w := podSecurityWarnings(r.Stderr); len(w) != 0 {
+			t.Errorf("a template passing restricted: warnings %q", w)
+		}
+		_, r = planJSON(t, c, "ok", compliantChart(t, "2.0.0"), "-n", ns, "--server-dry-run=all")
+		if w := podSecurityWarnings(r.Stderr); r.Code != 0 || len(w) != 0 {
+			t.Errorf("a template passing restricted, --server-dry-run=all: exit %d, warnings %q (the server disagrees)\n%s", r.Code, w, r.Stderr)
+		}
+	})
+}
+
+// eachHelm runs body as the subtests helm3 and helm4, with the helm binary
+// of each.
+func eachHelm(t *testing.T, c *testcluster.Cluster, body func(t *testing.T, bin string)) {
+	t.Helper()
+	for _, helm := range []string{"helm3", "helm4"} {
+		bin := c.Helm3
+		if helm == "helm4" {
+			bin = c.Helm4
+		}
+		t.Run(helm, func(t *testing.T) { body(t, bin) })
+	}
+}
+
+// warnRestricted labels namespace ns for PodSecurity to warn at the
+// restricted level.
+func warnRestricted(t *testing.T, c *testcluster.Cluster, ns string) {
+	t.Helper()
+	labelNamespace(t, c, ns, `"pod-security.kubernetes.io/warn":"restricted"`)
+}
+
+// labelNamespace sets labels (JSON members) on namespace ns.
+func labelNamespace(t *testing.T, c *testcluster.Cluster, ns, labels string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{` + labels + `}}}`)
+	if _, err := c.Clientset(t).CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling namespace %s: %v", ns, err)
 	}
 }

@@ -35,48 +35,42 @@ func serviceWarnChart(t *testing.T, version string) string {
 // --server-dry-run=all prints, for Helm 3 and Helm 4 releases alike.
 func TestDerivedBumpKeepsServiceWarnings(t *testing.T) {
 	c := testcluster.Get(t)
-	for _, helm := range []string{"helm3", "helm4"} {
-		t.Run(helm, func(t *testing.T) {
-			ns := c.Namespace(t)
-			bin := c.Helm3
-			if helm == "helm4" {
-				bin = c.Helm4
+	eachHelm(t, c, func(t *testing.T, bin string) {
+		ns := c.Namespace(t)
+		mustBin(t, c, bin, "install", "svc", serviceWarnChart(t, "1.0.0"), "-n", ns)
+		warnings := map[string][]string{}
+		for _, mode := range []string{"needed", "all"} {
+			before := auditMark(t, c)
+			p, r := planJSON(t, c, "svc", serviceWarnChart(t, "2.0.0"), "-n", ns, "--server-dry-run="+mode)
+			if r.Code != 0 {
+				t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
 			}
-			mustBin(t, c, bin, "install", "svc", serviceWarnChart(t, "1.0.0"), "-n", ns)
-			warnings := map[string][]string{}
-			for _, mode := range []string{"needed", "all"} {
-				before := auditMark(t, c)
-				p, r := planJSON(t, c, "svc", serviceWarnChart(t, "2.0.0"), "-n", ns, "--server-dry-run="+mode)
-				if r.Code != 0 {
-					t.Fatalf("--server-dry-run=%s: exit %d\n%s", mode, r.Code, r.Stderr)
+			warnings[mode] = warningLines(r.Stderr, "is deprecated")
+			asked := 0
+			for _, name := range []string{"plain", "ext", "close", "hints"} {
+				want := "server"
+				if mode == "needed" && name == "plain" {
+					want = "derived"
 				}
-				warnings[mode] = warningLines(r.Stderr, "is deprecated")
-				asked := 0
-				for _, name := range []string{"plain", "ext", "close", "hints"} {
-					want := "server"
-					if mode == "needed" && name == "plain" {
-						want = "derived"
-					}
-					if want == "server" {
-						asked++
-					}
-					if got := p.change(t, "Service", name).Prediction; got != want {
-						t.Errorf("--server-dry-run=%s: Service/%s: prediction %q, want %q", mode, name, got, want)
-					}
+				if want == "server" {
+					asked++
 				}
-				if n := dryRunPatches(t, c, ns, before)["services"]; n != asked {
-					t.Errorf("--server-dry-run=%s: %d Service dry-runs, want %d", mode, n, asked)
+				if got := p.change(t, "Service", name).Prediction; got != want {
+					t.Errorf("--server-dry-run=%s: Service/%s: prediction %q, want %q", mode, name, got, want)
 				}
-				assertOnlyDryRunWrites(t, c, ns, before)
 			}
-			if len(warnings["all"]) < 3 {
-				t.Fatalf("--server-dry-run=all printed %d Service warnings, want one for each of ext, close and hints: %q", len(warnings["all"]), warnings["all"])
+			if n := dryRunPatches(t, c, ns, before)["services"]; n != asked {
+				t.Errorf("--server-dry-run=%s: %d Service dry-runs, want %d", mode, n, asked)
 			}
-			if !slices.Equal(warnings["needed"], warnings["all"]) {
-				t.Errorf("Service warnings differ:\ndefault %q\nall     %q", warnings["needed"], warnings["all"])
-			}
-		})
-	}
+			assertOnlyDryRunWrites(t, c, ns, before)
+		}
+		if len(warnings["all"]) < 3 {
+			t.Fatalf("--server-dry-run=all printed %d Service warnings, want one for each of ext, close and hints: %q", len(warnings["all"]), warnings["all"])
+		}
+		if !slices.Equal(warnings["needed"], warnings["all"]) {
+			t.Errorf("Service warnings differ:\ndefault %q\nall     %q", warnings["needed"], warnings["all"])
+		}
+	})
 }
 
 // updateWarnChart is a Helm 4 release whose objects the API server warns
