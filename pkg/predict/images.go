@@ -61,7 +61,8 @@ func patchImages(obj map[string]interface{}, spec interface{}, how specChange, n
 		}
 		next, _ = patched["spec"].(map[string]interface{})
 	case specMerged:
-		next, _ = applyMergePatch(runtime.DeepCopyJSONValue(liveSpec), change).(map[string]interface{})
+		// Copies of both: the result shares nothing with merged.
+		next, _ = applyMergePatch(runtime.DeepCopyJSONValue(liveSpec), runtime.DeepCopyJSONValue(change)).(map[string]interface{})
 	}
 	if next == nil {
 		return "no spec after the patch"
@@ -77,8 +78,11 @@ func patchImages(obj map[string]interface{}, spec interface{}, how specChange, n
 	if why := podTemplateWarns(tpl); why != "" {
 		return why
 	}
+	meta, ok := obj["metadata"].(map[string]interface{})
+	if !ok {
+		return "live metadata is not a map"
+	}
 	obj["spec"] = next
-	meta, _ := obj["metadata"].(map[string]interface{})
 	gen, _ := meta["generation"].(int64)
 	meta["generation"] = gen + 1
 	return ""
