@@ -149,11 +149,10 @@ func (c *Classifier) Classify(u Update) Verdict {
 // derived classifies a derived prediction: Live with other top-level
 // labels or annotations and, for a ConfigMap or a Secret, another payload,
 // for a Service other ports, for a pod controller other container images,
-// and nothing else (predict.Derive). The
-// server's form of an object leaves those as they are (a Secret's data as
-// stored, base64 or masked; no empty map; ports as the server returns
-// them), so comparing them alone finds what comparing whole server forms
-// would, without decoding either object.
+// and nothing else (predict.Derive). The server's form of an object leaves
+// those as they are (a Secret's data as stored, base64 or masked; no empty
+// map; ports as the server returns them), so comparing them alone finds
+// what comparing whole server forms would, without decoding either object.
 func derived(u Update) Verdict {
 	live, predicted := derivedParts(u.GroupKind, u.Live), derivedParts(u.GroupKind, u.Predicted)
 	changed := ChangedPaths(live, predicted)

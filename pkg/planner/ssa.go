@@ -79,9 +79,8 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 // applied prev (the last release's object with the metadata Helm adds,
 // which next carries already) and, if so, whether the change may be one
 // predict.Derive predicts: a derivable kind, whose configuration differs
-// only in the fields Derive may change (labels, annotations, payload, a
-// Service's ports), so
-// the field manager's merge is not run for changes that must be asked.
+// only in the fields Derive may change (predict.Underivable), so the field
+// manager's merge is not run for changes that must be asked.
 func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed, derivable bool) {
 	// addHelmMetadata replaces the metadata it changes: a copy of the top
 	// level is enough to leave prev as it is.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -450,12 +451,12 @@ func Derivable(gk schema.GroupKind) bool {
 // container images. Only the maps and lists on the way to them are
 // copied.
 func Underivable(obj map[string]interface{}) map[string]interface{} {
-	out := shallowCopy(obj)
+	out := maps.Clone(obj)
 	for _, f := range []string{"data", "binaryData", "stringData"} {
 		delete(out, f)
 	}
 	if meta, ok := out["metadata"].(map[string]interface{}); ok {
-		meta = shallowCopy(meta)
+		meta = maps.Clone(meta)
 		delete(meta, "labels")
 		delete(meta, "annotations")
 		out["metadata"] = meta
@@ -467,7 +468,7 @@ func Underivable(obj map[string]interface{}) map[string]interface{} {
 	gk := schema.FromAPIVersionAndKind(fmt.Sprint(out["apiVersion"]), fmt.Sprint(out["kind"])).GroupKind()
 	switch {
 	case gk == serviceKind:
-		spec = shallowCopy(spec)
+		spec = maps.Clone(spec)
 		delete(spec, "ports")
 		out["spec"] = spec
 	case imageKinds[gk] != nil:

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -118,18 +119,18 @@ type imagelessSpec struct {
 }
 
 func imageless(spec map[string]interface{}) imagelessSpec {
-	out := imagelessSpec{spec: shallowCopy(spec)}
+	out := imagelessSpec{spec: maps.Clone(spec)}
 	tpl, ok := out.spec["template"].(map[string]interface{})
 	if !ok {
 		return imagelessSpec{why: "no pod template"}
 	}
-	tpl = shallowCopy(tpl)
+	tpl = maps.Clone(tpl)
 	out.spec["template"] = tpl
 	pod, ok := tpl["spec"].(map[string]interface{})
 	if !ok {
 		return imagelessSpec{why: "no pod spec"}
 	}
-	pod = shallowCopy(pod)
+	pod = maps.Clone(pod)
 	tpl["spec"] = pod
 	for _, list := range containerLists {
 		v, ok := pod[list]
@@ -150,20 +151,12 @@ func imageless(spec map[string]interface{}) imagelessSpec {
 			if !ok {
 				return imagelessSpec{why: fmt.Sprintf("%s[%d].image is not a string", list, i)}
 			}
-			c = shallowCopy(c)
+			c = maps.Clone(c)
 			delete(c, "image")
 			copied[i] = c
 			out.images = append(out.images, img)
 		}
 		pod[list] = copied
-	}
-	return out
-}
-
-func shallowCopy(m map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
