@@ -117,11 +117,15 @@ func yamlLines(c *plan.Change, obj *unstructured.Unstructured) ([]string, error)
 	return marshalLines(c, guard(c, obj.Object))
 }
 
-// marshalLines is yamlLines of content already guarded.
+// marshalLines is yamlLines of content already guarded: fastYAML's bytes,
+// which are yaml.v2's, or yaml.v2's where fastYAML does not know them.
 func marshalLines(c *plan.Change, content map[string]interface{}) ([]string, error) {
-	out, err := yaml.Marshal(content)
-	if err != nil {
-		return nil, fmt.Errorf("YAML of %s: %w", c.ID, err)
+	out, ok := fastYAML(content)
+	if !ok {
+		var err error
+		if out, err = yaml.Marshal(content); err != nil {
+			return nil, fmt.Errorf("YAML of %s: %w", c.ID, err)
+		}
 	}
 	lines := strings.SplitAfter(string(out), "\n")
 	if last := len(lines) - 1; lines[last] == "" {
