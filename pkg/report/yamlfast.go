@@ -229,7 +229,7 @@ var yamlReserved = map[string]bool{
 // plainString reports whether yaml.v2 writes s plain: it starts with a
 // letter, '/', '(' or '_' (resolve then reads it as a string unless it is
 // reserved, and none starts an indicator) or is an option (see option); it holds only letters, digits,
-// single spaces within it and ._/-=+@,() ; and no ':' that a space or the
+// single spaces within it and ._/-=+@,()% ; and no ':' that a space or the
 // end follows (": " is an indicator). Strings in yamlReserved are not
 // passed here.
 func plainString(s string) bool {
@@ -252,7 +252,7 @@ func plainString(s string) bool {
 			if s[i+1] == ' ' {
 				return false
 			}
-		case c == '.', c == '_', c == '/', c == '-', c == '=', c == '+', c == '@', c == ',', c == '(', c == ')':
+		case c == '.', c == '_', c == '/', c == '-', c == '=', c == '+', c == '@', c == ',', c == '(', c == ')', c == '%':
 		default:
 			return false
 		}
@@ -269,13 +269,13 @@ func option(s string) bool {
 
 // digitLed tells how yaml.v2 writes s, which starts with a digit, as its
 // resolve reads it plain: double-quoted when as a number (3, 0755, 0x1F,
-// 1.5, 1e3), plain when as a string (1.27.3, 500m, 10Gi). ok is false for
+// 1.5, 1e3), plain when as a string (1.27.3, 500m, 10Gi, 25%). ok is false for
 // what this writer leaves to yaml.v2: other characters than letters,
-// digits and .+- , what may be a date (YYYY-), "0b" (resolve's second
+// digits and .+-% , what may be a date (YYYY-), "0b" (resolve's second
 // reading of binary), and a float too large to parse.
 func digitLed(s string) (quoted, ok bool) {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isDigit(c) && !isLetter(c) && c != '.' && c != '-' && c != '+' {
+		if c := s[i]; !isDigit(c) && !isLetter(c) && c != '.' && c != '-' && c != '+' && c != '%' {
 			return false, false
 		}
 	}

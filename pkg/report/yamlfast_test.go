@@ -42,7 +42,7 @@ func TestFastYAML(t *testing.T) {
 	}{
 		{"scalars", map[string]interface{}{"s": "nginx", "i": int64(3), "n": 3, "f": 0.5, "g": float64(8080), "e": 1e21, "neg": -2.5, "b": true, "c": false, "z": nil}, true},
 		{"strings plain", map[string]interface{}{"image": "nginx:1.25", "path": "/usr/bin/env", "label": "app.kubernetes.io/name", "_u": "_x", "words": "hello world", "eq": "a=b,c+d@e", "paren": "(sensitive)", "trailing-colon-mid": "a:b:c"}, true},
-		{"digit-led", map[string]interface{}{"version": "1.27.3", "cpu": "500m", "mem": "1.5Gi", "tag": "16-alpine", "hex": "0x1F", "octal": "0o17", "exp": "1e5", "float": "16.6", "dot": "5.", "huge": "123456789012345678901234567890"}, true},
+		{"digit-led", map[string]interface{}{"version": "1.27.3", "cpu": "500m", "mem": "1.5Gi", "tag": "16-alpine", "surge": "25%", "pct": "a%", "hex": "0x1F", "octal": "0o17", "exp": "1e5", "float": "16.6", "dot": "5.", "huge": "123456789012345678901234567890"}, true},
 		{"options", map[string]interface{}{"args": []interface{}{"-c", "--port=80", "--v", "-vvv"}}, true},
 		{"strings quoted", map[string]interface{}{"digits": "2", "zero": "0", "octal-looking": "0755", "empty": "", "yes": "yes", "on": "on", "Off": "Off", "null": "null", "Y": "Y"}, true},
 		{"keys quoted", map[string]interface{}{"80": "http", "on": int64(1), "": "empty key"}, true},
@@ -98,7 +98,7 @@ func TestFastYAMLRandom(t *testing.T) {
 		"app.kubernetes.io/name", "app.kubernetes.io/version", "helm.sh/chart", "x-y", "x_y", "x.y", "k8s", "k08s", "k8S", "on", "yes", "null", "true", "80",
 		"containerPort", "spec", "metadata", "a:b", "(p)", "ab", "aB", "Ab", "a b", "é"}
 	values := []interface{}{"", "a", "nginx", "nginx:1.25", "nginx:latest", "a:", "a: b", "a:b", "y", "yes", "no", "NO", "On", "off", "true", "False", "null", "NULL", "~",
-		"0", "1", "12", "007", "08", "0x10", "0o7", "0b1", "1_000", "1e3", "1E3", "1.5", ".5", "5.", "-1", "+1", "1:20", "2024-01-01", "2024-1", "1.27.3", "1.27.3-alpine", "16-alpine", "0b102", "99999999999999999999", "1e400", "1" + strings.Repeat("0", 400), "-c", "--port=80", "-1a", "---x", "--", "-", "_", "_a", "10Mi", "500m", "1.5Gi", "1E", "2e", "1Ei", "10mi",
+		"0", "1", "12", "007", "08", "0x10", "0o7", "0b1", "1_000", "1e3", "1E3", "1.5", ".5", "5.", "-1", "+1", "1:20", "2024-01-01", "2024-1", "1.27.3", "1.27.3-alpine", "16-alpine", "25%", "100%", "a%b", "%", "1%2", "0%", "0x1%", "0b102", "99999999999999999999", "1e400", "1" + strings.Repeat("0", 400), "-c", "--port=80", "-1a", "---x", "--", "-", "_", "_a", "10Mi", "500m", "1.5Gi", "1E", "2e", "1Ei", "10mi",
 		"/path/to/x", "(sensitive)", "(sensitive: hmac-sha256:0123456789abcdef)", "(sensitive: hmac-sha256:0123456789ABCDEF)", "a b", "a  b", " a", "a ", "a #b", "a#b", "-a", "- a", "?a", "a,b", "[a]", "{a}",
 		"&a", "*a", "!a", "|a", ">a", "%a", "@a", "`a", "'a'", "\"a\"", "a\nb", "a\tb", "tab\t", "é", "---", "...", "=", "a=b", "x+y",
 		strings.Repeat("w ", 30) + "end", strings.Repeat("w", 100), "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e f g h",
