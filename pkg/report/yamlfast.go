@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -11,19 +12,18 @@ import (
 // fastYAML writes the content of an object, or of a run of its top-level
 // fields, byte for byte as yaml.v2's Marshal does, for content made of what
 // Kubernetes objects are mostly made of: nested maps and lists, integers,
-// finite floats, booleans, null, and strings whose YAML form is plain, or double-quoted
-// without escapes (numbers and the words YAML reads as booleans or null),
-// or single-quoted (the redaction marker). It reports false for anything
-// else (a string with a newline, a quote or a long line, a key
-// yaml.v2 orders in other ways than this writer knows...): the caller marshals
-// with yaml.v2 then. yaml.v2 spends most of a report's time on allocations
+// finite floats, booleans, null, and strings whose YAML form is plain,
+// double-quoted without escapes (numbers and the words YAML reads as
+// booleans or null), or single-quoted (the redaction marker). It reports
+// false for anything else (a string with a newline, a quote or a long
+// line, a non-ASCII key...): the caller marshals with yaml.v2 then. yaml.v2 spends most of a report's time on allocations
 // of its event machine; this writer appends to one buffer.
 //
 // The forms are yaml.v2's (go.yaml.in/yaml/v2, encode.go and emitterc.go):
 // block mappings with keys in its keyList order, sequences not indented
 // under their key, "{}" and "[]" for empty collections. TestFastYAML holds
-// it to yaml.v2 on every kind of value it takes, and on the repository's
-// objects.
+// it to yaml.v2 on every kind of value it takes, TestFastYAMLRandom on
+// random objects, TestFastYAMLRepositoryObjects on the repository's.
 func fastYAML(content map[string]interface{}) ([]byte, bool) {
 	if len(content) == 0 {
 		return nil, false // yaml.v2 writes "{}"; rare enough to leave to it
@@ -228,9 +228,9 @@ var yamlReserved = map[string]bool{
 
 // plainString reports whether yaml.v2 writes s plain: it starts with a
 // letter, '/', '(' or '_' (resolve then reads it as a string unless it is
-// reserved, and none starts an indicator) or is an option (see option); it holds only letters, digits,
-// single spaces within it and ._/-=+@,()% ; and no ':' that a space or the
-// end follows (": " is an indicator). Strings in yamlReserved are not
+// reserved, and none starts an indicator) or is an option (see option); it
+// holds only letters, digits, single spaces within it and ._/-=+@,()% ;
+// and no ':' that a space or the end follows (": " is an indicator). Strings in yamlReserved are not
 // passed here.
 func plainString(s string) bool {
 	first := s[0]
@@ -269,8 +269,8 @@ func option(s string) bool {
 
 // digitLed tells how yaml.v2 writes s, which starts with a digit, as its
 // resolve reads it plain: double-quoted when as a number (3, 0755, 0x1F,
-// 1.5, 1e3), plain when as a string (1.27.3, 500m, 10Gi, 25%). ok is false for
-// what this writer leaves to yaml.v2: other characters than letters,
+// 1.5, 1e3), plain when as a string (1.27.3, 500m, 10Gi, 25%). ok is false
+// for what this writer leaves to yaml.v2: other characters than letters,
 // digits and .+-% , what may be a date (YYYY-), "0b" (resolve's second
 // reading of binary), and a float too large to parse.
 func digitLed(s string) (quoted, ok bool) {
@@ -334,13 +334,12 @@ func yamlKeys(m map[string]interface{}) ([]string, bool) {
 		}
 		keys = append(keys, k)
 	}
-	// Insertion sort: a mapping has a handful of keys, and sort.Slice's
-	// closure and reflection cost more than the comparisons.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keyLess(keys[j], keys[j-1]); j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	slices.SortFunc(keys, func(a, b string) int {
+		if keyLess(a, b) {
+			return -1
 		}
-	}
+		return 1 // keys differ, and keyLess orders any two that do
+	})
 	return keys, true
 }
 

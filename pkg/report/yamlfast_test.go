@@ -126,6 +126,22 @@ func TestFastYAMLRandom(t *testing.T) {
 			return values[r.IntN(len(values))]
 		}
 	}
+	// One mapping of every key: yaml.v2 sorts more than 12 keys otherwise
+	// than a few, and the order must not depend on how.
+	all := map[string]interface{}{}
+	for i, k := range keys {
+		if _, ok := fastYAML(map[string]interface{}{k: int64(i)}); ok {
+			all[k] = int64(i)
+		}
+	}
+	if len(all) < 30 {
+		t.Fatalf("only %d keys written alone", len(all))
+	}
+	for range 20 {
+		if !agreesWithYAMLv2(t, "every key", map[string]interface{}{"m": all}) {
+			t.Fatal("the mapping of every key was left to yaml.v2")
+		}
+	}
 	fast := 0
 	const objects = 20000
 	for i := range objects {
