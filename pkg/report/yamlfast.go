@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // fastYAML writes the content of an object, or of a run of its top-level
@@ -184,10 +183,10 @@ func (w *yamlWriter) scalarString(s string, column int, key bool) bool {
 			w.buf = append(w.buf, s...) // no space: never folded
 		}
 	case plainString(s):
-		if !key && column+len(s) > yamlWidth && hasSpace(s) {
+		if !key && column+len(s) > yamlWidth && strings.Contains(s, " ") {
 			return false // yaml.v2 would fold it at a space
 		}
-		if key && hasSpace(s) {
+		if key && strings.Contains(s, " ") {
 			return false
 		}
 		w.buf = append(w.buf, s...)
@@ -243,7 +242,7 @@ func plainString(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case isLetter(c) || '0' <= c && c <= '9':
+		case isLetter(c) || isDigit(c):
 		case c == ' ':
 			if s[i+1] == ' ' {
 				return false
@@ -313,15 +312,6 @@ func isMaskedMarker(s string) bool {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-func hasSpace(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' {
-			return true
-		}
-	}
-	return false
-}
-
 // yamlKeys returns m's keys in yaml.v2's order (keyLess), or false when a
 // key is not ASCII.
 func yamlKeys(m map[string]interface{}) ([]string, bool) {
@@ -352,7 +342,7 @@ func keyLess(a, b string) bool {
 		if a[i] == b[i] {
 			continue
 		}
-		al, bl := unicode.IsLetter(rune(a[i])), unicode.IsLetter(rune(b[i]))
+		al, bl := isLetter(a[i]), isLetter(b[i]) // yamlKeys lets ASCII keys alone through
 		if al && bl {
 			return a[i] < b[i]
 		}
