@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
@@ -35,17 +36,23 @@ type GuardOptions struct {
 	Config *verb.Config
 }
 
-const guardLong = `The guard is a ValidatingAdmissionPolicy and its binding
-(admissionregistration.k8s.io/v1, Kubernetes 1.30 or later) that make the API
-server itself refuse, for every client (Flux, Argo CD, kubectl, a real helm),
-the DELETE of an object of a Helm release (annotation ` + guard.ReleaseAnnotation + `)
-that destroys data: a PersistentVolumeClaim, a PersistentVolume whose
-reclaimPolicy is Delete, a CustomResourceDefinition, a StatefulSet (unless the
-delete orphans its pods), a Namespace a chart created or labelled
-` + guard.ProtectLabel + `=true. The object's deletion passes once it carries the
-annotation ` + guard.AckAnnotation + ` whose value is its own UID; the denial names
-the one kubectl annotate command. Dry-run requests always pass. See
-docs/guard.md.`
+const guardLong = `The guard is a ValidatingAdmissionPolicy, a MutatingAdmissionPolicy and
+their bindings (admissionregistration.k8s.io/v1; Kubernetes 1.30 or later, the
+marker 1.36 or later) that make the API server itself refuse, for every client
+(Flux, Argo CD, kubectl, a real helm), the DELETE that destroys a release's
+data: a PersistentVolumeClaim of a release (annotation ` + guard.ReleaseAnnotation + `)
+or made from a StatefulSet's claim template (the marker labels it
+` + guard.GuardedLabel + `), also while its namespace is being deleted; a
+PersistentVolume reclaimed Delete that is bound or a release's; a release's
+CustomResourceDefinition; a release's StatefulSet (unless the delete orphans
+its pods); a Namespace a chart created or labelled ` + guard.ProtectLabel + `=true.
+It also refuses the updates that would unguard: a chart or controller setting
+` + guard.AckAnnotation + `, removing the release's annotation or the mark, a
+volume's reclaim policy changed to Delete. The object's deletion passes once
+it carries the annotation ` + guard.AckAnnotation + ` whose value is its own UID,
+set by a person; the denial names the one kubectl annotate command. guard
+install and guard status say what it protects and what it cannot. Dry-run
+requests always pass. See docs/guard.md.`
 
 // newGuardCommand is `guard`: `guard install`, `guard status`, `guard uninstall`.
 func newGuardCommand(f *Factory, runF runFunc) *cobra.Command {
@@ -62,7 +69,7 @@ func newGuardCommand(f *Factory, runF runFunc) *cobra.Command {
 	}
 	for _, v := range []struct{ verb, short string }{
 		{"install", "Install the guard (server-side apply), or print it with --dry-run -o yaml for a GitOps repository"},
-		{"status", "Say whether the guard is installed, and whether it is this version's"},
+		{"status", "Say whether the guard is installed and this version's, what it protects, what it cannot, and which claims keep a namespace Terminating"},
 		{"uninstall", "Remove exactly the objects guard install made (those carrying its labels)"},
 	} {
 		cmd.AddCommand(newGuardVerbCommand(f, runF, v.verb, v.short))
@@ -122,7 +129,17 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 	var act guardAction
 	switch o.Verb {
 	case "install":
-		act = guard.Install
+		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
+			lines, err := guard.Install(ctx, r)
+			if err != nil {
+				return lines, err
+			}
+			cov, err := guard.Survey(ctx, r, claimNaming(), true)
+			if err != nil {
+				return append(lines, "installed; what it protects could not be read: "+err.Error()), nil
+			}
+			return append(lines, cov.Lines()...), nil
+		}
 	case "uninstall":
 		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
 			lines, err := guard.Uninstall(ctx, r)
@@ -134,7 +151,14 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 	default:
 		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
 			lines, _, err := guard.Status(ctx, r)
-			return lines, err
+			if err != nil {
+				return lines, err
+			}
+			cov, err := guard.Survey(ctx, r, claimNaming(), false)
+			if err != nil {
+				return append(lines, "what it protects could not be read: "+err.Error()), nil
+			}
+			return append(lines, cov.Lines()...), nil
 		}
 	}
 	lines, err := act(ctx, o.Config.Cluster)
@@ -145,6 +169,12 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("guard %s: %w", o.Verb, err)
 	}
 	return nil
+}
+
+// claimNaming is the StatefulSet controller's claim-naming rule, for
+// guard's survey.
+func claimNaming() guard.ClaimNaming {
+	return guard.ClaimNaming{Templates: live.ClaimTemplates, FromTemplate: live.ClaimTemplate}
 }
 
 // print writes the guard's objects: a YAML stream, or a JSON List.

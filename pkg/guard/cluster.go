@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,16 +29,33 @@ type Resources interface {
 // not serve admissionregistration.k8s.io/v1 policies (before 1.30).
 var ErrNotServed = errors.New("the cluster does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or later); the guard cannot be installed there")
 
-// clients returns the policy's and the binding's clients, or ErrNotServed.
-func clients(r Resources) (policy, binding dynamic.ResourceInterface, err error) {
-	if policy, _, err = r.Resource(PolicyGVK, ""); err != nil {
-		return nil, nil, fmt.Errorf("%w (%v)", ErrNotServed, err)
+// kinds are the guard's objects' kinds, in the order Objects returns
+// and install applies them; the marker's two are optional: a cluster
+// before 1.36 serves no MutatingAdmissionPolicy.
+var kinds = []struct {
+	gvk      schema.GroupVersionKind
+	optional bool
+}{{PolicyGVK, false}, {BindingGVK, false}, {MarkerGVK, true}, {MarkerBindingGVK, true}}
+
+// clients returns the client of each of kinds, nil for an optional kind
+// the cluster does not serve, or ErrNotServed.
+func clients(r Resources) ([]dynamic.ResourceInterface, error) {
+	out := make([]dynamic.ResourceInterface, len(kinds))
+	for i, k := range kinds {
+		res, _, err := r.Resource(k.gvk, "")
+		switch {
+		case err != nil && k.optional:
+		case err != nil:
+			return nil, fmt.Errorf("%w (%v)", ErrNotServed, err)
+		default:
+			out[i] = res
+		}
 	}
-	if binding, _, err = r.Resource(BindingGVK, ""); err != nil {
-		return nil, nil, fmt.Errorf("%w (%v)", ErrNotServed, err)
-	}
-	return policy, binding, nil
+	return out, nil
 }
+
+// markerMissing says what a cluster without MutatingAdmissionPolicy lacks.
+const markerMissing = "not served by this cluster (MutatingAdmissionPolicy needs Kubernetes 1.36): claims StatefulSets make from now on are not marked as guarded; guard install marks those already there, or label their namespaces " + ProtectLabel + "=true"
 
 // ours reports whether obj carries the guard's labels.
 func ours(obj *unstructured.Unstructured) bool {
@@ -50,7 +68,7 @@ func ours(obj *unstructured.Unstructured) bool {
 // guard's). An object of the same name that is not the guard's is left
 // alone and refused. It returns a line per object applied.
 func Install(ctx context.Context, r Resources) ([]string, error) {
-	policy, binding, err := clients(r)
+	res, err := clients(r)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +78,14 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 	}
 	force := true
 	var lines []string
-	clients := []dynamic.ResourceInterface{policy, binding}
-	// Both checked before either is written: nothing changes when one is refused.
-	for i, res := range clients {
+	// All checked before any is written: nothing changes when one is refused.
+	for i, c := range res {
 		obj := objs[i]
 		what := obj.GetKind() + " " + obj.GetName()
-		existing, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if c == nil {
+			continue
+		}
+		existing, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -77,14 +97,18 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 				what, existing.GetDeletionTimestamp().UTC().Format(time.RFC3339), Finalizer)
 		}
 	}
-	for i, res := range clients {
+	for i, c := range res {
 		obj := objs[i]
 		what := obj.GetKind() + " " + obj.GetName()
+		if c == nil {
+			lines = append(lines, what+": "+markerMissing)
+			continue
+		}
 		body, err := json.Marshal(obj.Object)
 		if err != nil {
 			return lines, fmt.Errorf("%s: %w", what, err)
 		}
-		if _, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		if _, err := c.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
 			return lines, fmt.Errorf("%s: applying it: %w", what, err)
 		}
 		lines = append(lines, what+" applied")
@@ -95,7 +119,7 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 // Status says whether the guard is installed, and whether it is this
 // version's: one line per object, and whether all is in force.
 func Status(ctx context.Context, r Resources) (lines []string, current bool, err error) {
-	policy, binding, err := clients(r)
+	res, err := clients(r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -104,10 +128,14 @@ func Status(ctx context.Context, r Resources) (lines []string, current bool, err
 		return nil, false, err
 	}
 	current = true
-	for i, res := range []dynamic.ResourceInterface{policy, binding} {
+	for i, c := range res {
 		want := objs[i]
 		what := want.GetKind() + " " + want.GetName()
-		got, err := res.Get(ctx, want.GetName(), metav1.GetOptions{})
+		if c == nil {
+			lines = append(lines, what+": "+markerMissing)
+			continue
+		}
+		got, err := c.Get(ctx, want.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			lines = append(lines, what+": not installed")
@@ -130,7 +158,7 @@ func Status(ctx context.Context, r Resources) (lines []string, current bool, err
 			current = false
 		}
 		if n := typeWarnings(got); n > 0 {
-			line += fmt.Sprintf(", %d type-checking warnings (kubectl get validatingadmissionpolicy %s -o yaml)", n, Name)
+			line += fmt.Sprintf(", %d type-checking warnings (kubectl get %s %s -o yaml)", n, strings.ToLower(want.GetKind()), Name)
 		}
 		lines = append(lines, line)
 	}
@@ -146,30 +174,31 @@ func typeWarnings(obj *unstructured.Unstructured) int {
 // Uninstall deletes exactly the objects that carry the guard's labels,
 // the binding first, each with a precondition on the UID it read.
 func Uninstall(ctx context.Context, r Resources) ([]string, error) {
-	policy, binding, err := clients(r)
+	res, err := clients(r)
 	if err != nil {
 		return nil, err
 	}
 	var lines []string
-	for _, k := range []struct {
-		res  dynamic.ResourceInterface
-		kind string
-	}{{binding, BindingGVK.Kind}, {policy, PolicyGVK.Kind}} {
-		res := k.res
-		list, err := res.List(ctx, metav1.ListOptions{LabelSelector: Selector})
-		if err != nil {
-			return lines, fmt.Errorf("listing the guard's %ss: %w", k.kind, err)
+	// Each binding before its policy.
+	for _, i := range []int{1, 0, 3, 2} {
+		c, kind := res[i], kinds[i].gvk.Kind
+		if c == nil {
+			continue
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			what := k.kind + " " + obj.GetName()
+		list, err := c.List(ctx, metav1.ListOptions{LabelSelector: Selector})
+		if err != nil {
+			return lines, fmt.Errorf("listing the guard's %ss: %w", kind, err)
+		}
+		for j := range list.Items {
+			obj := &list.Items[j]
+			what := kind + " " + obj.GetName()
 			uid := obj.GetUID()
-			err := res.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			err := c.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return lines, fmt.Errorf("%s: deleting it: %w", what, err)
 			}
 			// Deleted, it stays in force until its finalizer goes.
-			if err := releaseFinalizer(ctx, res, obj.GetName(), uid); err != nil {
+			if err := releaseFinalizer(ctx, c, obj.GetName(), uid); err != nil {
 				return lines, fmt.Errorf("%s: deleted, but still in force: removing its finalizer %s: %w", what, Finalizer, err)
 			}
 			lines = append(lines, what+" deleted")

@@ -30,10 +30,15 @@ const (
 	// AckAnnotation acknowledges the deletion of the object that carries it
 	// when its value is that object's UID: a chart cannot pre-set it (the
 	// UID is the API server's) and a copy on another object does not match.
-	AckAnnotation = "safe-upgrade.io/ack-delete"
+	AckAnnotation = classify.AckDeleteAnnotation
 	// ProtectLabel, set to "true" on a Namespace, guards the Namespace's
 	// deletion (one a chart created is guarded without it).
 	ProtectLabel = "safe-upgrade.io/protect"
+	// GuardedLabel marks a claim the StatefulSet controller made from a
+	// claim template (the mutating policy sets it; guard install on the
+	// claims that were there before): such a claim carries no Helm
+	// annotation, and holds most databases' data.
+	GuardedLabel = "safe-upgrade.io/guarded"
 	// ReleaseAnnotation is Helm's: the objects of a release carry it.
 	ReleaseAnnotation = "meta.helm.sh/release-name"
 	// FieldManager is the manager of the guard's server-side apply.
@@ -58,11 +63,25 @@ const (
 // Selector selects the guard's own objects.
 var Selector = managedByLabel + "=" + managedBy + "," + ComponentLabel + "=" + component
 
-// PolicyGVK and BindingGVK are the kinds the guard installs.
+// PolicyGVK and BindingGVK are the kinds of the guard that refuses;
+// MarkerGVK and MarkerBindingGVK those of the mutating policy that marks
+// the claims the StatefulSet controller makes (Kubernetes 1.36 or later).
 var (
-	PolicyGVK  = admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
-	BindingGVK = admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	PolicyGVK        = admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy")
+	BindingGVK       = admissionv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding")
+	MarkerGVK        = admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy")
+	MarkerBindingGVK = admissionv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicyBinding")
 )
+
+// StatefulSetControllers are the identities under which the StatefulSet
+// controller creates claims: its own service account (kube-controller-manager
+// --use-service-account-credentials, as kubeadm and the cloud providers run
+// it) or the controller manager's (without it).
+var StatefulSetControllers = []string{"system:serviceaccount:kube-system:statefulset-controller", "system:kube-controller-manager"}
+
+// GuardedMark is the value of GuardedLabel on a claim made from a
+// StatefulSet's claim template.
+const GuardedMark = "volumeClaimTemplate"
 
 // guarded is one kind the guard protects: its row of the destructive kinds
 // (classify), its resource, and the words of the denial.
@@ -83,37 +102,84 @@ var guardedKinds = []guarded{
 	{kind: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, resource: "statefulsets", also: "an orphaning delete (--cascade=orphan) keeps its pods and passes"},
 }
 
-// The CEL of the policy. Every expression reads oldObject (the object
-// being deleted; object is null on DELETE). The message echoes names and
-// the UID only: a messageExpression can echo any field, and field values
-// may be secret.
+// The CEL of the policy. On DELETE oldObject is the object being deleted
+// (object is null); on UPDATE oldObject is the stored object and object the
+// one written. Messages echo kinds, names and the UID only: a
+// messageExpression can echo any field, and field values may be secret.
 const (
 	notDryRun = `!(has(request.dryRun) && request.dryRun)`
-	// releaseObject: the object belongs to a Helm release, or is a
-	// Namespace labelled for protection or in one (claims made from a
-	// StatefulSet's volumeClaimTemplates carry no Helm annotation).
-	releaseObject = `oldObject != null && ((has(oldObject.metadata.annotations) && '` + ReleaseAnnotation + `' in oldObject.metadata.annotations) || ` +
-		`(request.resource.resource == 'namespaces' && has(oldObject.metadata.labels) && '` + ProtectLabel + `' in oldObject.metadata.labels && oldObject.metadata.labels['` + ProtectLabel + `'] == 'true') || ` +
-		`(namespaceObject != null && has(namespaceObject.metadata.labels) && '` + ProtectLabel + `' in namespaceObject.metadata.labels && namespaceObject.metadata.labels['` + ProtectLabel + `'] == 'true'))`
+	isDelete  = `request.operation == 'DELETE'`
+	isUpdate  = `request.operation == 'UPDATE'`
 	// destroysData: a PersistentVolume only with reclaimPolicy Delete; a
 	// StatefulSet unless the delete orphans its pods (the DeleteOptions are
 	// visible as request.options: checked on the 1.37 control plane).
 	destroysData = `(request.resource.resource != 'persistentvolumes' || (has(oldObject.spec.persistentVolumeReclaimPolicy) && oldObject.spec.persistentVolumeReclaimPolicy == 'Delete')) && ` +
 		`(request.resource.resource != 'statefulsets' || !(has(request.options) && request.options != null && ` +
 		`((has(request.options.propagationPolicy) && request.options.propagationPolicy == 'Orphan') || (has(request.options.orphanDependents) && request.options.orphanDependents == true))))`
-	// inTerminatingNamespace: once a Namespace is being deleted (its own
-	// deletion was the decision, guarded when it is protected), the
-	// namespace controller's deletes of its content pass, or the Namespace
-	// would never go.
-	inTerminatingNamespace = `namespaceObject != null && has(namespaceObject.status) && has(namespaceObject.status.phase) && namespaceObject.status.phase == 'Terminating'`
-	// guardedDelete is the validation. The namespace is read here, not in
-	// a match condition: match conditions see no namespaceObject (seen on
-	// 1.37: it is null there).
-	guardedDelete = `!variables.guarded || variables.acknowledged`
-	acknowledged  = `has(oldObject.metadata.annotations) && '` + AckAnnotation + `' in oldObject.metadata.annotations && oldObject.metadata.annotations['` + AckAnnotation + `'] == oldObject.metadata.uid`
+	terminating = `namespaceObject != null && has(namespaceObject.status) && has(namespaceObject.status.phase) && namespaceObject.status.phase == 'Terminating'`
+	isClaim     = `request.resource.resource == 'persistentvolumeclaims'`
+	isNamespace = `request.resource.resource == 'namespaces'`
+	isVolume    = `request.resource.resource == 'persistentvolumes'`
+	// boundDeleteVolume: a volume bound to a claim whose data goes with
+	// it, whatever made it (a provisioner's volume carries no Helm
+	// annotation). Once its claim is gone it is Released, and the volume
+	// controller's delete passes.
+	boundDeleteVolume = isVolume + ` && has(oldObject.spec.persistentVolumeReclaimPolicy) && oldObject.spec.persistentVolumeReclaimPolicy == 'Delete' && has(oldObject.status) && has(oldObject.status.phase) && oldObject.status.phase == 'Bound'`
+	// retainedByPolicy: a claim its StatefulSet's
+	// persistentVolumeClaimRetentionPolicy hands to the garbage collector
+	// (an owner reference to the StatefulSet or its Pod): that policy is the
+	// decision, as for a claim of a generic ephemeral volume.
+	ownedClaim = `has(oldObject.metadata.ownerReferences) && oldObject.metadata.ownerReferences.exists(r, r.kind == 'Pod' || r.kind == 'StatefulSet')`
+	// guardedDelete is the delete validation. The namespace is read in
+	// variables, not in a match condition: match conditions see no
+	// namespaceObject (seen on 1.37: it is null there).
+	guardedDelete = `!(` + isDelete + `) || !variables.guarded || variables.acknowledged`
+	// ackBySomeone: only a person's acknowledgement (kubectl annotate, edit,
+	// patch) or the tool's own acknowledged write sets the annotation; a
+	// chart applied by Helm, helm-controller or Argo CD cannot acknowledge
+	// its own deletion (it could read the UID through lookup).
+	ackBySomeone = `!(` + isUpdate + `) || !variables.ackSet || variables.allowedManager`
+	keptIdentity = `!(` + isUpdate + `) || !variables.stripped || variables.acknowledgedNow`
+	keptReclaim  = `!(` + isUpdate + `) || !variables.toDelete || variables.acknowledgedNow`
 	// target is how kubectl names the object: resource.group NAME [-n NS].
 	target = `request.resource.resource + (request.resource.group != '' ? '.' + request.resource.group : '') + ' ' + oldObject.metadata.name + (has(oldObject.metadata.namespace) && oldObject.metadata.namespace != '' ? ' -n ' + oldObject.metadata.namespace : '')`
+	// who is the object as the messages name it: Kind [namespace/]name.
+	who = `request.kind.kind + ' ' + (has(oldObject.metadata.namespace) && oldObject.metadata.namespace != '' ? oldObject.metadata.namespace + '/' : '') + oldObject.metadata.name`
+	// annotateCmd is the one command that acknowledges the object.
+	annotateCmd = `'kubectl annotate ' + ` + target + ` + ' ` + AckAnnotation + `=' + oldObject.metadata.uid`
 )
+
+// AckManagers are the field managers whose writes may set AckAnnotation:
+// kubectl's annotate, edit and patch (a person), and the tool's own
+// acknowledged write. Helm (helm, or none: Helm 3 sets no manager),
+// helm-controller, Argo CD and any other applier are refused.
+var AckManagers = []string{"kubectl-annotate", "kubectl-edit", "kubectl-patch", FieldManager}
+
+var allowedManagers = func() string {
+	q := make([]string, len(AckManagers))
+	for i, m := range AckManagers {
+		q[i] = "'" + m + "'"
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}()
+
+// has is the CEL test that obj's metadata map field holds key.
+func has(obj, field, key string) string {
+	return `(` + obj + ` != null && has(` + obj + `.metadata.` + field + `) && '` + key + `' in ` + obj + `.metadata.` + field + `)`
+}
+
+// value is the CEL value of obj's metadata map field at key, ” without it.
+func value(obj, field, key string) string {
+	return `(` + has(obj, field, key) + ` ? ` + obj + `.metadata.` + field + `['` + key + `'] : '')`
+}
+
+// identity is what makes obj guarded on its own: Helm's release
+// annotation, the guard's mark on a claim made from a claim template, a
+// Namespace's protect label.
+func identity(obj string) string {
+	return `(` + has(obj, "annotations", ReleaseAnnotation) + ` || ` + has(obj, "labels", GuardedLabel) +
+		` || (` + isNamespace + ` && ` + value(obj, "labels", ProtectLabel) + ` == 'true'))`
+}
 
 // destroysExpression is the CEL map from resource to what deleting one
 // destroys, indexed by the request's resource.
@@ -137,11 +203,19 @@ func Destroys(kind schema.GroupKind) string {
 	return text
 }
 
-// message is the denial: the object, what its deletion destroys, the one
-// command that acknowledges it.
-const message = `'safe-upgrade guard: refusing to delete ' + request.kind.kind + ' ' + (has(oldObject.metadata.namespace) && oldObject.metadata.namespace != '' ? oldObject.metadata.namespace + '/' : '') + oldObject.metadata.name + ` +
-	`': ' + variables.destroys + '. If that is intended, acknowledge this very object, then delete it again: kubectl annotate ' + ` + target +
-	` + ' ` + AckAnnotation + `=' + oldObject.metadata.uid`
+// The denials: the object, what the request would lose, the one command
+// that acknowledges it.
+const (
+	deleteMessage = `'safe-upgrade guard: refusing to delete ' + ` + who + ` + ': ' + variables.destroys + ` +
+		`(variables.terminating ? ' (its namespace is being deleted: the namespace stays Terminating, its data kept, until each guarded object in it is acknowledged; helm safe-upgrade guard status lists them)' : '') + ` +
+		`'. If that is intended, acknowledge this very object, then delete it again: ' + ` + annotateCmd
+	ackMessage = `'safe-upgrade guard: refusing to set ` + AckAnnotation + ` on ' + ` + who +
+		` + ': only a person acknowledges a deletion (kubectl annotate), never a chart or a controller applying one (Helm, helm-controller, Argo CD); remove the annotation from the chart. To acknowledge by hand: ' + ` + annotateCmd
+	identityMessage = `'safe-upgrade guard: refusing to remove ` + ReleaseAnnotation + `, ` + GuardedLabel + ` or ` + ProtectLabel + `=true from ' + ` + who +
+		` + ': it would unguard the deletion of its data. If that is intended, acknowledge this very object first: ' + ` + annotateCmd
+	reclaimMessage = `'safe-upgrade guard: refusing to set persistentVolumeReclaimPolicy Delete on ' + ` + who +
+		` + ': the data of the volume would go with its claim. If that is intended, acknowledge this very object first: ' + ` + annotateCmd
+)
 
 // Policy returns the ValidatingAdmissionPolicy.
 func Policy() *admissionv1.ValidatingAdmissionPolicy {
@@ -151,10 +225,11 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 	var rules []admissionv1.NamedRuleWithOperations
 	for _, g := range guardedKinds {
 		rules = append(rules, admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
-			Operations: []admissionv1.OperationType{admissionv1.Delete},
+			Operations: []admissionv1.OperationType{admissionv1.Delete, admissionv1.Update},
 			Rule:       admissionv1.Rule{APIGroups: []string{g.kind.Group}, APIVersions: []string{"*"}, Resources: []string{g.resource}},
 		}})
 	}
+	newAck, oldAck := value("object", "annotations", AckAnnotation), value("oldObject", "annotations", AckAnnotation)
 	p := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: PolicyGVK.GroupVersion().String(), Kind: PolicyGVK.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Finalizers: []string{Finalizer}},
@@ -163,22 +238,96 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules, MatchPolicy: &equivalent},
 			MatchConditions: []admissionv1.MatchCondition{
 				{Name: "not-dry-run", Expression: notDryRun},
-				{Name: "destroys-data", Expression: destroysData},
+				// Updates are seen only when they touch what the guard
+				// keeps: the acknowledgement, the identity, a volume's
+				// reclaim policy. Every other update is not the guard's.
+				{Name: "guarded-operation", Expression: `!(` + isUpdate + `) || ` + newAck + ` != ` + oldAck + ` || ` + identity("oldObject") + ` && !` + identity("object") +
+					` || (` + isNamespace + ` && ` + value("object", "labels", ProtectLabel) + ` == 'false' && ` + value("oldObject", "labels", ProtectLabel) + ` != 'false')` +
+					` || (` + isVolume + ` && has(object.spec.persistentVolumeReclaimPolicy) && object.spec.persistentVolumeReclaimPolicy == 'Delete' && !(has(oldObject.spec.persistentVolumeReclaimPolicy) && oldObject.spec.persistentVolumeReclaimPolicy == 'Delete'))`},
 			},
 			Variables: []admissionv1.Variable{
-				{Name: "guarded", Expression: "(" + releaseObject + ") && !(" + inTerminatingNamespace + ")"},
-				{Name: "acknowledged", Expression: acknowledged},
+				{Name: "terminating", Expression: terminating},
+				// optedOut: a namespace labelled protect=false (CI's
+				// throw-away namespaces) lets its deletion take its claims.
+				{Name: "optedOut", Expression: `namespaceObject != null && ` + value("namespaceObject", "labels", ProtectLabel) + ` == 'false'`},
+				{Name: "guarded", Expression: `(` + has("oldObject", "annotations", ReleaseAnnotation) +
+					` || (` + has("oldObject", "labels", GuardedLabel) + ` && !(` + ownedClaim + `))` +
+					` || (` + isNamespace + ` && ` + value("oldObject", "labels", ProtectLabel) + ` == 'true')` +
+					` || (namespaceObject != null && ` + value("namespaceObject", "labels", ProtectLabel) + ` == 'true')` +
+					` || (` + boundDeleteVolume + `))` +
+					// In a namespace being deleted only its claims are kept: the
+					// rest goes with the namespace's own (guarded) deletion.
+					` && !(variables.terminating && (!(` + isClaim + `) || variables.optedOut))` +
+					` && (` + destroysData + `)`},
+				{Name: "acknowledged", Expression: oldAck + ` == oldObject.metadata.uid`},
+				{Name: "acknowledgedNow", Expression: oldAck + ` == oldObject.metadata.uid || (object != null && ` + newAck + ` == oldObject.metadata.uid)`},
+				{Name: "ackSet", Expression: `object != null && ` + newAck + ` != '' && ` + newAck + ` != ` + oldAck},
+				{Name: "allowedManager", Expression: `(has(request.options) && request.options != null && has(request.options.fieldManager) ? string(request.options.fieldManager) : '') in ` + allowedManagers},
+				{Name: "stripped", Expression: `object != null && (` + identity("oldObject") + ` && !` + identity("object") +
+					` || (` + isNamespace + ` && ` + value("object", "labels", ProtectLabel) + ` == 'false' && ` + value("oldObject", "labels", ProtectLabel) + ` != 'false'))`},
+				{Name: "toDelete", Expression: `object != null && ` + isVolume + ` && has(object.spec.persistentVolumeReclaimPolicy) && object.spec.persistentVolumeReclaimPolicy == 'Delete' && !(has(oldObject.spec.persistentVolumeReclaimPolicy) && oldObject.spec.persistentVolumeReclaimPolicy == 'Delete')`},
 				{Name: "destroys", Expression: destroysExpression()},
 			},
-			Validations: []admissionv1.Validation{{
-				Expression:        guardedDelete,
-				MessageExpression: message,
-				Reason:            &reason,
+			Validations: []admissionv1.Validation{
+				{Expression: guardedDelete, MessageExpression: deleteMessage, Reason: &reason},
+				{Expression: ackBySomeone, MessageExpression: ackMessage, Reason: &reason},
+				{Expression: keptIdentity, MessageExpression: identityMessage, Reason: &reason},
+				{Expression: keptReclaim, MessageExpression: reclaimMessage, Reason: &reason},
+			},
+		},
+	}
+	p.Annotations = map[string]string{SpecAnnotation: digest(p.Spec)}
+	return p
+}
+
+// Marker returns the MutatingAdmissionPolicy that labels GuardedLabel on
+// every claim the StatefulSet controller creates without an owner (its
+// retention policy Retain, the default): the claims of a claim template,
+// which carry no Helm annotation, whoever installed the StatefulSet. A
+// generic ephemeral volume's claim (owned by its Pod) and a claim its
+// StatefulSet deletes itself (owned by it) are left alone. It fails open:
+// a claim it could not label is named by guard status, and a workload's
+// pods never wait on it.
+func Marker() *admissionv1.MutatingAdmissionPolicy {
+	ignore := admissionv1.Ignore
+	equivalent := admissionv1.Equivalent
+	q := make([]string, len(StatefulSetControllers))
+	for i, u := range StatefulSetControllers {
+		q[i] = "'" + u + "'"
+	}
+	p := &admissionv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: MarkerGVK.GroupVersion().String(), Kind: MarkerGVK.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Finalizers: []string{Finalizer}},
+		Spec: admissionv1.MutatingAdmissionPolicySpec{
+			FailurePolicy: &ignore,
+			MatchConstraints: &admissionv1.MatchResources{MatchPolicy: &equivalent, ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+				Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"persistentvolumeclaims"}},
+			}}}},
+			MatchConditions: []admissionv1.MatchCondition{
+				{Name: "statefulset-controller", Expression: "request.userInfo.username in [" + strings.Join(q, ", ") + "]"},
+				{Name: "retained", Expression: "!has(object.metadata.ownerReferences) || size(object.metadata.ownerReferences) == 0"},
+			},
+			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
+			Mutations: []admissionv1.Mutation{{
+				PatchType: admissionv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionv1.ApplyConfiguration{
+					Expression: `Object{metadata: Object.metadata{labels: {"` + GuardedLabel + `": "` + GuardedMark + `"}}}`,
+				},
 			}},
 		},
 	}
 	p.Annotations = map[string]string{SpecAnnotation: digest(p.Spec)}
 	return p
+}
+
+// MarkerBinding puts the marker in force everywhere.
+func MarkerBinding() *admissionv1.MutatingAdmissionPolicyBinding {
+	return &admissionv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: MarkerBindingGVK.GroupVersion().String(), Kind: MarkerBindingGVK.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels(), Finalizers: []string{Finalizer}},
+		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name},
+	}
 }
 
 // Binding returns the binding that puts the policy in force everywhere.
@@ -198,7 +347,7 @@ func labels() map[string]string {
 }
 
 // digest is a short digest of the policy's rules.
-func digest(spec admissionv1.ValidatingAdmissionPolicySpec) string {
+func digest(spec any) string {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		panic(fmt.Sprintf("guard: encoding the policy: %v", err)) // a struct of strings always encodes
@@ -207,11 +356,12 @@ func digest(spec admissionv1.ValidatingAdmissionPolicySpec) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// Objects returns the policy and the binding, in the order they are
-// applied, as unstructured objects without server-set fields.
+// Objects returns the policy, its binding, the marker and its binding, in
+// the order they are applied, as unstructured objects without server-set
+// fields.
 func Objects() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, o := range []runtime.Object{Policy(), Binding()} {
+	for _, o := range []runtime.Object{Policy(), Binding(), Marker(), MarkerBinding()} {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return nil, fmt.Errorf("guard: %w", err)

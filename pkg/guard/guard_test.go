@@ -8,17 +8,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestObjects: the policy and its binding carry the guard's labels, name
-// each other, and deny only DELETE of the guarded kinds.
+// TestObjects: the policy, its binding, the marker and its binding carry
+// the guard's labels and name each other; the policy sees DELETE and
+// UPDATE of the guarded kinds only, the marker CREATE of claims only.
 func TestObjects(t *testing.T) {
 	objs, err := Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 2 || objs[0].GetKind() != PolicyGVK.Kind || objs[1].GetKind() != BindingGVK.Kind {
-		t.Fatalf("want the policy then the binding, got %v", objs)
+	want := []string{PolicyGVK.Kind, BindingGVK.Kind, MarkerGVK.Kind, MarkerBindingGVK.Kind}
+	if len(objs) != len(want) {
+		t.Fatalf("want %v, got %v", want, objs)
 	}
-	for _, o := range objs {
+	for i, o := range objs {
+		if o.GetKind() != want[i] {
+			t.Errorf("object %d: %s, want %s", i, o.GetKind(), want[i])
+		}
 		if !ours(o) || o.GetName() != Name {
 			t.Errorf("%s %s: labels %v, want the guard's %s", o.GetKind(), o.GetName(), o.GetLabels(), Selector)
 		}
@@ -29,12 +34,20 @@ func TestObjects(t *testing.T) {
 	if p := Binding().Spec.PolicyName; p != Name {
 		t.Errorf("the binding names policy %q", p)
 	}
+	if p := MarkerBinding().Spec.PolicyName; p != Name {
+		t.Errorf("the marker's binding names policy %q", p)
+	}
 	for _, r := range Policy().Spec.MatchConstraints.ResourceRules {
-		if len(r.Operations) != 1 || r.Operations[0] != "DELETE" {
-			t.Errorf("rule %v: want DELETE only", r)
+		if len(r.Operations) != 2 || r.Operations[0] != "DELETE" || r.Operations[1] != "UPDATE" {
+			t.Errorf("rule %v: want DELETE and UPDATE", r)
 		}
 	}
-	if Policy().Annotations[SpecAnnotation] == "" {
+	for _, r := range Marker().Spec.MatchConstraints.ResourceRules {
+		if len(r.Operations) != 1 || r.Operations[0] != "CREATE" || len(r.Resources) != 1 || r.Resources[0] != "persistentvolumeclaims" {
+			t.Errorf("marker rule %v: want CREATE of claims only", r)
+		}
+	}
+	if Policy().Annotations[SpecAnnotation] == "" || Marker().Annotations[SpecAnnotation] == "" {
 		t.Error("no spec digest")
 	}
 }
@@ -62,21 +75,23 @@ func TestDestroys(t *testing.T) {
 	}
 }
 
-// TestMessageEchoesNamesOnly: the denial may echo what names the object
+// TestMessageEchoesNamesOnly: each denial may echo what names the object
 // and nothing else of it (a messageExpression can echo any field).
 func TestMessageEchoesNamesOnly(t *testing.T) {
-	msg := Policy().Spec.Validations[0].MessageExpression
-	for _, ref := range regexp.MustCompile(`oldObject(\.[a-zA-Z]+)+`).FindAllString(msg, -1) {
-		switch ref {
-		case "oldObject.metadata.name", "oldObject.metadata.namespace", "oldObject.metadata.uid":
-		default:
-			t.Errorf("the message reads %s", ref)
+	for _, v := range Policy().Spec.Validations {
+		msg := v.MessageExpression
+		for _, ref := range regexp.MustCompile(`oldObject(\.[a-zA-Z]+)+`).FindAllString(msg, -1) {
+			switch ref {
+			case "oldObject.metadata.name", "oldObject.metadata.namespace", "oldObject.metadata.uid":
+			default:
+				t.Errorf("the message reads %s", ref)
+			}
 		}
-	}
-	if strings.Contains(msg, "object.") && strings.Contains(strings.ReplaceAll(msg, "oldObject.", ""), "object.") {
-		t.Error("the message reads object")
-	}
-	if !strings.Contains(msg, "kubectl annotate") || !strings.Contains(msg, AckAnnotation) {
-		t.Errorf("the message does not say how to acknowledge: %s", msg)
+		if strings.Contains(strings.ReplaceAll(msg, "oldObject.", ""), "object.") || strings.Contains(msg, "request.options") {
+			t.Errorf("the message reads the new object or the request's options: %s", msg)
+		}
+		if !strings.Contains(msg, "kubectl annotate") || !strings.Contains(msg, AckAnnotation) {
+			t.Errorf("the message does not say how to acknowledge: %s", msg)
+		}
 	}
 }

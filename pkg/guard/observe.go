@@ -16,14 +16,14 @@ import (
 // tell from an absent guard (forbidden, unreachable) is returned, matched
 // by apierrors.IsForbidden when RBAC hides the policies.
 func InForce(ctx context.Context, r Resources) (bool, error) {
-	policy, binding, err := clients(r)
+	res, err := clients(r)
 	if err != nil {
 		return false, nil
 	}
 	for _, k := range []struct {
 		res  dynamic.ResourceInterface
 		kind string
-	}{{policy, PolicyGVK.Kind}, {binding, BindingGVK.Kind}} {
+	}{{res[0], PolicyGVK.Kind}, {res[1], BindingGVK.Kind}} {
 		obj, err := k.res.Get(ctx, Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):

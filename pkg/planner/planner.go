@@ -286,6 +286,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 				}
 				markRegenerated(&changes[i], regen[id])
 				markIgnored(&changes[i], in.Ignore)
+				if e.next != nil {
+					markSelfAcknowledged(&changes[i], e.next.Obj)
+				}
 				return err
 			})
 		}

@@ -307,3 +307,39 @@ func TestUninstallVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// TestSelfAcknowledgementInvalid: a render that sets the guard's
+// acknowledgement on any object — created, updated, its value whatever —
+// is invalid and blocking, with the reason first; one that does not is not.
+func TestSelfAcknowledgementInvalid(t *testing.T) {
+	cm := "---\n# Source: app/templates/c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%s}\ndata: {a: b}\n"
+	ack := ", annotations: {safe-upgrade.io/ack-delete: 0b5e3c1e-1111-2222-3333-444455556666}"
+	tests := []struct {
+		name, base, head string
+		invalid          bool
+	}{
+		{name: "created with it", head: fmt.Sprintf(cm, ack), invalid: true},
+		{name: "updated to it", base: fmt.Sprintf(cm, ""), head: fmt.Sprintf(cm, ack), invalid: true},
+		{name: "empty value", base: fmt.Sprintf(cm, ""), head: fmt.Sprintf(cm, `, annotations: {safe-upgrade.io/ack-delete: ""}`), invalid: true},
+		{name: "another annotation", base: fmt.Sprintf(cm, ""), head: fmt.Sprintf(cm, ", annotations: {safe-upgrade.io/other: x}")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
+				Release:          plan.Release{Name: "app", Namespace: "prod"},
+				PreviousManifest: tt.base, NextManifest: tt.head,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			got := c.Class == plan.ClassInvalid && c.Blocking && c.Destructive
+			if got != tt.invalid {
+				t.Fatalf("invalid %v, want %v: %+v", got, tt.invalid, c)
+			}
+			if tt.invalid && !strings.Contains(c.Reasons[0].Message, "a chart cannot acknowledge its own deletion") {
+				t.Errorf("first reason %+v", c.Reasons[0])
+			}
+		})
+	}
+}

@@ -106,10 +106,14 @@ func TestGuard(t *testing.T) {
 		return err == nil, out
 	})
 
-	if r := run(t, c, "guard", "install"); r.Code != 0 || !strings.Contains(r.Stdout, "ValidatingAdmissionPolicy "+guard.Name+" applied") {
+	// The StatefulSet's claims were made before the guard: guard install
+	// labels them as its marker labels new ones, and says what it protects.
+	r := run(t, c, "guard", "install")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ValidatingAdmissionPolicy "+guard.Name+" applied") || !strings.Contains(r.Stdout, "MutatingAdmissionPolicy "+guard.Name+" applied") ||
+		!strings.Contains(r.Stdout, "protects ") || !strings.Contains(r.Stdout, "on 2 claims made from claim templates") {
 		t.Fatalf("guard install: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": installed") != 2 {
+	if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": installed") != 4 || strings.Contains(r.Stdout, "cannot protect PersistentVolumeClaim "+stsNS) {
 		t.Fatalf("guard status: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	guardInForce(t, c, guardNS)
@@ -302,12 +306,19 @@ func TestGuard(t *testing.T) {
 		mustBin(t, c, c.Kubectl, "apply", "-n", pns, "-f", file)
 		refused(t, c, "PersistentVolumeClaim "+pns+"/data-db-0", "delete", "-n", pns, "pvc", "data-db-0", "--wait=false")
 		refused(t, c, "Namespace "+pns+":", "delete", "namespace", pns, "--wait=false")
-		// Acknowledged, the Namespace goes, and with it the claim: the
-		// namespace controller's deletes of a terminating namespace pass.
+		// Acknowledged, the Namespace is deleted, but the claim stays until
+		// it is acknowledged too: it holds data, the namespace does not.
+		claimUID := uidOf(t, c, "-n", pns, "pvc", "data-db-0")
 		mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
 		mustBin(t, c, c.Kubectl, "delete", "namespace", pns, "--wait=false")
+		waitsForAck(t, c, pns, map[string]types.UID{"data-db-0": claimUID})
 		gone(t, c, "namespace", pns)
 	})
+
+	t.Run("a release's data is kept whatever created the namespace or the claims", func(t *testing.T) { guardKeepsReleaseData(t, c) })
+	t.Run("a chart cannot acknowledge its own deletion", func(t *testing.T) { guardSelfAcknowledgement(t, c) })
+	t.Run("removing the release's identity does not unguard", func(t *testing.T) { guardKeepsIdentity(t, c) })
+	t.Run("volumes follow their claims", func(t *testing.T) { guardVolumes(t, c) })
 
 	t.Run("a casual delete leaves the guard in force", func(t *testing.T) { guardSurvivesCasualDelete(t, c, stsNS) })
 
@@ -320,14 +331,14 @@ func TestGuard(t *testing.T) {
 		}
 		mustBin(t, c, c.Kubectl, "apply", "-f", file)
 		r := run(t, c, "guard", "uninstall")
-		if r.Code != 0 || strings.Count(r.Stdout, " deleted") != 2 {
+		if r.Code != 0 || strings.Count(r.Stdout, " deleted") != 4 {
 			t.Fatalf("guard uninstall: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		left := mustBin(t, c, c.Kubectl, "get", "validatingadmissionpolicies,validatingadmissionpolicybindings", "-o", "name")
 		if strings.Contains(left, guard.Name) || !strings.Contains(left, "someone-elses") {
 			t.Errorf("after guard uninstall:\n%s", left)
 		}
-		if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": not installed") != 2 {
+		if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": not installed") != 4 {
 			t.Errorf("guard status after uninstall: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
@@ -347,10 +358,10 @@ func TestGuard(t *testing.T) {
 		guardInForce(t, c, guardNS)
 		refused(t, c, "StatefulSet "+stsNS+"/db", "delete", "-n", stsNS, "sts", "db", "--wait=false")
 		keptPodsAndClaims(t, c, stsNS, pods, claims)
-		if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": installed") != 2 || strings.Contains(r.Stdout, "another version") {
+		if r := run(t, c, "guard", "status"); r.Code != 0 || strings.Count(r.Stdout, ": installed") != 4 || strings.Contains(r.Stdout, "another version") {
 			t.Errorf("guard status of the kubectl-applied guard: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
-		if r := run(t, c, "guard", "uninstall"); r.Code != 0 || strings.Count(r.Stdout, " deleted") != 2 {
+		if r := run(t, c, "guard", "uninstall"); r.Code != 0 || strings.Count(r.Stdout, " deleted") != 4 {
 			t.Fatalf("guard uninstall: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 	})
