@@ -12,6 +12,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
 )
@@ -129,17 +130,7 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 	var act guardAction
 	switch o.Verb {
 	case "install":
-		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
-			lines, err := guard.Install(ctx, r)
-			if err != nil {
-				return lines, err
-			}
-			cov, err := guard.Survey(ctx, r, claimNaming(), true)
-			if err != nil {
-				return append(lines, "installed; what it protects could not be read: "+err.Error()), nil
-			}
-			return append(lines, cov.Lines()...), nil
-		}
+		act = o.withCoverage(guard.Install, true)
 	case "uninstall":
 		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
 			lines, err := guard.Uninstall(ctx, r)
@@ -149,17 +140,10 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 			return lines, err
 		}
 	default:
-		act = func(ctx context.Context, r guard.Resources) ([]string, error) {
+		act = o.withCoverage(func(ctx context.Context, r guard.Resources) ([]string, error) {
 			lines, _, err := guard.Status(ctx, r)
-			if err != nil {
-				return lines, err
-			}
-			cov, err := guard.Survey(ctx, r, claimNaming(), false)
-			if err != nil {
-				return append(lines, "what it protects could not be read: "+err.Error()), nil
-			}
-			return append(lines, cov.Lines()...), nil
-		}
+			return lines, err
+		}, false)
 	}
 	lines, err := act(ctx, o.Config.Cluster)
 	for _, l := range lines {
@@ -169,6 +153,24 @@ func (o *GuardOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("guard %s: %w", o.Verb, err)
 	}
 	return nil
+}
+
+// withCoverage runs act, then says what the guard protects and what it
+// cannot (guard.Survey; with mark, it labels the claims of claim templates
+// made before the guard). A survey that cannot be read is said, not an
+// error: the guard itself was installed or read.
+func (o *GuardOptions) withCoverage(act guardAction, mark bool) guardAction {
+	return func(ctx context.Context, r guard.Resources) ([]string, error) {
+		lines, err := act(ctx, r)
+		if err != nil {
+			return lines, err
+		}
+		cov, err := guard.Survey(ctx, r, claimNaming(), mark)
+		if err != nil {
+			return append(lines, o.Config.Sanitizer.Text("what the guard protects could not be read: "+err.Error(), redact.MessageLimit)), nil
+		}
+		return append(lines, cov.Lines()...), nil
+	}
 }
 
 // claimNaming is the StatefulSet controller's claim-naming rule, for

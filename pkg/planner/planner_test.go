@@ -10,6 +10,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 
 const pvcYAML = `---
@@ -62,13 +63,7 @@ func TestOfflinePlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
-				Release:          plan.Release{Name: "app", Namespace: "prod"},
-				PreviousManifest: tt.base, NextManifest: tt.head,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := offlinePlan(t, redact.NewMasker(), tt.base, tt.head)
 			if !p.Offline {
 				t.Error("a plan made offline is not marked offline")
 			}
@@ -325,14 +320,7 @@ func TestSelfAcknowledgementInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(Offline{Release: "app", Namespace: "prod"}.Parts(), "").Plan(context.Background(), Input{
-				Release:          plan.Release{Name: "app", Namespace: "prod"},
-				PreviousManifest: tt.base, NextManifest: tt.head,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := p.Changes[0]
+			c := offlinePlan(t, redact.NewMasker(), tt.base, tt.head).Changes[0]
 			got := c.Class == plan.ClassInvalid && c.Blocking && c.Destructive
 			if got != tt.invalid {
 				t.Fatalf("invalid %v, want %v: %+v", got, tt.invalid, c)

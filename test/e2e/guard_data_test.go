@@ -176,6 +176,8 @@ func guardKeepsIdentity(t *testing.T, c *testcluster.Cluster) {
 	mustBin(t, c, c.Kubectl, "label", "namespace", pns, guard.ProtectLabel+"=true")
 	refusedWith(t, c, "refusing to remove ", "label", "namespace", pns, guard.ProtectLabel+"-")
 	refusedWith(t, c, "refusing to remove ", "label", "namespace", pns, guard.ProtectLabel+"=false", "--overwrite")
+	// Acknowledged, the namespace may be deleted (the test's clean-up).
+	mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
 	// Acknowledged, the identity may go.
 	mustBin(t, c, c.Kubectl, "annotate", "-n", ns, "pvc", "files", guard.AckAnnotation+"="+string(uid))
 	mustBin(t, c, c.Kubectl, "annotate", "-n", ns, "pvc", "files", guard.ReleaseAnnotation+"-")
