@@ -18,7 +18,7 @@ import (
 // delete orphans dependants (--cascade=orphan). It is the policy's
 // destroys-data condition over the guarded kinds, read from the live object.
 func Guards(kind schema.GroupKind, obj *unstructured.Unstructured, orphan bool) bool {
-	for _, g := range guardedKinds {
+	for _, g := range guardedKinds() {
 		if g.kind != kind {
 			continue
 		}
@@ -37,7 +37,7 @@ func Guards(kind schema.GroupKind, obj *unstructured.Unstructured, orphan bool) 
 // GuardedKind reports whether the guard refuses some deletes of kind: the
 // objects worth reading before Guards decides.
 func GuardedKind(kind schema.GroupKind) bool {
-	for _, g := range guardedKinds {
+	for _, g := range guardedKinds() {
 		if g.kind == kind {
 			return true
 		}

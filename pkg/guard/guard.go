@@ -84,7 +84,8 @@ var StatefulSetControllers = []string{"system:serviceaccount:kube-system:statefu
 const GuardedMark = "volumeClaimTemplate"
 
 // guarded is one kind the guard protects: its row of the destructive kinds
-// (classify), its resource, and the words of the denial.
+// (classify), whose resource the policy matches, and the words of the
+// denial.
 type guarded struct {
 	kind     schema.GroupKind
 	resource string
@@ -92,14 +93,25 @@ type guarded struct {
 	also string
 }
 
-// guardedKinds are the kinds whose DELETE the guard refuses. Their
-// sentences come from the one table of destructive kinds.
-var guardedKinds = []guarded{
-	{kind: schema.GroupKind{Kind: "PersistentVolumeClaim"}, resource: "persistentvolumeclaims"},
-	{kind: schema.GroupKind{Kind: "PersistentVolume"}, resource: "persistentvolumes", also: "reclaimPolicy is Delete"},
-	{kind: schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, resource: "customresourcedefinitions"},
-	{kind: schema.GroupKind{Kind: "Namespace"}, resource: "namespaces"},
-	{kind: schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, resource: "statefulsets", also: "an orphaning delete (--cascade=orphan) keeps its pods and passes"},
+// guardAlso is what the guard lets pass of some destructive kinds.
+func guardAlso(kind schema.GroupKind) string {
+	switch kind {
+	case schema.GroupKind{Kind: "PersistentVolume"}:
+		return "reclaimPolicy is Delete"
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		return "an orphaning delete (--cascade=orphan) keeps its pods and passes"
+	}
+	return ""
+}
+
+// guardedKinds are the kinds whose DELETE the guard refuses: every row of
+// the one table of destructive kinds.
+func guardedKinds() []guarded {
+	var out []guarded
+	for _, d := range classify.DestructiveKinds() {
+		out = append(out, guarded{kind: d.Kind, resource: d.Resource, also: guardAlso(d.Kind)})
+	}
+	return out
 }
 
 // The CEL of the policy. On DELETE oldObject is the object being deleted
@@ -184,8 +196,8 @@ func identity(obj string) string {
 // destroysExpression is the CEL map from resource to what deleting one
 // destroys, indexed by the request's resource.
 func destroysExpression() string {
-	parts := make([]string, 0, len(guardedKinds))
-	for _, g := range guardedKinds {
+	parts := make([]string, 0, len(guardedKinds()))
+	for _, g := range guardedKinds() {
 		parts = append(parts, strconv.Quote(g.resource)+": "+strconv.Quote(Destroys(g.kind)))
 	}
 	return "{" + strings.Join(parts, ", ") + "}[request.resource.resource]"
@@ -195,7 +207,7 @@ func destroysExpression() string {
 func Destroys(kind schema.GroupKind) string {
 	d, _ := classify.DestructiveKind(kind)
 	text := d.Deleted
-	for _, g := range guardedKinds {
+	for _, g := range guardedKinds() {
 		if g.kind == kind && g.also != "" {
 			text += " (" + g.also + ")"
 		}
@@ -223,7 +235,7 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 	equivalent := admissionv1.Equivalent
 	reason := metav1.StatusReasonForbidden
 	var rules []admissionv1.NamedRuleWithOperations
-	for _, g := range guardedKinds {
+	for _, g := range guardedKinds() {
 		rules = append(rules, admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
 			Operations: []admissionv1.OperationType{admissionv1.Delete, admissionv1.Update},
 			Rule:       admissionv1.Rule{APIGroups: []string{g.kind.Group}, APIVersions: []string{"*"}, Resources: []string{g.resource}},

@@ -1,7 +1,8 @@
-// Package upgrade runs the stages of a safe upgrade — render, plan, save or
-// load a plan, apply — in the shape of helm's pkg/action: a Config built once
-// per run carries the shared dependencies (Helm's configuration, the one
-// cluster connection), and each action lives in a file of its own:
+// Package verb runs the actions of every verb that changes or reads a release —
+// plan, save or load a plan, apply, rollback, uninstall, status, log — in the
+// shape of helm's pkg/action: a Config built once per run carries the shared
+// dependencies (Helm's configuration, the one cluster connection), and each
+// action lives in a file of its own:
 //
 //	plan.go     Plan: render the release and plan it against the cluster
 //	            (or, with an offline base, plan without one: offline.go);

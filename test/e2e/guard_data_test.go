@@ -178,6 +178,21 @@ func guardKeepsIdentity(t *testing.T, c *testcluster.Cluster) {
 	refusedWith(t, c, "refusing to remove ", "label", "namespace", pns, guard.ProtectLabel+"=false", "--overwrite")
 	// Acknowledged, the namespace may be deleted (the test's clean-up).
 	mustBin(t, c, c.Kubectl, "annotate", "namespace", pns, guard.AckAnnotation+"="+string(uidOf(t, c, "namespace", pns)))
+	// A namespace labelled protect=false when it is made (CI's throw-away
+	// ones) is deleted with its claims: guard status names it.
+	ons := "optout-" + strings.TrimPrefix(c.Namespace(t), "e2e-")
+	optout := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ons + ", labels: {" + guard.ProtectLabel + ": \"false\"}}\n"
+	nsFile := filepath.Join(t.TempDir(), "optout.yaml")
+	if err := os.WriteFile(nsFile, []byte(optout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustBin(t, c, c.Kubectl, "apply", "-f", nsFile)
+	c.Helm(t, "install", "keep", writeChart(t, "keep", "1.0.0", map[string]string{"pvc.yaml": guardVolumeChart["pvc.yaml"]}), "-n", ons)
+	if r := run(t, c, "guard", "status"); r.Code != 0 || !strings.Contains(r.Stdout, "cannot protect Namespace "+ons+": labelled "+guard.ProtectLabel+"=false") {
+		t.Errorf("guard status: exit %d, want the opted-out namespace named\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	mustBin(t, c, c.Kubectl, "delete", "namespace", ons, "--wait=false")
+	gone(t, c, "namespace", ons)
 	// Acknowledged, the identity may go.
 	mustBin(t, c, c.Kubectl, "annotate", "-n", ns, "pvc", "files", guard.AckAnnotation+"="+string(uid))
 	mustBin(t, c, c.Kubectl, "annotate", "-n", ns, "pvc", "files", guard.ReleaseAnnotation+"-")
