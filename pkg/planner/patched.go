@@ -1,0 +1,207 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+)
+
+// patched predicts and classifies the update as Helm makes it without
+// --force: a three-way patch (Helm 3), or a server-side apply (Helm 4).
+func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+	secret := redact.Sensitive(liveObj) // fail closed
+	rel := in.Release
+	var original *unstructured.Unstructured
+	if prev != nil {
+		original = prev.Obj
+	}
+	ssa := rel.ServerSide()
+	var decided predict.ApplyDecision
+	// decideApply's local merge is Helm's field manager's: another
+	// applier's apply is the server's to answer.
+	if ssa && in.Applier == nil {
+		decided = p.decideApply(ctx, rel, prev, next, liveObj)
+		if decided.Verdict == predict.ApplyNoop {
+			applyNoop(c, original, liveObj, next.Obj)
+			return nil
+		}
+	}
+	// Helm's three-way patch: what Helm 3 sends, and for Helm 4, which
+	// sends none, what the local form of an apply asked of the server is
+	// built from; a change decided from the managed fields needs none.
+	var patch []byte
+	var pt types.PatchType
+	threeWay := func() (err error) {
+		if patch, pt, err = p.Patcher.Patch(original, next.Obj, liveObj); err != nil {
+			return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
+		}
+		return nil
+	}
+	if !ssa {
+		if err := threeWay(); err != nil {
+			return err
+		}
+		if predict.Empty(patch) {
+			// Helm sends nothing for an empty patch. Helm 4's server-side
+			// apply sends every object, and may conflict even when nothing
+			// changes.
+			c.Action = plan.ActionNoop
+			c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
+			return nil
+		}
+	}
+	c.Before = p.shown(liveObj)
+	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
+		Live: p.Masker.Object(liveObj), Secret: secret,
+		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
+	var predicted *unstructured.Unstructured
+	var conflicts []predict.Conflict
+	start := time.Now()
+	switch {
+	case !ssa:
+		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
+	case decided.Verdict == predict.ApplyChange:
+		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.DeriveApply(liveObj, decided.Merged) })
+	}
+	if predicted != nil {
+		// The derived object is the patch applied locally, too.
+		masked := p.Masker.Object(predicted)
+		u.Predicted, u.Local, u.Derived = masked, masked, true
+		c.Prediction = plan.PredictionDerived
+	} else {
+		if ssa {
+			if err := threeWay(); err != nil {
+				return err
+			}
+		}
+		local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.ID, err)
+		}
+		u.Local = p.Masker.Object(local)
+		if ssa {
+			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide, decided.Conflicts)
+		} else {
+			predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	p.Stats.add(stagePredict, start)
+	p.classified(c, u, predicted, original, liveObj, next)
+	if ssa && (len(c.Drift) > 0 || len(conflicts) > 0) { // the owners are read for these only
+		owners := ownDrift(c, liveObj)
+		if len(conflicts) > 0 {
+			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
+			if in.Applier != nil && in.Applier.Takes != "" {
+				forcedBy(c, in.Applier.Takes)
+			}
+		}
+	}
+	return nil
+}
+
+// conflicted turns an update whose server-side apply conflicts with other
+// field managers into its verdict. Helm 4's upgrade fails on a conflict, so
+// without --force-conflicts the change is invalid and blocks; with it, the
+// apply takes the fields from their owners: a destructive change to
+// acknowledge, of the class the forced apply has. live and target are
+// masked for Secrets.
+func conflicted(c *plan.Change, conflicts []predict.Conflict, owners *classify.Ownership, live, target *unstructured.Unstructured, force bool) {
+	forced := c.Verdict()
+	if c.Action == plan.ActionNoop {
+		forced = "in-place"
+	}
+	var reasons []plan.Reason
+	for _, cf := range conflicts {
+		path := owners.Path(cf.Path)
+		msg := fmt.Sprintf("conflict with field manager %q: Helm 4's server-side apply fails here; with --force-conflicts it takes the field from %q and the update is %s", cf.Manager, cf.Manager, forced)
+		if force {
+			msg = fmt.Sprintf("owned by field manager %q: --force-conflicts takes the field from it (the chart's value replaces %q's, and Helm becomes its owner)", cf.Manager, cf.Manager)
+		}
+		reasons = append(reasons, plan.Reason{Path: path, Message: msg, Source: plan.SourceServer, Manager: cf.Manager,
+			Before: classify.ValueAt(live, path), After: classify.ValueAt(target, path)})
+	}
+	c.Action = plan.ActionUpdate
+	c.Destructive = true
+	if force {
+		c.Reasons = append(reasons, c.Reasons...)
+		if c.Class == plan.ClassNone {
+			c.Class = plan.ClassInPlace
+		}
+		return
+	}
+	// The upgrade fails: what the forced apply would do is a note, and a
+	// conflicting field's drift is not reverted by it.
+	var paths []string
+	for _, r := range c.Reasons {
+		paths = append(paths, r.Path)
+	}
+	if len(paths) > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("with --force-conflicts the update would be %s: %s", forced, strings.Join(paths, ", ")))
+	}
+	var drift []plan.Drift
+	for _, d := range c.Drift {
+		if !slices.ContainsFunc(reasons, func(r plan.Reason) bool { return classify.Under(d.Path, r.Path) }) {
+			drift = append(drift, d)
+		}
+	}
+	c.Class, c.Blocking, c.Reasons, c.Rollout, c.Drift = plan.ClassInvalid, true, reasons, nil, drift
+}
+
+// forcedBy rewords the reasons conflicted gave a forced apply for an
+// applier other than Helm, whose flags they name: takes says how it takes
+// the field.
+func forcedBy(c *plan.Change, takes string) {
+	for i, r := range c.Reasons {
+		if r.Manager != "" {
+			c.Reasons[i].Message = fmt.Sprintf("owned by field manager %q: %s", r.Manager, takes)
+		}
+	}
+}
+
+// classified gives an update its verdict from the update u as predicted
+// (derived or the server's answer, predicted; nil when the server refused
+// it): its class, reasons and rollout, whether it is destructive or
+// blocks, what the report shows after it, and the drift it reverts.
+func (p *Planner) classified(c *plan.Change, u classify.Update, predicted, original, liveObj *unstructured.Unstructured, next *manifest.Object) {
+	defer p.Stats.add(stageClassify, time.Now())
+	if !u.Derived {
+		markPruned(c, next.Obj, predicted)
+	}
+	v := p.Classifier.Classify(u)
+	if v.Noop {
+		c.Action = plan.ActionNoop
+	}
+	c.Class, c.Reasons, c.Rollout = v.Class, v.Reasons, v.Rollout
+	c.Destructive = v.Class == plan.ClassRecreateRequired || v.Class == plan.ClassInvalid
+	c.Blocking = v.Class == plan.ClassInvalid
+	if d, _ := classify.DestructiveKind(schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}); d.Migrate != "" && v.Class == plan.ClassRecreateRequired {
+		// Never acknowledgeable: the tool does not delete volumes.
+		c.Blocking = true
+		path := "spec"
+		if len(c.Reasons) > 0 {
+			path = c.Reasons[0].Path
+		}
+		c.Reasons = append([]plan.Reason{{Path: path, Message: d.Migrate, Source: plan.SourceCatalogue}}, c.Reasons...)
+	}
+	after := predicted
+	if after == nil {
+		after = u.Backfill()
+	}
+	c.After = p.shown(after)
+	c.Drift = classify.Drift(original, liveObj, next.Obj, after)
+}
