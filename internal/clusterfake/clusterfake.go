@@ -54,6 +54,11 @@ func (o Observed) Warns(context.Context, *unstructured.Unstructured, string) str
 	return string(o)
 }
 
+// PoliciesAdmit implements planner.Observers: what Observed answers.
+func (o Observed) PoliciesAdmit(context.Context, *unstructured.Unstructured, *unstructured.Unstructured, bool, string) string {
+	return string(o)
+}
+
 // Counter counts N custom resources of every kind, and records which it
 // was asked to count.
 type Counter struct {
