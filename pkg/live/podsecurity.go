@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
@@ -17,6 +19,10 @@ type namespaceRead struct {
 	once sync.Once
 	obj  *unstructured.Unstructured
 	err  error
+	// typed is obj as the server's admission holds it, converted once.
+	typedOnce sync.Once
+	typed     *corev1.Namespace
+	typedErr  error
 }
 
 // namespace returns the namespace name, one GET per run.
@@ -33,6 +39,22 @@ func (o *Observers) namespace(ctx context.Context, name string) (*unstructured.U
 	o.mu.Unlock()
 	ns.once.Do(func() { ns.obj, ns.err = o.cluster.Namespace(ctx, name) })
 	return ns.obj, ns.err
+}
+
+// typedNamespace is namespace's answer as a corev1.Namespace, converted once.
+func (o *Observers) typedNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	got, err := o.namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	ns := o.namespaces[name]
+	o.mu.Unlock()
+	ns.typedOnce.Do(func() {
+		ns.typed = &corev1.Namespace{}
+		ns.typedErr = runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, ns.typed)
+	})
+	return ns.typed, ns.typedErr
 }
 
 // PodSecurityWarns returns why PodSecurity admission may warn about an

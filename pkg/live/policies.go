@@ -77,11 +77,16 @@ type policies struct {
 	userOnce sync.Once
 	user     user.Info
 	userErr  error
+
+	mu sync.Mutex
+	// equivalents are the versions of a resource the cluster serves
+	// (objectInterfaces), asked of the mapper once.
+	equivalents map[schema.GroupVersionResource][]schema.GroupVersionResource
 }
 
 // readPolicies LISTs the bindings of vaps and compiles each policy.
 func (o *Observers) readPolicies(ctx context.Context, vaps []unstructured.Unstructured) (*policies, error) {
-	out := &policies{asks: map[string]string{}}
+	out := &policies{asks: map[string]string{}, equivalents: map[schema.GroupVersionResource][]schema.GroupVersionResource{}}
 	if len(vaps) == 0 {
 		return out, nil
 	}
@@ -383,12 +388,9 @@ type namespaceLister struct {
 }
 
 func (l namespaceLister) Get(name string) (*corev1.Namespace, error) {
-	got, err := l.o.namespace(l.ctx, name)
+	ns, err := l.o.typedNamespace(l.ctx, name)
 	if err == nil {
-		ns := &corev1.Namespace{}
-		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, ns); err == nil {
-			return ns, nil
-		}
+		return ns, nil // shared: admission only reads it
 	}
 	l.ev.add(&l.ev.unknown, "namespace "+name+" unreadable")
 	return nil, fmt.Errorf("namespace %s unreadable: %v", name, err) // not %w: not NotFound
@@ -427,12 +429,20 @@ func (i objectInterfaces) New(gvk schema.GroupVersionKind) (runtime.Object, erro
 // EquivalentResourcesFor implements runtime.EquivalentResourceMapper: the
 // versions the cluster serves of the resource.
 func (i objectInterfaces) EquivalentResourcesFor(res schema.GroupVersionResource, sub string) []schema.GroupVersionResource {
+	ps := i.o.policies
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if got, ok := ps.equivalents[res]; ok {
+		return got
+	}
 	all, err := i.o.cluster.Mapper.ResourcesFor(schema.GroupVersionResource{Group: res.Group, Resource: res.Resource})
 	if err != nil {
-		return []schema.GroupVersionResource{res}
+		all = []schema.GroupVersionResource{res}
 	}
 	// An empty group asks the mapper for every group's resource of that name.
-	return slices.DeleteFunc(all, func(r schema.GroupVersionResource) bool { return r.Group != res.Group })
+	all = slices.DeleteFunc(all, func(r schema.GroupVersionResource) bool { return r.Group != res.Group })
+	ps.equivalents[res] = all
+	return all
 }
 
 // KindFor implements runtime.EquivalentResourceMapper.
