@@ -46,11 +46,10 @@ import (
 // PolicyRequest is an UPDATE as the tool's dry-run would send it: the object
 // the server would store (derived), the live one, and the options.
 type PolicyRequest struct {
-	GVR             schema.GroupVersionResource
-	Object, Old     *unstructured.Unstructured
-	FieldManager    string
-	ServerVersion   string // v1.37.2
-	namespace, name string
+	GVR           schema.GroupVersionResource
+	Object, Old   *unstructured.Unstructured
+	FieldManager  string
+	ServerVersion string // v1.37.2
 }
 
 // policyLibraryMinor is the minor of the admission library linked in: its
