@@ -124,6 +124,10 @@ func TestPoliciesAdmit(t *testing.T) {
 		objs   []runtime.Object
 		forbid string
 		server string
+		// manager is the request's field manager (helm); ack sets the ack
+		// annotation on the new object, strip drops the release one.
+		manager    string
+		ack, strip bool
 		// asks: a part of the reason to ask; "" when derived.
 		asks string
 	}{
@@ -142,7 +146,7 @@ func TestPoliciesAdmit(t *testing.T) {
 		{name: "namespaceObject", objs: []runtime.Object{vap("p", v("namespaceObject.metadata.labels.tier == 'gold'")), vapBinding("p")}},
 		{name: "namespace unreadable", forbid: "namespaces", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "namespace team unreadable"},
 		{name: "variables and has()", objs: []runtime.Object{func() runtime.Object {
-			p := vap("p", v("!has(object.metadata.annotations) && variables.chart.endsWith('2.0.0')"))
+			p := vap("p", v("has(object.metadata.annotations) && !has(object.metadata.finalizers) && variables.chart.endsWith('2.0.0')"))
 			p.Spec.Variables = []admissionv1.Variable{{Name: "chart", Expression: "object.metadata.labels['helm.sh/chart']"}}
 			return p
 		}(), vapBinding("p")}},
@@ -195,6 +199,13 @@ func TestPoliciesAdmit(t *testing.T) {
 		}(), vapBinding("p")}, asks: "errs"},
 		{name: "over the cost limit", objs: []runtime.Object{vap("p", v("["+big+"].all(a, ["+big+"].all(b, ["+big+"].all(c, true)))")), vapBinding("p")}, asks: "errs"},
 		{name: "reads managedFields", objs: []runtime.Object{vap("p", v("!has(object.metadata.managedFields) || true")), vapBinding("p")}, asks: "reads managedFields"},
+		// The guard's UPDATE rules' shape (pkg/guard, issue 55): the ack
+		// annotation only from allowlisted field managers, Helm's
+		// release annotation never stripped.
+		{name: "guard-like, admits", objs: []runtime.Object{guardLike(), vapBinding("guard")}},
+		{name: "guard-like, another field manager acks", manager: "kubectl-annotate", objs: []runtime.Object{guardLike(), vapBinding("guard")}, ack: true, asks: "refuses"},
+		{name: "guard-like, helm acks", objs: []runtime.Object{guardLike(), vapBinding("guard")}, ack: true},
+		{name: "guard-like, release annotation stripped", objs: []runtime.Object{guardLike(), vapBinding("guard")}, strip: true, asks: "refuses"},
 		{name: "another server minor", server: "v1.36.4", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "compiles CEL for its own minor"},
 		{name: "bindings unreadable", forbid: "validatingadmissionpolicybindings", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "admission configuration unknown"},
 	}
@@ -208,13 +219,45 @@ func TestPoliciesAdmit(t *testing.T) {
 			if server == "" {
 				server = "v1.37.2"
 			}
-			req := PolicyRequest{GVR: configMaps, Object: next.DeepCopy(), Old: old.DeepCopy(), FieldManager: "helm", ServerVersion: server}
+			manager := tc.manager
+			if manager == "" {
+				manager = "helm"
+			}
+			req := PolicyRequest{GVR: configMaps, Object: next.DeepCopy(), Old: old.DeepCopy(), FieldManager: manager, ServerVersion: server}
+			for _, o := range []*unstructured.Unstructured{req.Object, req.Old} {
+				o.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "app"})
+			}
+			if tc.ack {
+				req.Object.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "app", "safe-upgrade.io/ack-delete": "uid"})
+			}
+			if tc.strip {
+				req.Object.SetAnnotations(nil)
+			}
 			got := o.PoliciesAdmit(context.Background(), req)
 			if (got == "") != (tc.asks == "") || !strings.Contains(got, tc.asks) {
 				t.Errorf("PoliciesAdmit = %q, want %q", got, tc.asks)
 			}
 		})
 	}
+}
+
+// guardLike is a policy shaped as the guard's UPDATE rules: variables,
+// has(), map lookups, request.options.fieldManager, namespaceObject.
+func guardLike() *admissionv1.ValidatingAdmissionPolicy {
+	p := vap("guard",
+		admissionv1.Validation{Expression: "!variables.acks || variables.manager in ['helm', 'helm-safe-upgrade']",
+			MessageExpression: "'ack by ' + variables.manager + ' refused'"},
+		admissionv1.Validation{Expression: "!variables.released || (has(object.metadata.annotations) && 'meta.helm.sh/release-name' in object.metadata.annotations)",
+			Message: "Helm's release annotation may not be stripped"},
+		admissionv1.Validation{Expression: "namespaceObject.metadata.name == object.metadata.namespace"},
+	)
+	p.Spec.Variables = []admissionv1.Variable{
+		{Name: "manager", Expression: "has(request.options.fieldManager) ? request.options.fieldManager : ''"},
+		{Name: "acks", Expression: "has(object.metadata.annotations) && 'safe-upgrade.io/ack-delete' in object.metadata.annotations && " +
+			"(!has(oldObject.metadata.annotations) || !('safe-upgrade.io/ack-delete' in oldObject.metadata.annotations))"},
+		{Name: "released", Expression: "has(oldObject.metadata.annotations) && 'meta.helm.sh/release-name' in oldObject.metadata.annotations"},
+	}
+	return p
 }
 
 // TestPoliciesAdmitReadsOnce: the configuration, the user and a namespace
