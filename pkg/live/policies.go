@@ -59,8 +59,9 @@ var policyLibraryMinor, _ = apis.ParseMinor(version.DefaultKubeBinaryVersion)
 // unpredictable are the object's fields the server sets during the update
 // itself, which a derived object does not hold as admission sees them
 // (managedFields gains the patch's entry and time; generation moves with a
-// spec change): a policy reading them is asked.
-var unpredictable = regexp.MustCompile(`\b(managedFields|generation)\b`)
+// spec change), and the macros that would enumerate them among the
+// metadata's keys: a policy reading them is asked.
+var unpredictable = regexp.MustCompile(`\b(managedFields|generation)\b|\bmetadata\s*\.\s*(all|exists|exists_one|map|filter|size)\b`)
 
 // policies are the cluster's ValidatingAdmissionPolicies and their
 // bindings, compiled once per run.

@@ -206,6 +206,7 @@ func TestPoliciesAdmit(t *testing.T) {
 		{name: "guard-like, another field manager acks", manager: "kubectl-annotate", objs: []runtime.Object{guardLike(), vapBinding("guard")}, ack: true, asks: "refuses"},
 		{name: "guard-like, helm acks", objs: []runtime.Object{guardLike(), vapBinding("guard")}, ack: true},
 		{name: "guard-like, release annotation stripped", objs: []runtime.Object{guardLike(), vapBinding("guard")}, strip: true, asks: "refuses"},
+		{name: "enumerates the metadata", objs: []runtime.Object{vap("p", v("object.metadata.all(k, k != 'x')")), vapBinding("p")}, asks: "reads metadata.all"},
 		{name: "another server minor", server: "v1.36.4", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "compiles CEL for its own minor"},
 		{name: "bindings unreadable", forbid: "validatingadmissionpolicybindings", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "admission configuration unknown"},
 	}
