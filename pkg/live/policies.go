@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
@@ -74,6 +75,10 @@ type policies struct {
 	// none may match needs no evaluation (nor the user, nor a namespace).
 	rules []admissionRule
 
+	// compileOnce compiles every hook's policy for the API server's minor.
+	compileOnce sync.Once
+	compileErr  error
+
 	userOnce sync.Once
 	user     user.Info
 	userErr  error
@@ -122,7 +127,7 @@ func (o *Observers) readPolicies(ctx context.Context, vaps []unstructured.Unstru
 		if expr := policyReads(p, unpredictable); expr != "" {
 			out.asks[p.Name] = fmt.Sprintf("%s reads %s, which the server sets during the update", owner, expr)
 		}
-		hook := validating.PolicyHook{Policy: p, Bindings: bindings[p.Name], Evaluator: compilePolicy(p)}
+		hook := validating.PolicyHook{Policy: p, Bindings: bindings[p.Name]} // compiled for the server: PoliciesAdmit
 		hook.ParamInformer, hook.ParamScope, hook.ConfigurationError = o.paramSource(ctx, p)
 		out.hooks = append(out.hooks, hook)
 	}
@@ -152,16 +157,34 @@ func policyReads(p *admissionregistrationv1.ValidatingAdmissionPolicy, re *regex
 	return ""
 }
 
+// celEnvironment is the CEL environment a 1.serverMinor API server
+// compiles a stored policy in: the library's own base environment with
+// stored expressions for a server of its minor (as kube-apiserver builds
+// it); for an older one (1.30, the first with ValidatingAdmissionPolicy
+// GA, or later), the base environment at that version with new
+// expressions, which holds only the libraries introduced by then, at the
+// versions they had then (the base environment's libraries are versioned
+// for exactly this). A newer server's libraries are unknown here.
+func celEnvironment(serverMinor int) (*environment.EnvSet, environment.Type, error) {
+	switch {
+	case serverMinor == policyLibraryMinor:
+		return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), environment.StoredExpressions, nil
+	case serverMinor >= 30 && serverMinor < policyLibraryMinor:
+		return environment.MustBaseEnvSet(utilversion.MajorMinor(1, uint(serverMinor))), environment.NewExpressions, nil
+	}
+	return nil, "", fmt.Errorf("an API server of 1.%d compiles CEL for its own minor, which this build (1.%d) does not know", serverMinor, policyLibraryMinor)
+}
+
 // compilePolicy compiles p as the API server does (compilePolicy in
 // k8s.io/apiserver's plugin/policy/validating, which is not exported): the
-// base environment with strict cost, stored expressions, variables
-// composited.
-func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
+// base environment with strict cost, variables composited; env and mode
+// from celEnvironment.
+func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, env *environment.EnvSet, mode environment.Type) validating.Validator {
 	hasParam := p.Spec.ParamKind != nil
 	optionalVars := cel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: true}
 	expressionOptionalVars := cel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: false}
 	failurePolicy := p.Spec.FailurePolicy
-	compiler, err := cel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	compiler, err := cel.NewCompositedCompiler(env)
 	if err != nil {
 		return validating.NewValidator(nil, nil, nil, nil, failurePolicy, err)
 	}
@@ -169,14 +192,14 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) validat
 	for i, v := range p.Spec.Variables {
 		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
 	}
-	compiler.CompileAndStoreVariables(variables, optionalVars, environment.StoredExpressions)
+	compiler.CompileAndStoreVariables(variables, optionalVars, mode)
 	var matcher matchconditions.Matcher
 	if len(p.Spec.MatchConditions) > 0 {
 		conds := make([]cel.ExpressionAccessor, len(p.Spec.MatchConditions))
 		for i := range p.Spec.MatchConditions {
 			conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conds, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", p.Name)
+		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conds, optionalVars, mode), failurePolicy, "policy", "validate", p.Name)
 	}
 	validations := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
 	messages := make([]cel.ExpressionAccessor, len(p.Spec.Validations))
@@ -191,10 +214,10 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) validat
 		audits[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
 	return validating.NewValidator(
-		compiler.CompileCondition(validations, optionalVars, environment.StoredExpressions),
+		compiler.CompileCondition(validations, optionalVars, mode),
 		matcher,
-		compiler.CompileCondition(audits, optionalVars, environment.StoredExpressions),
-		compiler.CompileCondition(messages, expressionOptionalVars, environment.StoredExpressions),
+		compiler.CompileCondition(audits, optionalVars, mode),
+		compiler.CompileCondition(messages, expressionOptionalVars, mode),
 		failurePolicy, nil)
 }
 
@@ -212,8 +235,19 @@ func (o *Observers) PoliciesAdmit(ctx context.Context, req PolicyRequest) string
 	if ps == nil || !slices.ContainsFunc(ps.rules, func(r admissionRule) bool { return r.matches(req.GVR.Group, req.GVR.Resource, "UPDATE") }) {
 		return ""
 	}
-	if minor, _ := apis.ParseMinor(req.ServerVersion); minor != policyLibraryMinor {
-		return fmt.Sprintf("ValidatingAdmissionPolicy: the API server %s compiles CEL for its own minor, not 1.%d's", req.ServerVersion, policyLibraryMinor)
+	ps.compileOnce.Do(func() {
+		minor, _ := apis.ParseMinor(req.ServerVersion) // 0 when unknown: an error
+		env, mode, err := celEnvironment(minor)
+		if err != nil {
+			ps.compileErr = err
+			return
+		}
+		for i := range ps.hooks {
+			ps.hooks[i].Evaluator = compilePolicy(ps.hooks[i].Policy, env, mode)
+		}
+	})
+	if ps.compileErr != nil {
+		return "ValidatingAdmissionPolicy: " + ps.compileErr.Error()
 	}
 	ps.userOnce.Do(func() { ps.user, ps.userErr = o.whoAmI(ctx) })
 	if ps.userErr != nil {

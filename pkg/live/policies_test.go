@@ -207,7 +207,11 @@ func TestPoliciesAdmit(t *testing.T) {
 		{name: "guard-like, helm acks", objs: []runtime.Object{guardLike(), vapBinding("guard")}, ack: true},
 		{name: "guard-like, release annotation stripped", objs: []runtime.Object{guardLike(), vapBinding("guard")}, strip: true, asks: "refuses"},
 		{name: "enumerates the metadata", objs: []runtime.Object{vap("p", v("object.metadata.all(k, k != 'x')")), vapBinding("p")}, asks: "reads metadata.all"},
-		{name: "another server minor", server: "v1.36.4", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "compiles CEL for its own minor"},
+		{name: "an older server", server: "v1.36.4", objs: []runtime.Object{vap("p", v("object.metadata.labels['helm.sh/chart'].startsWith('app-')")), vapBinding("p")}},
+		{name: "a library the server has", server: "v1.33.1", objs: []runtime.Object{vap("p", v("isSemver('1.0.0')")), vapBinding("p")}},
+		{name: "a library newer than the server", server: "v1.32.9", objs: []runtime.Object{vap("p", v("isSemver('1.0.0')")), vapBinding("p")}, asks: "errs"},
+		{name: "a newer server", server: "v1.38.0", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "does not know"},
+		{name: "a server before policies were GA", server: "v1.29.0", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "does not know"},
 		{name: "bindings unreadable", forbid: "validatingadmissionpolicybindings", objs: []runtime.Object{vap("p", v("true")), vapBinding("p")}, asks: "admission configuration unknown"},
 	}
 	for _, tc := range tests {
