@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -537,19 +538,21 @@ func (p *params) Lister() cache.GenericLister {
 		p.list = cache.NewGenericLister(idx, p.gvr.GroupResource())
 	})
 	if p.err != nil {
-		return unreadableParams{err: fmt.Errorf("params %s unreadable: %w", p.gvr.Resource, p.err)}
+		return unreadableParams{gr: p.gvr.GroupResource()}
 	}
 	return p.list
 }
 
-// unreadableParams answers every read with why the params could not be
-// listed; the matched binding's configuration error it becomes is asked
-// (recordingValidator never runs, evaluation.matched lacks it), see
-// dispatch.
-type unreadableParams struct{ err error }
+// unreadableParams stands for params that could not be listed. The
+// evaluation is asked whatever it answers (recordingParams records it), so
+// it answers as if there were none: an error would only reach the
+// dispatcher's error log, once per object.
+type unreadableParams struct{ gr schema.GroupResource }
 
-func (u unreadableParams) List(labels.Selector) ([]runtime.Object, error) { return nil, u.err }
-func (u unreadableParams) Get(string) (runtime.Object, error)             { return nil, u.err }
+func (u unreadableParams) List(labels.Selector) ([]runtime.Object, error) { return nil, nil }
+func (u unreadableParams) Get(name string) (runtime.Object, error) {
+	return nil, apierrors.NewNotFound(u.gr, name)
+}
 func (u unreadableParams) ByNamespace(string) cache.GenericNamespaceLister {
 	return u
 }
