@@ -83,6 +83,11 @@ var policyCases = []policyCase{
 			"object.kind != 'ConfigMap' || object.metadata.labels['helm.sh/chart'] != 'app-2.0.0'",
 			"'chart ' + object.metadata.labels['helm.sh/chart'] + ' is not allowed for ' + object.metadata.name")}
 	}},
+	{name: "denies a Helm 4 apply", helm4: true, asked: []string{"configmaps"}, policy: func(string) admissionv1.ValidatingAdmissionPolicySpec {
+		return admissionv1.ValidatingAdmissionPolicySpec{Validations: validation(
+			"object.kind != 'ConfigMap' || request.options.fieldManager != 'helm'",
+			"'field manager ' + request.options.fieldManager + ' may not apply ' + object.metadata.name")}
+	}},
 	{name: "warns", asked: []string{"services"}, warns: true, policy: func(string) admissionv1.ValidatingAdmissionPolicySpec {
 		return admissionv1.ValidatingAdmissionPolicySpec{Validations: []admissionv1.Validation{{Expression: "object.kind != 'Service'", Message: "services are frozen"}}}
 	}, binding: func(b *admissionv1.ValidatingAdmissionPolicyBinding) {
