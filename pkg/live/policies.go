@@ -90,7 +90,8 @@ type policies struct {
 	equivalents map[schema.GroupVersionResource][]schema.GroupVersionResource
 }
 
-// readPolicies LISTs the bindings of vaps and compiles each policy.
+// readPolicies LISTs the bindings of vaps and prepares each bound policy
+// (compiled for the server's version by PoliciesAdmit).
 func (o *Observers) readPolicies(ctx context.Context, vaps []unstructured.Unstructured) (*policies, error) {
 	out := &policies{asks: map[string]string{}, equivalents: map[schema.GroupVersionResource][]schema.GroupVersionResource{}}
 	if len(vaps) == 0 {
@@ -120,11 +121,11 @@ func (o *Observers) readPolicies(ctx context.Context, vaps []unstructured.Unstru
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, p); err != nil {
 			return nil, fmt.Errorf("ValidatingAdmissionPolicy %s: %w", item.GetName(), err)
 		}
-		owner := "ValidatingAdmissionPolicy " + p.Name
-		out.rules = append(out.rules, rulesAt(owner, item.Object, "spec", "matchConstraints", "resourceRules")...)
 		if len(bindings[p.Name]) == 0 {
 			continue // unbound: the server evaluates it for no request
 		}
+		owner := "ValidatingAdmissionPolicy " + p.Name
+		out.rules = append(out.rules, rulesAt(owner, item.Object, "spec", "matchConstraints", "resourceRules")...)
 		if expr := policyReads(p, unpredictable); expr != "" {
 			out.asks[p.Name] = fmt.Sprintf("%s reads %s, which the server sets during the update", owner, expr)
 		}

@@ -266,9 +266,18 @@ func guardLike() *admissionv1.ValidatingAdmissionPolicy {
 }
 
 // TestPoliciesAdmitReadsOnce: the configuration, the user and a namespace
-// are read once per run, and a request no policy's rules match reads
+// are read once per run, and a request no bound policy's rules match reads
 // neither the user nor the namespace.
 func TestPoliciesAdmitReadsOnce(t *testing.T) {
+	unbound, udyn := policyCluster(t, "", vap("p", admissionv1.Validation{Expression: "false"}))
+	cm := configMap("team", "settings", nil, nil)
+	if got := NewObservers(unbound).PoliciesAdmit(context.Background(), PolicyRequest{GVR: configMaps, Object: cm, Old: cm, ServerVersion: "v1.37.2"}); got != "" {
+		t.Errorf("an unbound policy: %q", got)
+	}
+	if n := len(udyn.Actions()); n != 2 {
+		t.Errorf("%d requests for an unbound policy: want the 2 LISTs", n)
+	}
+
 	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]interface{}{"name": "team"}}}
 	c, dyn := policyCluster(t, "", ns, vap("p", admissionv1.Validation{Expression: "namespaceObject.metadata.name == 'team'"}), vapBinding("p"))
