@@ -11,7 +11,8 @@
 # (BenchmarkShimPassThrough) and a 10-release helmfile diff through it beside
 # 10 helm upgrade --dry-run=server (BenchmarkShimHelmfileDiff, when helmfile
 # is in the cache), the rollback and uninstall plans and log of a
-# 100-revision release beside their floors (BenchmarkVerbs), what the
+# 100-revision release beside their floors (BenchmarkVerbs), the chart bump
+# under each admission configuration (BenchmarkAdmission), what the
 # rollout watch adds after Helm returns (BenchmarkWatch), status -A of 50
 # releases beside kubectl get (BenchmarkStatus), then (BENCH_STAGES=0 skips
 # it) the Go benchmarks of the pure stages.
@@ -84,6 +85,40 @@ awk -v runs="$BENCH_RUNS" '
       printf "\nTool slope from 1000 to 5000 objects (15%% changed): %+.2f s and %+.1f MiB per 1000 objects (at 1000: %.2f s, %.0f MiB; at 5000: %.2f s, %.0f MiB)\n",
         (t[large, "tool"] - t[small, "tool"]) / 4, (m[large, "tool"] - m[small, "tool"]) / 4,
         t[small, "tool"], m[small, "tool"], t[large, "tool"], m[large, "tool"]
+    }
+  }' "$out"
+
+# The chart bump of a 1000-object release in the admission configurations a
+# production cluster has (BenchmarkAdmission): none, one
+# ValidatingAdmissionPolicy matching every update, the project's guard, a
+# validating webhook matching every update (a loopback server the bench
+# starts); the tool's plan, its dry-runs, and the floor, in turns
+# (BENCH_BASELINE: another build of the tool beside it).
+go test -count=1 -run '^$' -bench 'Admission' -benchtime 1x -timeout 60m ./test/e2e 2>&1 |
+  grep -v '^I[0-9]' | tee "$out"
+awk -v runs="$BENCH_RUNS" '
+  /^BenchmarkAdmission\/.*ns\/op/ {
+    split($1, part, "/"); shape = part[3]; who = part[4]; sub(/-[0-9]+$/, "", who)
+    for (i = 3; i < NF; i += 2) {
+      if ($(i+1) == "ns/op") t[shape, who] = $i / 1e9
+      if ($(i+1) == "CPU-s") cpu[shape, who] = $i
+      if ($(i+1) == "peak-RSS-MiB") m[shape, who] = $i
+      if ($(i+1) == "dry-runs") dry[shape, who] = $i
+    }
+    if (!(shape in seen)) { seen[shape] = 1; order[++shapes] = shape }
+  }
+  function cell(s, w) { return ((s, w) in t) ? sprintf("%.2f s, %.2f CPU-s, %.0f MiB", t[s, w], cpu[s, w], m[s, w]) : "—" }
+  function plan(s, w) { return ((s, w) in t) ? sprintf("%s, %d dry-runs", cell(s, w), dry[s, w]) : "—" }
+  function ratio(a, b) { return (b > 0) ? sprintf("%.2f×", a / b) : "—" }
+  END {
+    if (!shapes) { print "bench: no admission results"; exit 1 }
+    printf "\nThe chart bump of 1000 objects (a label on every one) under each admission configuration, medians of %d runs in turns (the goal with one admitting policy: within 1.5× the floor):\n\n", runs
+    print "| admission | this tool | floor (helm template + LIST) | tool / floor (wall) | tool / floor (CPU) | BENCH_BASELINE | baseline / floor (wall) |"
+    print "|---|---|---|---|---|---|---|"
+    for (i = 1; i <= shapes; i++) {
+      s = order[i]
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n", s, plan(s, "tool"), cell(s, "floor"), ratio(t[s, "tool"], t[s, "floor"]), ratio(cpu[s, "tool"], cpu[s, "floor"]),
+        plan(s, "baseline"), ((s, "baseline") in t) ? ratio(t[s, "baseline"], t[s, "floor"]) : "—"
     }
   }' "$out"
 

@@ -54,6 +54,40 @@ func (o Observed) Warns(context.Context, *unstructured.Unstructured, string) str
 	return string(o)
 }
 
+// PoliciesAdmit implements planner.Observers: what Observed answers.
+func (o Observed) PoliciesAdmit(context.Context, *unstructured.Unstructured, *unstructured.Unstructured, bool, string) string {
+	return string(o)
+}
+
+// Policies is planner.Observers where nothing but validating admission
+// policies see an update: PoliciesAdmit answers Answer and records what it
+// was asked.
+type Policies struct {
+	Answer string
+	mu     sync.Mutex
+	Asked  []PolicyAsk
+}
+
+// PolicyAsk is one PoliciesAdmit call.
+type PolicyAsk struct {
+	Stored, Old *unstructured.Unstructured
+	Apply       bool
+}
+
+// Observed implements planner.Observers.
+func (*Policies) Observed(context.Context, *manifest.Object) string { return "" }
+
+// Warns implements planner.Observers.
+func (*Policies) Warns(context.Context, *unstructured.Unstructured, string) string { return "" }
+
+// PoliciesAdmit implements planner.Observers.
+func (p *Policies) PoliciesAdmit(_ context.Context, stored, old *unstructured.Unstructured, apply bool, _ string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Asked = append(p.Asked, PolicyAsk{Stored: stored.DeepCopy(), Old: old.DeepCopy(), Apply: apply})
+	return p.Answer
+}
+
 // Counter counts N custom resources of every kind, and records which it
 // was asked to count.
 type Counter struct {

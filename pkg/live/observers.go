@@ -25,6 +25,10 @@ type Observers struct {
 
 	once      sync.Once
 	admission []admissionRule
+	// policies are the ValidatingAdmissionPolicies, evaluated here
+	// (policies.go); admission holds the webhooks' and mutating policies'
+	// rules.
+	policies *policies
 	// admissionErr is why the admission configuration is unknown (a LIST
 	// forbidden by RBAC, say); nil when it was read.
 	admissionErr error
@@ -32,24 +36,28 @@ type Observers struct {
 	mu    sync.Mutex
 	rules map[string]*rulesReview
 
-	// namespaces are the labels of the namespaces PodSecurity reads, one
-	// GET each (podsecurity.go).
-	namespaces map[string]*namespaceLabels
+	// namespaces are the namespaces PodSecurity and the policies read,
+	// one GET each (podsecurity.go).
+	namespaces map[string]*namespaceRead
 	evalOnce   sync.Once
 	eval       psapolicy.Evaluator
 }
 
 // admissionKinds are the admission configurations that can see a request,
 // with where their rules are: webhooks' rules, or a policy's match
-// constraints. Kinds the cluster does not serve have no objects.
+// constraints; evaluated: the policies evaluated here, not by their rules
+// alone. Kinds the cluster does not serve have no objects.
 var admissionKinds = []struct {
 	kind      string
 	webhooks  bool
+	evaluated bool
 	rulesPath []string
 }{
 	{kind: "ValidatingWebhookConfiguration", webhooks: true},
 	{kind: "MutatingWebhookConfiguration", webhooks: true},
-	{kind: "ValidatingAdmissionPolicy", rulesPath: []string{"spec", "matchConstraints", "resourceRules"}},
+	{kind: "ValidatingAdmissionPolicy", evaluated: true},
+	// A mutating policy's patch would have to be applied as the server
+	// applies it, and every validating policy and webhook after it: asked.
 	{kind: "MutatingAdmissionPolicy", rulesPath: []string{"spec", "matchConstraints", "resourceRules"}},
 }
 
@@ -83,10 +91,11 @@ func matchAny(list []string, v string) bool {
 func NewObservers(c *Cluster) *Observers { return &Observers{cluster: c} }
 
 // AdmissionSees returns who among the cluster's admission webhooks and
-// policies may see op (UPDATE, CREATE) on resource; "" when none can. When
-// the configuration cannot be read, it says so.
+// mutating policies may see op (UPDATE, CREATE) on resource; "" when none
+// can (ValidatingAdmissionPolicies are PoliciesAdmit's). When the
+// configuration cannot be read, it says so.
 func (o *Observers) AdmissionSees(ctx context.Context, gvr schema.GroupVersionResource, op string) string {
-	o.once.Do(func() { o.admission, o.admissionErr = o.readAdmission(ctx) })
+	o.once.Do(func() { o.readAdmissionOnce(ctx) })
 	if o.admissionErr != nil {
 		return "admission configuration unknown: " + o.admissionErr.Error()
 	}
@@ -98,20 +107,35 @@ func (o *Observers) AdmissionSees(ctx context.Context, gvr schema.GroupVersionRe
 	return ""
 }
 
-// readAdmission LISTs every admission configuration the cluster serves.
-func (o *Observers) readAdmission(ctx context.Context) ([]admissionRule, error) {
+// readAdmissionOnce reads the admission configuration, once per run.
+func (o *Observers) readAdmissionOnce(ctx context.Context) {
+	var vaps []unstructured.Unstructured
+	o.admission, vaps, o.admissionErr = o.readAdmission(ctx)
+	if o.admissionErr == nil {
+		o.policies, o.admissionErr = o.readPolicies(ctx, vaps)
+	}
+}
+
+// readAdmission LISTs every admission configuration the cluster serves:
+// the rules of those seen by their rules, the objects of those evaluated.
+func (o *Observers) readAdmission(ctx context.Context) ([]admissionRule, []unstructured.Unstructured, error) {
 	var out []admissionRule
+	var evaluated []unstructured.Unstructured
 	for _, k := range admissionKinds {
 		mapping, err := o.cluster.Mapper.RESTMapping(schema.GroupKind{Group: admissionGroup, Kind: k.kind})
 		if meta.IsNoMatchError(err) {
 			continue // not served: none exists
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k.kind, err)
+			return nil, nil, fmt.Errorf("%s: %w", k.kind, err)
 		}
 		list, err := o.cluster.Dynamic.Resource(mapping.Resource).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", mapping.Resource.Resource, err)
+			return nil, nil, fmt.Errorf("listing %s: %w", mapping.Resource.Resource, err)
+		}
+		if k.evaluated {
+			evaluated = append(evaluated, list.Items...)
+			continue
 		}
 		for _, item := range list.Items {
 			owner := k.kind + " " + item.GetName()
@@ -127,7 +151,7 @@ func (o *Observers) readAdmission(ctx context.Context) ([]admissionRule, error) 
 			}
 		}
 	}
-	return out, nil
+	return out, evaluated, nil
 }
 
 // rulesAt reads the rules at path of obj. Without rules there, a webhook or

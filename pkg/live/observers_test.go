@@ -63,8 +63,9 @@ func fakeDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)
 }
 
-// TestAdmissionSees: which webhooks and policies may see an UPDATE of a
-// ConfigMap. Versions and selectors are not read: they could only narrow.
+// TestAdmissionSees: which webhooks and mutating policies may see an UPDATE
+// of a ConfigMap. Versions and selectors are not read: they could only
+// narrow. Validating policies are evaluated instead (TestPoliciesAdmit).
 func TestAdmissionSees(t *testing.T) {
 	all := []interface{}{"*"}
 	tests := []struct {
@@ -85,11 +86,16 @@ func TestAdmissionSees(t *testing.T) {
 		{name: "subresource rules over-match", objs: []runtime.Object{webhookConfig("sub", rule(all, []interface{}{""}, []interface{}{"configmaps/*"}))}, sees: "sub"},
 		{name: "a webhook without rules matches nothing", objs: []runtime.Object{webhookConfig("bare")}},
 		{name: "a policy without constraints matches nothing", objs: []runtime.Object{policy("p", nil)}},
-		{name: "rules that cannot be read match everything", objs: []runtime.Object{policy("odd", map[string]interface{}{"resourceRules": "?"})}, sees: "ValidatingAdmissionPolicy odd"},
+		{name: "rules that cannot be read match everything", objs: []runtime.Object{func() runtime.Object {
+			w := webhookConfig("odd")
+			w.Object["webhooks"] = []interface{}{map[string]interface{}{"name": "w.odd", "rules": "?"}}
+			return w
+		}()}, sees: "ValidatingWebhookConfiguration odd"},
 		{name: "a policy for deployments", objs: []runtime.Object{policy("d", map[string]interface{}{"resourceRules": []interface{}{
 			rule(all, []interface{}{"apps"}, []interface{}{"deployments"})}})}},
-		{name: "a policy for configmaps", objs: []runtime.Object{policy("c", map[string]interface{}{"resourceRules": []interface{}{
-			rule(all, []interface{}{""}, []interface{}{"configmaps"})}})}, sees: "ValidatingAdmissionPolicy c"},
+		// Evaluated by PoliciesAdmit, not seen by its rules alone.
+		{name: "a validating policy for configmaps", objs: []runtime.Object{policy("c", map[string]interface{}{"resourceRules": []interface{}{
+			rule(all, []interface{}{""}, []interface{}{"configmaps"})}})}},
 		{name: "RBAC hides the configuration", forbid: true, sees: "admission configuration unknown"},
 	}
 	for _, tc := range tests {

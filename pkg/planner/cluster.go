@@ -90,6 +90,12 @@ type Observers interface {
 	// that is unknown; offline it always does (there is no server whose
 	// answer to derive).
 	Observed(ctx context.Context, obj *manifest.Object) string
+	// PoliciesAdmit returns "" when every ValidatingAdmissionPolicy that
+	// sees the update storing stored over old admits it without a
+	// warning, evaluated as the server evaluates it; else why the server
+	// must be asked. apply: Helm 4's server-side apply, else Helm 3's
+	// patch (their field managers differ). Offline it always asks.
+	PoliciesAdmit(ctx context.Context, stored, old *unstructured.Unstructured, apply bool, serverVersion string) string
 	// Warns returns "" when the server cannot warn about an update that
 	// stores stored, whatever it changes (some update strategies warn
 	// about the whole object, a Service's among them; PodSecurity
@@ -218,6 +224,23 @@ func (l Live) Observed(ctx context.Context, obj *manifest.Object) string {
 	return ""
 }
 
+// PoliciesAdmit implements Observers.
+func (l Live) PoliciesAdmit(ctx context.Context, stored, old *unstructured.Unstructured, apply bool, serverVersion string) string {
+	if l.Observers == nil {
+		return "observers not read"
+	}
+	_, mapping, err := l.Resource(stored.GroupVersionKind(), stored.GetNamespace())
+	if err != nil {
+		return err.Error()
+	}
+	manager := predict.FieldManager // DryRunPatch's, and DryRunApply's by default
+	if apply && l.FieldManager != "" {
+		manager = l.FieldManager
+	}
+	return l.Observers.PoliciesAdmit(ctx, live.PolicyRequest{GVR: mapping.Resource, Object: stored, Old: old,
+		FieldManager: manager, ServerVersion: serverVersion})
+}
+
 // Warns implements Observers.
 func (l Live) Warns(ctx context.Context, stored *unstructured.Unstructured, serverVersion string) string {
 	if why := predict.UpdateWarns(stored); why != "" {
@@ -320,6 +343,11 @@ func (Offline) TypeConverter(context.Context, schema.GroupVersion) (managedfield
 
 // Observed implements Observers.
 func (Offline) Observed(context.Context, *manifest.Object) string { return "offline" }
+
+// PoliciesAdmit implements Observers.
+func (Offline) PoliciesAdmit(context.Context, *unstructured.Unstructured, *unstructured.Unstructured, bool, string) string {
+	return "offline"
+}
 
 // Warns implements Observers.
 func (Offline) Warns(context.Context, *unstructured.Unstructured, string) string { return "offline" }

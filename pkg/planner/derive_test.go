@@ -81,6 +81,45 @@ func TestDeriveOrAsk(t *testing.T) {
 	}
 }
 
+// TestDerivePoliciesSee: the validating policies are asked about the update
+// the dry-run would send, the derived object over the live one, and their
+// answer alone sends it to the server.
+func TestDerivePoliciesSee(t *testing.T) {
+	for _, answer := range []string{"", "ValidatingAdmissionPolicy p refuses or warns"} {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(derivedLive), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		srv := &clusterfake.Server{Live: obj, MergePatches: true}
+		c := ssaCluster(srv)
+		policies := &clusterfake.Policies{Answer: answer}
+		c.Observers = policies
+		p := New(c, "v1.37.2")
+		p.Stats = &Stats{}
+		out, err := p.Plan(context.Background(), Input{
+			Release:          plan.Release{Name: "r", Namespace: "ns", ApplyMethod: plan.ApplyMethodCSA},
+			PreviousManifest: settings("app-1", "a"), NextManifest: settings("app-2", "a"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asked := srv.Patches > 0; asked != (answer != "") {
+			t.Errorf("policies answer %q: %d dry-run patches", answer, srv.Patches)
+		}
+		if len(policies.Asked) != 1 {
+			t.Fatalf("PoliciesAdmit asked %d times, want once", len(policies.Asked))
+		}
+		a := policies.Asked[0]
+		if a.Stored.GetLabels()["helm.sh/chart"] != "app-2" || a.Old.GetLabels()["helm.sh/chart"] != "app-1" || a.Apply {
+			t.Errorf("asked about %v over %v (apply %v), want the derived object over the live one, Helm 3's patch",
+				a.Stored.GetLabels(), a.Old.GetLabels(), a.Apply)
+		}
+		if want := map[bool]plan.Prediction{true: plan.PredictionDerived, false: plan.PredictionServer}[answer == ""]; out.Changes[0].Prediction != want {
+			t.Errorf("policies answer %q: prediction %q, want %q", answer, out.Changes[0].Prediction, want)
+		}
+	}
+}
+
 // patchCluster is an API server holding obj, answering a dry-run patch by
 // applying it as the server's strategic merge does; observed is what
 // Observed answers.

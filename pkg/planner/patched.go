@@ -71,9 +71,9 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 	start := time.Now()
 	switch {
 	case !ssa:
-		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
+		predicted = p.derive(ctx, next, liveObj, false, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
 	case decided.Verdict == predict.ApplyChange:
-		predicted = p.derive(ctx, next, func() (*unstructured.Unstructured, string) { return predict.DeriveApply(liveObj, decided.Merged) })
+		predicted = p.derive(ctx, next, liveObj, true, func() (*unstructured.Unstructured, string) { return predict.DeriveApply(liveObj, decided.Merged) })
 	}
 	if predicted != nil {
 		// The derived object is the patch applied locally, too.

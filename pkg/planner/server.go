@@ -22,8 +22,9 @@ import (
 // without asking it (by derivation: predict.Derive for Helm's patch,
 // predict.DeriveApply for its server-side apply), or nil when the server's
 // answer could differ (derivation's why, Observers.Observed) or
-// --server-dry-run=all.
-func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation func() (*unstructured.Unstructured, string)) *unstructured.Unstructured {
+// --server-dry-run=all. liveObj is the object the update replaces; apply:
+// Helm 4's server-side apply.
+func (p *Planner) derive(ctx context.Context, next *manifest.Object, liveObj *unstructured.Unstructured, apply bool, derivation func() (*unstructured.Unstructured, string)) *unstructured.Unstructured {
 	if p.ServerDryRun == ServerDryRunAll {
 		p.Stats.asked("--server-dry-run=all")
 		return nil
@@ -39,6 +40,12 @@ func (p *Planner) derive(ctx context.Context, next *manifest.Object, derivation 
 	}
 	if why := p.Cluster.Observers.Warns(ctx, derived, p.ServerVersion); why != "" {
 		// The verdict would be the same; the server's warning would be lost.
+		p.Stats.asked(why)
+		return nil
+	}
+	if why := p.Cluster.Observers.PoliciesAdmit(ctx, derived, liveObj, apply, p.ServerVersion); why != "" {
+		// A refusal, a warning or an answer only the server has: its
+		// dry-run carries the policy's own message.
 		p.Stats.asked(why)
 		return nil
 	}

@@ -71,6 +71,9 @@ func (p *Planner) decideApply(ctx context.Context, rel plan.Release, prev, next 
 	if why := p.Cluster.Observers.Warns(ctx, liveObj, p.ServerVersion); why != "" {
 		return asked(why) // and warns about it
 	}
+	if why := p.Cluster.Observers.PoliciesAdmit(ctx, liveObj, liveObj, true, p.ServerVersion); why != "" {
+		return asked(why)
+	}
 	p.Stats.derived()
 	return d
 }

@@ -53,5 +53,6 @@ func BenchmarkStatus(b *testing.B) {
 }
 
 // BenchBaselineEnv names another tool binary (e.g. one built from main)
-// BenchmarkStatus measures beside this tree's, in turn with it.
+// BenchmarkStatus and BenchmarkAdmission measure beside this tree's, in
+// turn with it.
 const BenchBaselineEnv = "BENCH_BASELINE"

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -130,9 +129,11 @@ func derivedBump(t *testing.T, c *testcluster.Cluster, ns, next string) {
 }
 
 // TestServerAskedWhenAdmissionSees (issue 14): a ValidatingAdmissionPolicy
-// that can see Service updates makes the plan ask the server about the
-// Service (the audit log shows the dry-run), while the ConfigMap, which it
-// cannot see, is still derived.
+// that sees Service updates and asks the authorizer, whose answer only the
+// server has (issue 55: other policies are evaluated client-side,
+// TestPolicyVerdictsWithEveryDryRun), makes the plan ask the server about
+// the Service (the audit log shows the dry-run), while the ConfigMap, which
+// it cannot see, is still derived.
 func TestServerAskedWhenAdmissionSees(t *testing.T) {
 	c := testcluster.Get(t)
 	c.RequireOwnCluster(t) // a cluster-wide policy
@@ -155,13 +156,13 @@ func TestServerAskedWhenAdmissionSees(t *testing.T) {
 	if n["services"] != 1 || n["configmaps"] != 0 {
 		t.Errorf("dry-run patches %v: want the Service's only\n%s", n, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "seen by ValidatingAdmissionPolicy") {
+	if !strings.Contains(r.Stderr, "ValidatingAdmissionPolicy: an expression asks the authorizer") {
 		t.Errorf("--debug does not say why the Service was sent:\n%s", r.Stderr)
 	}
 }
 
 // watchServices installs a ValidatingAdmissionPolicy, bound to ns, that sees
-// (and allows) every Service update.
+// (and allows) every Service update, asking the authorizer.
 func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
 	t.Helper()
 	bindPolicy(t, c, ns, &admissionv1.ValidatingAdmissionPolicy{
@@ -173,7 +174,7 @@ func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
 					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
 				},
 			}}},
-			Validations: []admissionv1.Validation{{Expression: "true"}},
+			Validations: []admissionv1.Validation{{Expression: "authorizer.group('').resource('services').namespace(object.metadata.namespace).check('get').allowed() || true"}},
 		},
 	})
 }
@@ -182,34 +183,7 @@ func watchServices(t *testing.T, c *testcluster.Cluster, ns string) {
 // are deleted when the test ends.
 func bindPolicy(t *testing.T, c *testcluster.Cluster, ns string, policy *admissionv1.ValidatingAdmissionPolicy) {
 	t.Helper()
-	name := policy.Name
-	adm := c.Clientset(t).AdmissionregistrationV1()
-	if _, err := adm.ValidatingAdmissionPolicies().Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
-	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// t.Context() is already cancelled when cleanups run: with it the
-		// cluster-scoped policy outlived the test, and later plans saw it.
-		ctx := context.Background()
-		if err := adm.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting binding %s: %v", name, err)
-		}
-		if err := adm.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting policy %s: %v", name, err)
-		}
-	})
+	bindPolicyWith(t, c, ns, policy, nil)
 }
 
 // TestPlanVerdictsWithEveryDryRun (issue 14): the verdict table, planned
