@@ -220,3 +220,72 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestHelmsmanJob: how the job runs Helmsman. A value from the job's
+// environment (set: $VAR) is masked wherever the plan shows it; an unset
+// variable, a postRenderer, a values file out of the checkout are errors
+// naming the file and the field (exit 1); several DSFs merge as
+// helmsman -f a -f b merges them.
+func TestHelmsmanJob(t *testing.T) {
+	url := kafkaRepo(t)
+	const secret = "t0ken-from-the-job-4242"
+	t.Setenv("KAFKA_TAG", secret)
+	withSet := func(dsf, line string) string {
+		return strings.Replace(dsf, `      kafka.instances: "6"`, `      kafka.instances: "6"`+"\n"+line, 1)
+	}
+	for _, tt := range []struct {
+		name       string
+		base, head map[string]string
+		args       []string
+		code       int
+		want       string // in stdout, or in stderr when code is 1
+	}{
+		{name: "a value from the environment is masked",
+			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.410", "ana-kafka")},
+			head: map[string]string{"h.yaml": withSet(kafkaDSF("yaml", url, "0.6.410", "ana-kafka"), "      image.tag: $KAFKA_TAG")},
+			code: ExitPending, want: "+      - image: 'kafka:(sensitive: hmac-sha256:"},
+		{name: "an unset variable is an error naming it",
+			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka")},
+			head: map[string]string{"h.yaml": withSet(kafkaDSF("yaml", url, "0.6.410", "ana-kafka"), "      image.tag: ${UNSET_IN_THE_JOB}")},
+			code: ExitError, want: "h.yaml:16: ${UNSET_IN_THE_JOB} is used as an environment variable but is unset"},
+		{name: "a postRenderer is refused by name",
+			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka")},
+			head: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.410", "ana-kafka") + "    postRenderer: ./hack.sh\n"},
+			code: ExitError, want: `apps.c1-kafka-green.postRenderer: "./hack.sh" is an executable the pull request names`},
+		{name: "a values file out of the checkout is refused",
+			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka")},
+			head: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.410", "ana-kafka") + "    valuesFile: ../../../../../../etc/hostname.yaml\n"},
+			code: ExitError, want: "is outside the checkout"},
+		{name: "-f a -f b: the second file's version wins",
+			base: map[string]string{"a.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka"), "prod/b.yaml": "apps:\n  c1-kafka-green:\n    version: 0.6.402\n"},
+			head: map[string]string{"a.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka"), "prod/b.yaml": "apps:\n  c1-kafka-green:\n    version: 0.7.0\n"},
+			args: []string{"--helmsman-file", "a.yaml", "--helmsman-file", "prod/b.yaml"},
+			code: ExitBlocked, want: `"file": "` + "PLACEHOLDER"},
+		{name: "--helmsman-force-upgrades is Helm's --force",
+			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka")},
+			head: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.410", "ana-kafka")},
+			args: []string{"--helmsman-force-upgrades"},
+			code: ExitPending, want: "--force: Helm replaces every object"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, head := filetree.Write(t, tt.base), filetree.Write(t, tt.head)
+			args := append([]string{"gitops", base, head, "--detailed-exitcode", "-o", "json"}, tt.args...)
+			out, errOut, code := execute(t, "helm-safe-upgrade", args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, errOut, out)
+			}
+			want := strings.Replace(tt.want, "PLACEHOLDER", filepath.Join(head, "prod", "b.yaml"), 1)
+			if got := out; code == ExitError {
+				got = errOut
+				if !strings.Contains(got, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, got)
+				}
+			} else if !strings.Contains(got, want) && !strings.Contains(strings.ReplaceAll(got, `\n`, "\n"), want) {
+				t.Errorf("report lacks %q:\n%s", want, got)
+			}
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("the environment's value is in the output")
+			}
+		})
+	}
+}

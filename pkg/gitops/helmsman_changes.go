@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,39 +60,85 @@ func HelmsmanChanges(baseRoot, headRoot string, opts HelmsmanOptions) ([]Helmsma
 	if err != nil {
 		return nil, nil, fmt.Errorf("head %w", err)
 	}
+	baseSide, headSide := rootSide(baseRoot), rootSide(headRoot)
+	var steps []HelmsmanStep
 	var secrets [][]byte
+	// pair adds what Helmsman does when b (nil: none) becomes h; the
+	// values to mask are known before any error is returned.
+	pair := func(b, h *HelmsmanState) error {
+		s, err := helmsmanPair(&hsSide{side: baseSide, opts: opts, st: b, sub: &substituter{opts: opts}}, &hsSide{side: headSide, opts: opts, st: h, sub: &substituter{opts: opts}})
+		steps = append(steps, s...)
+		secrets = append(secrets, h.maskable()...) // with the repositories' passwords resolving found
+		if b != nil {
+			secrets = append(secrets, b.maskable()...)
+		}
+		return err
+	}
 	byID := map[string]*HelmsmanState{}
 	for _, st := range bases {
 		byID[st.ID] = st
 	}
-	var steps []HelmsmanStep
-	baseSide, headSide := rootSide(baseRoot), rootSide(headRoot)
 	seen := map[string]bool{}
 	for _, h := range heads {
-		seen[h.ID] = true
-		b := byID[h.ID]
 		if h.missing {
-			return nil, nil, fmt.Errorf("head: Helmsman desired state file %s is not in the checkout %s", h.ID, headRoot)
+			return nil, secrets, fmt.Errorf("head: Helmsman desired state file %s is not in the checkout %s", h.ID, headRoot)
 		}
-		s, err := helmsmanPair(&hsSide{side: baseSide, opts: opts, st: b, sub: &substituter{opts: opts}}, &hsSide{side: headSide, opts: opts, st: h, sub: &substituter{opts: opts}})
-		if err != nil {
-			return nil, nil, err
-		}
-		steps = append(steps, s...)
-		secrets = append(secrets, h.secrets...)
-		if b != nil {
-			secrets = append(secrets, b.secrets...)
+		seen[h.ID] = true
+		if err := pair(byID[h.ID], h); err != nil {
+			return nil, secrets, err
 		}
 	}
 	for _, b := range bases {
 		if seen[b.ID] || b.missing {
 			continue
 		}
-		secrets = append(secrets, b.secrets...)
+		// A DSF of the base the head no longer reads as one (broken, or
+		// its apps all gone) is still the file Helmsman is run with:
+		// read as one, its error is the pull request's, its apps none.
+		if _, err := os.Lstat(filepath.Join(headSide.Root, filepath.FromSlash(b.Files[0]))); err == nil {
+			h, err := headSide.loadState(b.Files, opts, true)
+			if err != nil {
+				return nil, secrets, fmt.Errorf("head %w", err)
+			}
+			if err := pair(b, h); err != nil {
+				return nil, secrets, err
+			}
+			continue
+		}
+		secrets = append(secrets, b.maskable()...)
 		steps = append(steps, HelmsmanStep{Change: Change{Ref: ObjectRef{Kind: "HelmsmanState", Name: b.ID}, File: b.Files[0], Line: 1},
 			Decision: fmt.Sprintf("Helmsman desired state %s is not in the head: Helmsman is no longer run with it, and its releases stay as they are", b.ID)})
 	}
 	return steps, secrets, nil
+}
+
+// maskable are the values the job's environment put into st's files but
+// those that name what a report must name: an app's release name,
+// namespace, chart or version, a repository's URL (its password is
+// masked on its own). A value that is a secret is masked everywhere.
+func (st *HelmsmanState) maskable() [][]byte {
+	names := map[string]bool{}
+	for _, a := range st.state.Apps {
+		names[a.Name], names[a.Namespace], names[a.Chart], names[a.Version] = true, true, true, true
+	}
+	var out [][]byte
+	for _, v := range st.secrets {
+		shown := names[string(v)]
+		for _, u := range st.state.HelmRepos {
+			if !shown && strings.Contains(u, string(v)) {
+				if p, err := url.Parse(u); err == nil && p.User != nil {
+					pw, _ := p.User.Password()
+					shown = !strings.Contains(p.User.Username()+":"+pw, string(v))
+				} else {
+					shown = true
+				}
+			}
+		}
+		if !shown {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // rootSide is the Side of a checkout root (a file's directory for a file).

@@ -33,7 +33,7 @@ type hsResolved struct {
 	refused error
 	// extra are what else tells two sides apart that the release does
 	// not hold (the secrets files' digests, the post-renderer).
-	extra         string
+	extra          string
 	noHooks, force bool
 	protected      bool
 }
@@ -126,7 +126,7 @@ func (h *hsSide) resolveApp(key string, a *hsApp) (*hsResolved, error) {
 		if res.refused == nil {
 			res.refused = appError(a, key, "secretsFile", "%s is encrypted (helm-secrets, vault or eyaml): its values cannot be read without its key, which the plan does not have", h.side.relName(f))
 		}
-		extra = append(extra, "secretsFile="+f+"@"+h.digest(f))
+		extra = append(extra, "secretsFile="+h.side.relName(f)+"@"+h.digest(f))
 	}
 	if err := h.helmFlags(res, r); err != nil {
 		return nil, err
