@@ -60,10 +60,21 @@ spec:
 }
 
 // kafkaRepo serves the kafka chart at 0.6.402, 0.6.410 (the init
-// container's change) and 0.7.0 (the claim template grows).
+// container's change) and 0.7.0 (the claim template grows), and a chart
+// cache 1.0.0 of one templated PersistentVolumeClaim.
 func kafkaRepo(t *testing.T) string {
 	t.Helper()
-	url, _ := chartrepo.Serve(t, kafkaChart(t, "0.6.402", "2048Gi"), kafkaChart(t, "0.6.410", "2048Gi"), kafkaChart(t, "0.7.0", "4096Gi"))
+	cache := filepath.Join(filetree.Write(t, map[string]string{
+		"cache/Chart.yaml": "apiVersion: v2\nname: cache\nversion: 1.0.0\n",
+		"cache/templates/pvc.yaml": `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: "{{ .Release.Name }}-data"}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+`,
+	}), "cache")
+	url, _ := chartrepo.Serve(t, kafkaChart(t, "0.6.402", "2048Gi"), kafkaChart(t, "0.6.410", "2048Gi"), kafkaChart(t, "0.7.0", "4096Gi"), cache)
 	return url
 }
 
@@ -261,6 +272,10 @@ func TestHelmsmanJob(t *testing.T) {
 			head: map[string]string{"a.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka"), "prod/b.yaml": "apps:\n  c1-kafka-green:\n    version: 0.7.0\n"},
 			args: []string{"--helmsman-file", "a.yaml", "--helmsman-file", "prod/b.yaml"},
 			code: ExitBlocked, want: `"file": "` + "PLACEHOLDER"},
+		{name: "a templated claim's namespace move is a destructive delete",
+			base: map[string]string{"h.yaml": "namespaces: {a: {}, b: {}}\nhelmRepos: {r: \"" + url + "\"}\napps:\n  cache: {namespace: a, enabled: true, chart: r/cache, version: 1.0.0}\n"},
+			head: map[string]string{"h.yaml": "namespaces: {a: {}, b: {}}\nhelmRepos: {r: \"" + url + "\"}\napps:\n  cache: {namespace: b, enabled: true, chart: r/cache, version: 1.0.0}\n"},
+			code: ExitBlocked, want: `"class": "data-loss"`},
 		{name: "--helmsman-force-upgrades is Helm's --force",
 			base: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.402", "ana-kafka")},
 			head: map[string]string{"h.yaml": kafkaDSF("yaml", url, "0.6.410", "ana-kafka")},
