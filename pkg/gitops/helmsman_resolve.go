@@ -100,7 +100,10 @@ func (h *hsSide) resolveApp(key string, a *hsApp) (*hsResolved, error) {
 	if a.ValuesFile != "" && len(a.ValuesFiles) > 0 {
 		return nil, appError(a, key, "valuesFiles", "valuesFile and valuesFiles are both set; Helmsman refuses them together")
 	}
-	ns := h.st.state.Namespaces[a.Namespace]
+	ns, defined := h.st.state.Namespaces[a.Namespace]
+	if !defined && a.Namespace != "kube-system" && !h.opts.SkipValidation {
+		return nil, appError(a, key, "namespace", "%q is not among the DSF's namespaces: Helmsman refuses to install it there until it is", a.Namespace)
+	}
 	res.protected = a.Protected.Value || ns != nil && ns.Protected
 	r := &Release{Object: ObjectRef{APIVersion: "helmsman", Kind: KindHelmsmanApp, Namespace: a.Namespace, Name: key},
 		File: a.file, Name: a.Name, Namespace: a.Namespace, StorageNamespace: a.Namespace, chartField: "apps." + key + ".chart"}
