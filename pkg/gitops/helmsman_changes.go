@@ -149,14 +149,17 @@ func rootSide(root string) *Side {
 	return &Side{Root: root}
 }
 
-// helmsmanPair decides, app by app, what Helmsman does when the state of
-// base (nil or missing: none) becomes the one of head, as its decide,
-// inspectUpgradeScenario and cleanUntrackedReleases do for a cluster
-// where base was applied: an app disabled or removed is uninstalled
-// (removed: only when its namespace is one the head defines and
-// untracked releases are not kept), a new one installed, a changed one
-// upgraded unless protected; a release whose name or namespace changes is
-// a new release (installed) and the old one untracked.
+// helmsmanPair decides what Helmsman does when the state of base (nil or
+// missing: none) becomes the one of head, as its decide,
+// inspectUpgradeScenario and cleanUntrackedReleases do for a cluster where
+// base was applied. A release is its name and namespace, as Helmsman
+// keys it: an enabled app of the head whose release the base installed is
+// upgraded when it renders differently (unless protected), a new one
+// installed; a disabled one uninstalls it (unless protected); a release
+// no app of the head names is untracked: uninstalled when its namespace is
+// one the head defines and untracked releases are not kept. An app whose
+// name or namespace changes is so a new release installed and an old one
+// untracked: a move.
 func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 	baseApps := map[string]*hsResolved{}
 	if b.st != nil && !b.st.missing {
@@ -169,79 +172,99 @@ func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("head %w", err)
 	}
+	relKey := func(a *hsApp) string { return a.Namespace + "/" + a.Name }
+	installed := map[string]*hsResolved{} // the base's releases
+	for _, br := range baseApps {
+		if br.release != nil {
+			installed[relKey(br.app)] = br
+		}
+	}
 	loc := &locator{base: b, head: h}
-	keys := map[string]bool{}
-	for k := range baseApps {
-		keys[k] = true
-	}
-	for k := range headApps {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
+	tracked := map[string]bool{}
 	var uninstalls, others []HelmsmanStep
-	for _, key := range sorted {
-		br, hr := baseApps[key], headApps[key]
-		bOn := br != nil && br.release != nil
-		hOn := hr != nil && hr.release != nil
-		switch {
-		case !bOn && !hOn:
-			continue
-		case !bOn:
+	var installs []int // of others: new releases, a move's when an old one goes
+	for _, key := range sortedApps(headApps) {
+		hr := headApps[key]
+		rk := relKey(hr.app)
+		tracked[rk] = true
+		br := installed[rk]
+		if br == nil {
+			if hr.release == nil {
+				continue // disabled, and not installed
+			}
 			if hr.refused != nil {
 				return nil, hr.refused
 			}
 			file, line := loc.where(key, hr)
+			installs = append(installs, len(others))
 			others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Head: hr.release, File: file, Line: line}, Op: HelmsmanInstall,
 				NoHooks: hr.noHooks, Decision: fmt.Sprintf("Helmsman installs release %s in namespace %s (chart %s)", hr.release.Name, hr.release.Namespace, hr.release.Chart)})
-		case !hOn:
-			if hr != nil && hr.app.Name == br.release.Name && hr.app.Namespace == br.release.Namespace {
-				file, line := loc.where(key, hr)
-				if hr.protected || h.protectedNS(br.release.Namespace) {
-					others = append(others, protectedStep(br, file, line))
-					continue
-				}
-				uninstalls = append(uninstalls, uninstallStep(br, file, line, false,
-					fmt.Sprintf("enabled: false: Helmsman uninstalls release %s from namespace %s", br.release.Name, br.release.Namespace)))
-				continue
+			continue
+		}
+		if hr.release != nil && Same(br.release, hr.release) && br.extra == hr.extra {
+			continue
+		}
+		file, line := loc.where(key, hr)
+		if hr.protected || h.protectedNS(hr.app.Namespace) {
+			others = append(others, protectedStep(br, file, line))
+			continue
+		}
+		if hr.release == nil {
+			uninstalls = append(uninstalls, uninstallStep(br, file, line, false,
+				fmt.Sprintf("enabled: false: Helmsman uninstalls release %s from namespace %s", br.release.Name, br.release.Namespace)))
+			continue
+		}
+		for _, r := range []*hsResolved{hr, br} {
+			if r.refused != nil {
+				return nil, r.refused
 			}
-			uninstalls = append(uninstalls, untracked(br, h, loc, key, false)...)
-		case br.release.Name != hr.release.Name || br.release.Namespace != hr.release.Namespace:
-			if hr.refused != nil {
-				return nil, hr.refused
+		}
+		others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Base: br.release, Head: hr.release, File: file, Line: line}, Op: HelmsmanUpgrade,
+			NoHooks: hr.noHooks, Force: hr.force || h.opts.ForceUpgrades, ReplaceOnRename: h.opts.ReplaceOnRename,
+			Decision: fmt.Sprintf("Helmsman upgrades release %s in namespace %s: chart %s → %s", hr.release.Name, hr.release.Namespace, br.release.Chart, hr.release.Chart)})
+	}
+	gone := map[string]bool{} // app keys whose old release is uninstalled
+	for _, key := range sortedApps(baseApps) {
+		br := baseApps[key]
+		if br.release == nil || tracked[relKey(br.app)] {
+			continue
+		}
+		step := untracked(br, h, loc, key)
+		if step.Op == HelmsmanUninstall {
+			gone[key] = true
+		}
+		uninstalls = append(uninstalls, step)
+	}
+	// A release whose app's key stays but whose name or namespace changes
+	// moves: the install follows the old one's uninstall.
+	for _, i := range installs {
+		in := &others[i]
+		if !gone[in.Ref.Name] {
+			continue
+		}
+		in.Reinstall = true
+		for j := range uninstalls {
+			if uninstalls[j].Ref.Name == in.Ref.Name && uninstalls[j].Op == HelmsmanUninstall {
+				u := &uninstalls[j]
+				u.Reinstall = true
+				in.Decision = fmt.Sprintf("release %s/%s becomes %s/%s: Helmsman uninstalls the old one (it no longer tracks it) and installs the new one: its objects are deleted and created anew, and a StatefulSet's new claims start empty",
+					u.Base.Namespace, u.Base.Name, in.Head.Namespace, in.Head.Name)
+				in.File, in.Line = loc.where(in.Ref.Name, headApps[in.Ref.Name])
+				u.File, u.Line = in.File, in.Line
 			}
-			file, line := loc.where(key, hr)
-			moved := untracked(br, h, loc, key, true)
-			uninstalls = append(uninstalls, moved...)
-			decision := fmt.Sprintf("release %s/%s becomes %s/%s: Helmsman installs the new release", br.release.Namespace, br.release.Name, hr.release.Namespace, hr.release.Name)
-			if len(moved) > 0 && moved[0].Op == HelmsmanUninstall {
-				decision += " after uninstalling the old one (it no longer tracks it): its objects are deleted and created anew, and a StatefulSet's new claims start empty"
-			}
-			others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Head: hr.release, File: file, Line: line}, Op: HelmsmanInstall,
-				NoHooks: hr.noHooks, Reinstall: len(moved) > 0 && moved[0].Op == HelmsmanUninstall, Decision: decision})
-		default:
-			if Same(br.release, hr.release) && br.extra == hr.extra {
-				continue
-			}
-			file, line := loc.where(key, hr)
-			if hr.protected {
-				others = append(others, protectedStep(br, file, line))
-				continue
-			}
-			for _, r := range []*hsResolved{hr, br} {
-				if r.refused != nil {
-					return nil, r.refused
-				}
-			}
-			others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Base: br.release, Head: hr.release, File: file, Line: line}, Op: HelmsmanUpgrade,
-				NoHooks: hr.noHooks, Force: hr.force || h.opts.ForceUpgrades, ReplaceOnRename: h.opts.ReplaceOnRename,
-				Decision: fmt.Sprintf("Helmsman upgrades release %s in namespace %s: chart %s → %s", hr.release.Name, hr.release.Namespace, br.release.Chart, hr.release.Chart)})
 		}
 	}
 	return append(uninstalls, others...), nil
+}
+
+// sortedApps are the keys of apps, sorted.
+func sortedApps(apps map[string]*hsResolved) []string {
+	out := make([]string, 0, len(apps))
+	for k := range apps {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // protectedNS reports whether the head's state protects namespace ns.
@@ -261,11 +284,11 @@ func uninstallStep(br *hsResolved, file string, line int, reinstall bool, decisi
 	return HelmsmanStep{Change: Change{Ref: br.release.Object, Base: br.release, File: file, Line: line}, Op: HelmsmanUninstall, Reinstall: reinstall, Decision: decision}
 }
 
-// untracked is what becomes of br's release once the head no longer
-// tracks it (cleanUntrackedReleases): uninstalled when its namespace is
-// one the head's state defines and untracked releases are not kept
-// (protection does not apply), left running otherwise.
-func untracked(br *hsResolved, h *hsSide, loc *locator, key string, reinstall bool) []HelmsmanStep {
+// untracked is what becomes of br's release once no app of the head names
+// it (cleanUntrackedReleases): uninstalled when its namespace is one the
+// head's state defines and untracked releases are not kept (protection
+// does not apply), left running otherwise.
+func untracked(br *hsResolved, h *hsSide, loc *locator, key string) HelmsmanStep {
 	file, line := loc.whereGone(key, br)
 	r := br.release
 	if _, defined := h.st.state.Namespaces[r.Namespace]; !defined || h.opts.KeepUntracked {
@@ -273,11 +296,11 @@ func untracked(br *hsResolved, h *hsSide, loc *locator, key string, reinstall bo
 		if h.opts.KeepUntracked {
 			why = "--keep-untracked-releases"
 		}
-		return []HelmsmanStep{{Change: Change{Ref: r.Object, File: file, Line: line},
-			Decision: fmt.Sprintf("release %s in namespace %s is no longer tracked by the head and stays installed (%s)", r.Name, r.Namespace, why)}}
+		return HelmsmanStep{Change: Change{Ref: r.Object, File: file, Line: line},
+			Decision: fmt.Sprintf("release %s in namespace %s is no longer tracked by the head and stays installed (%s)", r.Name, r.Namespace, why)}
 	}
-	return []HelmsmanStep{uninstallStep(br, file, line, reinstall,
-		fmt.Sprintf("release %s in namespace %s is no longer tracked by the head: Helmsman uninstalls it (untracked releases are deleted unless --keep-untracked-releases)", r.Name, r.Namespace))}
+	return uninstallStep(br, file, line, false,
+		fmt.Sprintf("release %s in namespace %s is no longer tracked by the head: Helmsman uninstalls it (untracked releases are deleted unless --keep-untracked-releases)", r.Name, r.Namespace))
 }
 
 // locator finds the line of a DSF (or values file) a reviewer reads an

@@ -78,7 +78,8 @@ func (h *hsSide) resolveApps() (map[string]*hsResolved, error) {
 // --set, --set-string and --set-file (each map in key order; Helm applies
 // every --set before any --set-string, and those before --set-file).
 func (h *hsSide) resolveApp(key string, a *hsApp) (*hsResolved, error) {
-	res := &hsResolved{key: key, app: a, noHooks: a.NoHooks.Value}
+	ns, defined := h.st.state.Namespaces[a.Namespace]
+	res := &hsResolved{key: key, app: a, noHooks: a.NoHooks.Value, protected: a.Protected.Value || ns != nil && ns.Protected}
 	if !a.Enabled.Value {
 		return res, nil
 	}
@@ -100,11 +101,9 @@ func (h *hsSide) resolveApp(key string, a *hsApp) (*hsResolved, error) {
 	if a.ValuesFile != "" && len(a.ValuesFiles) > 0 {
 		return nil, appError(a, key, "valuesFiles", "valuesFile and valuesFiles are both set; Helmsman refuses them together")
 	}
-	ns, defined := h.st.state.Namespaces[a.Namespace]
 	if !defined && a.Namespace != "kube-system" && !h.opts.SkipValidation {
 		return nil, appError(a, key, "namespace", "%q is not among the DSF's namespaces: Helmsman refuses to install it there until it is", a.Namespace)
 	}
-	res.protected = a.Protected.Value || ns != nil && ns.Protected
 	r := &Release{Object: ObjectRef{APIVersion: "helmsman", Kind: KindHelmsmanApp, Namespace: a.Namespace, Name: key},
 		File: a.file, Name: a.Name, Namespace: a.Namespace, StorageNamespace: a.Namespace, chartField: "apps." + key + ".chart"}
 	r.Line = appLine(a.file, h.st.raw[a.file], key)
