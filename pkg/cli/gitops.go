@@ -36,6 +36,8 @@ type GitOpsOptions struct {
 	Live bool
 	// Helmsman is how the job runs Helmsman (the --helmsman-* flags).
 	Helmsman gitops.HelmsmanOptions
+	// Helmfile is how the job runs helmfile (the --helmfile* flags).
+	Helmfile gitops.HelmfileOptions
 
 	// Set by Complete.
 	Config  *verb.Config
@@ -99,6 +101,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 	fs.DurationVar(&o.Render.Timeout, "timeout", render.DefaultTimeout, "time each release's plan may take")
 	fs.BoolVar(&o.Render.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
 	addHelmsmanFlags(fs, &o.Helmsman)
+	addHelmfileFlags(fs, &o.Helmfile)
 	return cmd
 }
 
@@ -106,7 +109,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 // acknowledgements (the ack file beside the manifests when none is named).
 func (o *GitOpsOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
-	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live, Helmsman: o.Helmsman}
+	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live, Helmsman: o.Helmsman, Helmfile: o.Helmfile}
 	if o.Gate.File == "" {
 		dir := args[1]
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {

@@ -32,6 +32,8 @@ type GitOpsRequest struct {
 	// are planned too (see planHelmsman); Apply how Helm applies a plan.
 	Helmsman gitops.HelmsmanOptions
 	Apply    ApplyMode
+	// Helmfile is how the job runs helmfile (see planHelmfile).
+	Helmfile gitops.HelmfileOptions
 }
 
 // GitOpsPlanned is one changed HelmRelease or Application and its plan;
@@ -110,7 +112,11 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 	if err != nil {
 		return nil, err
 	}
-	return append(out, helmsman...), nil
+	helmfile, err := c.planHelmfile(ctx, req, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out, helmsman...), helmfile...), nil
 }
 
 // planGitOpsChange plans one change: the base side (when the base has the
@@ -129,7 +135,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	opts.Values.ValueFiles = []string{headValues}
 	opts.PostRender = gitops.Renderer(ch.Head.PostRenderers)
 	opts.SkipCRDs = ch.Head.SkipsCRDs(ch.Base == nil)
-	if req.Live && (ch.Head.Object.Kind == gitops.KindHelmRelease || ch.Head.Object.Kind == gitops.KindHelmsmanApp) {
+	if req.Live && ch.Head.Object.Kind != gitops.KindApplication {
 		return c.planGitOpsLive(ctx, req, ch, headChart, opts)
 	}
 	offline := &OfflineBase{}

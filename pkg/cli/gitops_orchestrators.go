@@ -18,3 +18,10 @@ func addHelmsmanFlags(fs *pflag.FlagSet, o *gitops.HelmsmanOptions) {
 	fs.BoolVar(&o.ReplaceOnRename, "helmsman-replace-on-rename", false, "Helmsman runs with --replace-on-rename: a chart whose name changes is an uninstall and an install")
 	fs.BoolVar(&o.ForceUpgrades, "helmsman-force-upgrades", false, "Helmsman runs with --force-upgrades: every upgrade is helm upgrade --force")
 }
+
+// addHelmfileFlags adds the flags that say how the job runs helmfile.
+func addHelmfileFlags(fs *pflag.FlagSet, o *gitops.HelmfileOptions) {
+	fs.StringVar(&o.Binary, "helmfile", "", "the helmfile that renders a checkout's helmfile state (default: $"+gitops.HelmfileEnv+", else helmfile on PATH); it runs what the state asks (exec in templates, prepare hooks), as helmfile diff would")
+	fs.StringVar(&o.File, "helmfile-file", "", "the helmfile state, relative to each checkout (helmfile --file; default: helmfile's own lookup)")
+	fs.StringArrayVar(&o.Environments, "helmfile-environment", nil, "a helmfile environment to plan (repeatable, each on its own; default: default)")
+}
