@@ -37,7 +37,7 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 		defer cancel()
 		rels, err := gitops.RenderHelmfile(ctx, bin, root, filepath.Join(dir, "helmfile-"+side), opts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", side, err)
+			return nil, c.Sanitizer.Error(fmt.Errorf("%s: %w", side, err))
 		}
 		return rels, nil
 	}
@@ -118,7 +118,7 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 			err = fmt.Errorf("%s (%s:%d): %w", ch.Ref, ch.File, ch.Line, err)
 		}
 		if err != nil {
-			return nil, err
+			return nil, c.Sanitizer.Error(err)
 		}
 		planned.Plan.Notes = append([]string{escapeOnly.Text(decision+"; rendered by helmfile template (environment "+ref.Environment+"), as helm template renders an install", redact.MessageLimit)}, planned.Plan.Notes...)
 		out = append(out, GitOpsPlanned{Change: ch, Planned: planned})

@@ -38,7 +38,7 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 		c.Sanitizer.AddValue(v)
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.Sanitizer.Error(err) // a parser's message can quote a value from $SECRET
 	}
 	var out []GitOpsPlanned
 	for i, st := range steps {
@@ -53,7 +53,7 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 			err = fmt.Errorf("%s (%s:%d): %w", st.Ref, st.File, st.Line, err)
 		}
 		if err != nil {
-			return nil, err
+			return nil, c.Sanitizer.Error(err)
 		}
 		out = append(out, planned...)
 	}
