@@ -41,7 +41,11 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 		return nil, c.Sanitizer.Error(err) // a parser's message can quote a value from $SECRET
 	}
 	var out []GitOpsPlanned
+	// The releases Helmsman uninstalls and installs anew (a move, a
+	// replaced chart), by app.
+	reinstalled := map[string]bool{}
 	for i, st := range steps {
+		reinstalled[st.Ref.Name] = reinstalled[st.Ref.Name] || st.Reinstall
 		if st.Op == "" {
 			out = append(out, GitOpsPlanned{Change: st.Change, Note: st.Decision, Unchanged: true})
 			continue
@@ -55,9 +59,12 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 		if err != nil {
 			return nil, c.Sanitizer.Error(err)
 		}
+		if len(planned) == 2 {
+			reinstalled[st.Ref.Name] = true // --replace-on-rename
+		}
 		out = append(out, planned...)
 	}
-	markLostClaims(out, steps)
+	markLostClaims(out, reinstalled)
 	return out, nil
 }
 
@@ -212,17 +219,11 @@ func (c *Config) planHelmsmanUninstall(ctx context.Context, req GitOpsRequest, r
 // name, or claim template) creates new, empty ones. That is the data the
 // release loses, which needs an acknowledgement; a reinstall that keeps
 // the StatefulSet's namespace, name and templates finds its claims again.
-func markLostClaims(out []GitOpsPlanned, steps []gitops.HelmsmanStep) {
+func markLostClaims(out []GitOpsPlanned, reinstalled map[string]bool) {
 	installs := map[string]*plan.Plan{}
 	for _, g := range out {
 		if g.Planned != nil && g.Change.Base == nil && g.Change.Head != nil {
 			installs[g.Change.Ref.Name] = g.Planned.Plan
-		}
-	}
-	reinstalled := map[string]bool{}
-	for _, s := range steps {
-		if s.Reinstall {
-			reinstalled[s.Ref.Name] = true
 		}
 	}
 	for _, g := range out {
