@@ -14,6 +14,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/chartrepo"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
@@ -27,7 +28,7 @@ import (
 // chart of one Deployment.
 func helmfileRepo(t *testing.T, stagingTag, productionTag string) string {
 	t.Helper()
-	return filetree.Write(t, map[string]string{
+	dir := filetree.Write(t, map[string]string{
 		"helmfile.yaml": `environments:
   staging:
     values: [env/staging.yaml]
@@ -41,24 +42,15 @@ releases:
     values:
       - values.yaml.gotmpl
 `,
-		"values.yaml.gotmpl":    "image:\n  tag: {{ .Values.tag }}\nreplicas: 3\n",
-		"env/staging.yaml":      "tag: " + stagingTag + "\n",
-		"env/production.yaml":   "tag: " + productionTag + "\n",
-		"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		"charts/web/templates/deploy.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: "nginx:{{ .Values.image.tag }}"
-`,
+		"values.yaml.gotmpl":  "image:\n  tag: {{ .Values.tag }}\n",
+		"env/staging.yaml":    "tag: " + stagingTag + "\n",
+		"env/production.yaml": "tag: " + productionTag + "\n",
 	})
+	// The chart of one Deployment whose image tag is image.tag.
+	if err := os.CopyFS(filepath.Join(dir, "charts", "web"), os.DirFS(chartrepo.WebChart(t))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // objects are the Kubernetes objects of a multi-document manifest, each as
