@@ -61,6 +61,11 @@ differ is rendered on both sides, as its controller renders it, and planned
 as --offline --from-chart plans it. Charts come from the repositories the
 objects name (HelmRepository, OCIRepository, GitRepository paths in the
 checkout; an Application's repoURL or path), with Helm's credentials.
+Helmsman desired state files (TOML or YAML, --helmsman-*) are planned as
+what Helmsman does with them (upgrade, install, uninstall, a namespace
+move's uninstall and install); a helmfile state is rendered by your own
+helmfile (--helmfile, an environment at a time) and each changed release
+planned from its render.
 
 Acknowledgements come from --ack, --ack-file, else ` + DefaultAckFile + ` in HEAD
 (beside the manifests, reviewed in the same pull request).
