@@ -10,6 +10,7 @@ import (
 // that gitops plans what that Helmsman does with the desired state files.
 func addHelmsmanFlags(fs *pflag.FlagSet, o *gitops.HelmsmanOptions) {
 	fs.StringArrayVar(&o.Files, "helmsman-file", nil, "a Helmsman desired state file the job runs helmsman -f with, relative to each checkout (repeatable, merged in order as helmsman merges them; default: every TOML or YAML file shaped like a DSF, each on its own)")
+	fs.StringVar(&o.Spec, "helmsman-spec", "", "Helmsman's --spec file, relative to each checkout: its stateFiles are merged after the --helmsman-file ones")
 	fs.BoolVar(&o.SubstEnvValues, "helmsman-subst-env-values", false, "Helmsman runs with --subst-env-values: the job's environment variables are substituted into the apps' values files")
 	fs.BoolVar(&o.NoEnvSubst, "helmsman-no-env-subst", false, "Helmsman runs with --no-env-subst: no environment variable is substituted")
 	fs.BoolVar(&o.NoRecursiveEnvExpand, "helmsman-no-recursive-env-expand", false, "Helmsman runs with --no-recursive-env-expand")

@@ -30,6 +30,10 @@ type HelmsmanOptions struct {
 	// empty, every file of a checkout shaped like a DSF is a desired state
 	// of its own.
 	Files []string
+	// Spec, when set, is Helmsman's --spec file, relative to each
+	// checkout: its stateFiles' paths (relative to the checkout's root,
+	// where Helmsman runs) follow Files.
+	Spec string
 	// LookupEnv is the job's environment (os.LookupEnv when nil).
 	LookupEnv func(string) (string, bool)
 	// NoEnvSubst, SubstEnvValues, NoRecursiveEnvExpand, SkipValidation,
@@ -319,6 +323,16 @@ func LoadHelmsman(root string, opts HelmsmanOptions) ([]*HelmsmanState, error) {
 			opts.Files = []string{filepath.Base(root)}
 		}
 	}
+	if opts.Spec != "" {
+		files, found, err := side.specFiles(opts.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return []*HelmsmanState{{ID: strings.Join(append(append([]string(nil), opts.Files...), opts.Spec), " + "), missing: true}}, nil
+		}
+		opts.Files = append(append([]string(nil), opts.Files...), files...)
+	}
 	if len(opts.Files) > 0 {
 		st, err := side.loadState(opts.Files, opts, false)
 		if err != nil {
@@ -353,6 +367,36 @@ func LoadHelmsman(root string, opts HelmsmanOptions) ([]*HelmsmanState, error) {
 	return out, nil
 }
 
+// specFiles are the stateFiles of Helmsman's --spec file spec (read as
+// its specFromYAML reads it), false when the checkout has no such file.
+func (s *Side) specFiles(spec string) ([]string, bool, error) {
+	path := filepath.Join(s.Root, filepath.FromSlash(spec))
+	if _, err := os.Lstat(path); os.IsNotExist(err) {
+		return nil, false, nil
+	}
+	var total int64
+	data, err := s.readFile(path, "a Helmsman spec file", inputfile.SmallMax, &total)
+	if err != nil {
+		return nil, false, err
+	}
+	var sp struct {
+		StateFiles []struct {
+			Path string `json:"path"`
+		} `json:"stateFiles"`
+	}
+	if err := sigsyaml.Unmarshal(data, &sp); err != nil {
+		return nil, false, fmt.Errorf("%s: not a Helmsman spec file: %w", path, err)
+	}
+	var out []string
+	for i, f := range sp.StateFiles {
+		if f.Path == "" {
+			return nil, false, fmt.Errorf("%s: stateFiles[%d].path is empty", path, i)
+		}
+		out = append(out, filepath.ToSlash(filepath.Clean(f.Path)))
+	}
+	return out, true, nil
+}
+
 // loadState reads and merges files (relative to the side's root) as
 // `helmsman -f files[0] -f files[1] …` does (State.build): each decoded
 // with its paths resolved in its own directory, then merged into the
@@ -362,6 +406,9 @@ func (s *Side) loadState(files []string, opts HelmsmanOptions, found bool) (*Hel
 	hs := &HelmsmanState{ID: strings.Join(files, " + "), Files: files, raw: map[string][]byte{}}
 	present := 0
 	for _, f := range files {
+		if filepath.IsAbs(f) {
+			return nil, fmt.Errorf("%s: a desired state file out of the checkout is not read (name it relative to the checkout)", f)
+		}
 		if _, err := os.Lstat(filepath.Join(s.Root, filepath.FromSlash(f))); err == nil {
 			present++
 		}

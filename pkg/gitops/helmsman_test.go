@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -271,6 +272,30 @@ z = "1"
 	if a.Version != "2.0.0" || !a.Enabled.Value || a.Set["x"] != "1" || a.Set["z"] != "2" || len(a.ValuesFiles) != 2 ||
 		a.ValuesFiles[0] != filepath.Join(dir, "a.yaml") || a.ValuesFiles[1] != filepath.Join(dir, "env", "values.yaml") {
 		t.Errorf("merged app %+v", a)
+	}
+	// Helmsman's --spec file names the same files.
+	spec := hsCheckout(t, map[string]string{"spec.yaml": "stateFiles:\n  - path: a.toml\n  - path: env/prod.yaml\n"})
+	for _, f := range []string{"a.toml", "a.yaml", "env/prod.yaml", "env/values.yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(spec, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(spec, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fromSpec, err := LoadHelmsman(spec, HelmsmanOptions{Spec: "spec.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fromSpec[0].state.Apps["web"]; fromSpec[0].ID != "a.toml + env/prod.yaml" || got.Version != "2.0.0" || len(got.ValuesFiles) != 2 {
+		t.Errorf("--spec: state %s, app %+v", fromSpec[0].ID, got)
+	}
+	if _, err := LoadHelmsman(spec, HelmsmanOptions{Files: []string{"/etc/helmsman.yaml"}}); err == nil || !strings.Contains(err.Error(), "out of the checkout") {
+		t.Errorf("an absolute DSF path: %v", err)
 	}
 	// Found by shape, each file is a state of its own (prod.yaml's app
 	// names a version: a DSF).
