@@ -154,6 +154,10 @@ var (
 	hsSSM     = regexp.MustCompile(`{{ssm: ([^~}]+)(~(true))?}}`)
 )
 
+// dsfApps finds a top-level apps key: YAML's `apps:`, TOML's [apps],
+// [apps.NAME] or apps.NAME.
+var dsfApps = regexp.MustCompile(`(?m)^(["']?apps["']?\s*:|\[\s*["']?apps["']?\s*[.\]]|apps\s*\.)`)
+
 // recursionMax bounds Helmsman's recursive expansion of a variable's value
 // (a value naming itself would expand forever).
 const recursionMax = 64
@@ -270,6 +274,9 @@ func decodeDSF(file, text string) (hsState, error) {
 // state: a top-level apps map, of apps that are maps, one at least naming
 // a chart, a version or a namespace.
 func isDSF(file, text string) bool {
+	if !dsfApps.MatchString(text) {
+		return false // no top-level apps: not parsed (a repository's manifests are many)
+	}
 	var m map[string]interface{}
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".toml", ".tml":
