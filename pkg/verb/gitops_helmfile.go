@@ -107,10 +107,10 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 			decision = fmt.Sprintf("installed: false in the head: helmfile apply uninstalls release %s from namespace %s", b.Name, b.Namespace)
 			planned, err = c.planHelmsmanUninstall(ctx, req, ch.Base, sub)
 		case !bOn:
-			decision = fmt.Sprintf("helmfile apply installs release %s in namespace %s (chart %s %s)", h.Name, h.Namespace, h.Chart, h.Version)
+			decision = fmt.Sprintf("helmfile apply installs release %s in namespace %s (chart %s)", h.Name, h.Namespace, chartAt(h))
 			planned, err = c.planGitOpsChange(ctx, req, ch, nil, sub)
 		default:
-			decision = fmt.Sprintf("helmfile apply upgrades release %s in namespace %s: chart %s %s → %s %s", h.Name, h.Namespace, b.Chart, b.Version, h.Chart, h.Version)
+			decision = fmt.Sprintf("helmfile apply upgrades release %s in namespace %s (chart %s → %s)", h.Name, h.Namespace, chartAt(b), chartAt(h))
 			planned, err = c.planGitOpsChange(ctx, req, ch, nil, sub)
 		}
 		var named *gitops.NamedError
@@ -124,6 +124,14 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 		out = append(out, GitOpsPlanned{Change: ch, Planned: planned})
 	}
 	return out, nil
+}
+
+// chartAt is a release's chart as its state names it, @version when set.
+func chartAt(r *gitops.HelmfileRelease) string {
+	if r.Version == "" {
+		return r.Chart
+	}
+	return r.Chart + "@" + r.Version
 }
 
 // checkoutRoot is the directory of a checkout given as a directory or a
