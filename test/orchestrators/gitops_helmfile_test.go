@@ -148,3 +148,64 @@ func TestGitOpsHelmfile(t *testing.T) {
 		t.Errorf("planned render\n%s\nhelmfile template\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestGitOpsHelmfileDecisions: what helmfile apply does with the head's
+// state, planned with real helmfile: a release marked installed: false is
+// uninstalled (its objects deleted), a release the head no longer names
+// stays (a note, helmfile tracks no release), a change that renders the
+// same plans nothing, and a state helmfile cannot render is exit 1 naming
+// the command.
+func TestGitOpsHelmfileDecisions(t *testing.T) {
+	hf := helmfile(t)
+	c := testcluster.Get(t)
+	real := t.TempDir()
+	if err := os.Symlink(c.Helm3, filepath.Join(real, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", real+string(os.PathListSeparator)+"/usr/bin"+string(os.PathListSeparator)+"/bin")
+	for _, kv := range shimtest.HelmHome(t.TempDir()) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	state := func(releases string) string {
+		return "releases:\n" + releases
+	}
+	web := "  - name: web\n    namespace: web\n    chart: ./charts/web\n"
+	api := "  - name: api\n    namespace: web\n    chart: ./charts/web\n"
+	gitops := func(base, head string) (string, string, int) {
+		t.Helper()
+		b, h := helmfileRepo(t, "v1", "v1"), helmfileRepo(t, "v1", "v1")
+		for dir, s := range map[string]string{b: base, h: head} {
+			if err := os.WriteFile(filepath.Join(dir, "helmfile.yaml"), []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out, errOut bytes.Buffer
+		code := cli.Execute("helm-safe-upgrade", []string{"gitops", b, h, "--helmfile", hf, "--detailed-exitcode"},
+			iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, cli.BuildInfo{Version: "v0.0.0-test"})
+		return out.String(), errOut.String(), code
+	}
+
+	out, errOut, code := gitops(state(web+api), state(web+"    installed: false\n"))
+	if code != cli.ExitPending {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		"=== HelmfileRelease web/api@default", "helmfile leaves release api in namespace web as it is",
+		"=== HelmfileRelease web/web@default", "installed: false in the head: helmfile apply uninstalls release web", "Deployment  web/web         delete",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Comments and a label: helmfile renders the same.
+	if out, errOut, code := gitops(state(web), "# the web tier\n"+state(web+"    labels: {tier: front}\n")); code != cli.ExitOK || strings.Contains(out, "HelmfileRelease") {
+		t.Errorf("a change that renders the same: exit %d\n%s\n%s", code, errOut, out)
+	}
+
+	// A state helmfile cannot render: exit 1 naming the command.
+	if out, errOut, code := gitops(state(web), state("  - name: web\n    chart: ./charts/missing\n")); code != cli.ExitError || !strings.Contains(errOut, "head: helmfile --environment default") {
+		t.Errorf("an unrenderable head: exit %d\n%s\n%s", code, errOut, out)
+	}
+}
