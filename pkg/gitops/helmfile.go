@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,15 +17,19 @@ import (
 	"sort"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // helmfile repositories are rendered by the user's own helmfile, never
 // by re-implementing its templating: `helmfile list --output json` names
 // the releases of an environment (chart, version, namespace, installed),
-// `helmfile template --output-dir` renders each as helmfile renders it
+// `helmfile template --output-dir` renders
+// each as helmfile renders it
 // (its values, set, environments, .gotmpl files, sub-helmfiles and bases,
-// chartify), one directory a release. A release's render is then planned
+// chartify), one directory a release; `helmfile build` their needs, for
+// an environment with a release to plan. A release's render is then planned
 // offline as a chart whose templates are that render, text for text.
 
 // HelmfileEnv names the helmfile binary when --helmfile does not.
@@ -171,6 +176,53 @@ func RenderHelmfile(ctx context.Context, bin, root, scratch string, opts Helmfil
 		}
 	}
 	return out, nil
+}
+
+// HelmfileNeeds are the needs of each release of environment env (by
+// NAMESPACE/NAME), as `helmfile build` prints them (a YAML document a
+// state): run only for an environment with a release to plan, as build
+// runs the prepare hooks again.
+func HelmfileNeeds(ctx context.Context, bin, root, env string, opts HelmfileOptions) (map[string][]string, error) {
+	global := []string{"--environment", env}
+	if opts.File != "" {
+		global = append([]string{"--file", opts.File}, global...)
+	}
+	built, err := runHelmfile(ctx, bin, root, append(global, "build"))
+	if err != nil {
+		return nil, err
+	}
+	needs, err := helmfileNeeds(built)
+	if err != nil {
+		return nil, fmt.Errorf("helmfile build (environment %s): %w", env, err)
+	}
+	return needs, nil
+}
+
+// helmfileNeeds reads the needs of each release from built.
+func helmfileNeeds(built []byte) (map[string][]string, error) {
+	out := map[string][]string{}
+	dec := yaml.NewDecoder(bytes.NewReader(built))
+	for {
+		var st struct {
+			Releases []struct {
+				Name      string   `yaml:"name"`
+				Namespace string   `yaml:"namespace"`
+				Needs     []string `yaml:"needs"`
+			} `yaml:"releases"`
+		}
+		err := dec.Decode(&st)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range st.Releases {
+			if len(r.Needs) > 0 {
+				out[r.Namespace+"/"+r.Name] = r.Needs
+			}
+		}
+	}
 }
 
 // runHelmfile runs bin args in dir with the job's environment, its output

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -63,6 +64,30 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 		}
 	}
 	sort.Strings(keys)
+	// needsOf is a release's needs in its side's state, helmfile build
+	// run once an environment and side, and only for one with a release
+	// to plan.
+	built := map[string]map[string][]string{}
+	needsOf := func(r *gitops.HelmfileRelease) ([]string, error) {
+		root, side := headRoot, "head"
+		if head[r.Key()] != r {
+			root, side = baseRoot, "base"
+		}
+		k := side + "/" + r.Environment
+		if _, ok := built[k]; !ok {
+			ctx, cancel := context.WithTimeout(ctx, req.Render.TimeLimit())
+			defer cancel()
+			needs, err := gitops.HelmfileNeeds(ctx, bin, root, r.Environment, opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", side, err)
+			}
+			built[k] = needs
+		}
+		if needs, ok := built[k][r.Namespace+"/"+r.Name]; ok {
+			return needs, nil
+		}
+		return built[k]["/"+r.Name], nil // a release of no namespace (helm's default)
+	}
 	var out []GitOpsPlanned
 	var escapeOnly *redact.Sanitizer
 	for i, k := range keys {
@@ -119,6 +144,11 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 		}
 		if err != nil {
 			return nil, c.Sanitizer.Error(err)
+		}
+		if needs, err := needsOf(ref); err != nil {
+			return nil, c.Sanitizer.Error(err)
+		} else if len(needs) > 0 {
+			decision += ", after " + strings.Join(needs, ", ") + " (needs)"
 		}
 		planned.Plan.Notes = append([]string{escapeOnly.Text(decision+"; rendered by helmfile template (environment "+ref.Environment+"), as helm template renders an install", redact.MessageLimit)}, planned.Plan.Notes...)
 		out = append(out, GitOpsPlanned{Change: ch, Planned: planned})

@@ -152,9 +152,9 @@ func TestGitOpsHelmfile(t *testing.T) {
 // TestGitOpsHelmfileDecisions: what helmfile apply does with the head's
 // state, planned with real helmfile: a release marked installed: false is
 // uninstalled (its objects deleted), a release the head no longer names
-// stays (a note, helmfile tracks no release), a change that renders the
-// same plans nothing, and a state helmfile cannot render is exit 1 naming
-// the command.
+// stays (a note, helmfile tracks no release), a changed release's needs
+// are named, a change that renders the same plans nothing, and a state
+// helmfile cannot render is exit 1 naming the command.
 func TestGitOpsHelmfileDecisions(t *testing.T) {
 	hf := helmfile(t)
 	c := testcluster.Get(t)
@@ -197,6 +197,12 @@ func TestGitOpsHelmfileDecisions(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+
+	// needs: the order helmfile applies the changed release in.
+	out, errOut, code = gitops(state(web+api), state(web+api+"    needs: [web/web]\n    set: [{name: image.tag, value: v9}]\n"))
+	if code != cli.ExitPending || !strings.Contains(out, "helmfile apply upgrades release api in namespace web (chart ./charts/web → ./charts/web), after web/web (needs)") {
+		t.Errorf("a release with needs: exit %d\n%s\n%s", code, errOut, out)
 	}
 
 	// Comments and a label: helmfile renders the same.
