@@ -53,6 +53,22 @@ releases:
 	return dir
 }
 
+// realHelmOnPath puts the real Helm 3 first on PATH, with helm homes of
+// the test: helmfile runs helm from PATH.
+func realHelmOnPath(t *testing.T) {
+	t.Helper()
+	c := testcluster.Get(t)
+	real := t.TempDir()
+	if err := os.Symlink(c.Helm3, filepath.Join(real, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", real+string(os.PathListSeparator)+"/usr/bin"+string(os.PathListSeparator)+"/bin")
+	for _, kv := range shimtest.HelmHome(t.TempDir()) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
 // objects are the Kubernetes objects of a multi-document manifest, each as
 // canonical JSON, sorted.
 func objects(t *testing.T, manifest string) []string {
@@ -87,17 +103,7 @@ func objects(t *testing.T, manifest string) []string {
 // object, what `helmfile template` prints for that environment.
 func TestGitOpsHelmfile(t *testing.T) {
 	hf := helmfile(t)
-	c := testcluster.Get(t)
-	// helmfile runs helm from PATH: the real Helm 3, with homes of the test.
-	real := t.TempDir()
-	if err := os.Symlink(c.Helm3, filepath.Join(real, "helm")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", real+string(os.PathListSeparator)+"/usr/bin"+string(os.PathListSeparator)+"/bin")
-	for _, kv := range shimtest.HelmHome(t.TempDir()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	realHelmOnPath(t)
 	base, head := helmfileRepo(t, "v1", "v1"), helmfileRepo(t, "v1", "v2")
 
 	var out, errOut bytes.Buffer
@@ -157,16 +163,7 @@ func TestGitOpsHelmfile(t *testing.T) {
 // helmfile cannot render is exit 1 naming the command.
 func TestGitOpsHelmfileDecisions(t *testing.T) {
 	hf := helmfile(t)
-	c := testcluster.Get(t)
-	real := t.TempDir()
-	if err := os.Symlink(c.Helm3, filepath.Join(real, "helm")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", real+string(os.PathListSeparator)+"/usr/bin"+string(os.PathListSeparator)+"/bin")
-	for _, kv := range shimtest.HelmHome(t.TempDir()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	realHelmOnPath(t)
 	state := func(releases string) string {
 		return "releases:\n" + releases
 	}
