@@ -311,3 +311,34 @@ z = "1"
 		t.Errorf("DSFs found %v", ids)
 	}
 }
+
+// TestHelmsmanLinksOut: a DSF, a values file or a chart that leads out of
+// the checkout by a link is refused, naming the link, and nothing out
+// there is read.
+func TestHelmsmanLinksOut(t *testing.T) {
+	outside := filetree.Write(t, map[string]string{"secret.yaml": "apps:\n  x: {chart: c}\n", "values.yaml": "a: 1\n"})
+	for _, tt := range []struct{ name, link, target, dsf string }{
+		{"a DSF", "dsf.yaml", filepath.Join(outside, "secret.yaml"), ""},
+		{"a values file", "values/web.yaml", filepath.Join(outside, "values.yaml"), hsBase},
+		{"a chart", "charts/app", outside, hsBase},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{"values/web.yaml": "a: 1\n"}
+			if tt.dsf != "" {
+				files["helmsman.yaml"] = tt.dsf
+			}
+			dir := hsCheckout(t, files)
+			link := filepath.Join(dir, filepath.FromSlash(tt.link))
+			if err := os.RemoveAll(link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tt.target, link); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := HelmsmanChanges(hsCheckout(t, nil), dir, HelmsmanOptions{})
+			if err == nil || !strings.Contains(err.Error(), "outside the checkout") {
+				t.Errorf("error %v, want one saying the link leads outside the checkout", err)
+			}
+		})
+	}
+}
