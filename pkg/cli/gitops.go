@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -33,6 +34,10 @@ type GitOpsOptions struct {
 	// Live plans each HelmRelease against the release helm-controller
 	// stored, each Application against its live objects (--live).
 	Live bool
+	// Helmsman is how the job runs Helmsman (the --helmsman-* flags).
+	Helmsman gitops.HelmsmanOptions
+	// Helmfile is how the job runs helmfile (the --helmfile* flags).
+	Helmfile gitops.HelmfileOptions
 
 	// Set by Complete.
 	Config  *verb.Config
@@ -56,6 +61,11 @@ differ is rendered on both sides, as its controller renders it, and planned
 as --offline --from-chart plans it. Charts come from the repositories the
 objects name (HelmRepository, OCIRepository, GitRepository paths in the
 checkout; an Application's repoURL or path), with Helm's credentials.
+Helmsman desired state files (TOML or YAML, --helmsman-*) are planned as
+what Helmsman does with them (upgrade, install, uninstall, a namespace
+move's uninstall and install); a helmfile state is rendered by your own
+helmfile (--helmfile, an environment at a time) and each changed release
+planned from its render.
 
 Acknowledgements come from --ack, --ack-file, else ` + DefaultAckFile + ` in HEAD
 (beside the manifests, reviewed in the same pull request).
@@ -95,6 +105,8 @@ cannot be fetched, a malformed object: named with its file and field).`,
 	fs.StringSliceVarP(&o.Render.APIVersions, "api-versions", "a", []string{}, "Kubernetes api versions used for Capabilities.APIVersions, in addition to the built-in ones the target version serves")
 	fs.DurationVar(&o.Render.Timeout, "timeout", render.DefaultTimeout, "time each release's plan may take")
 	fs.BoolVar(&o.Render.SkipSchemaValidation, "skip-schema-validation", false, "if set, disables JSON schema validation")
+	addHelmsmanFlags(fs, &o.Helmsman)
+	addHelmfileFlags(fs, &o.Helmfile)
 	return cmd
 }
 
@@ -102,7 +114,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 // acknowledgements (the ack file beside the manifests when none is named).
 func (o *GitOpsOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
-	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live}
+	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live, Helmsman: o.Helmsman, Helmfile: o.Helmfile}
 	if o.Gate.File == "" {
 		dir := args[1]
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -145,7 +157,7 @@ func (o *GitOpsOptions) Run(ctx context.Context) error {
 		// before they head a report or a stderr line.
 		san := o.Config.Sanitizer
 		s := report.Section{Title: san.Text(g.Change.Ref.String(), redact.NameLimit), File: san.Text(g.Change.File, redact.MessageLimit), Line: g.Change.Line, Note: san.Text(g.Note, redact.MessageLimit)}
-		changes = changes || g.Planned == nil // a removal changes the cluster
+		changes = changes || g.Planned == nil && !g.Unchanged // a removal changes the cluster
 		if g.Planned != nil {
 			p := g.Planned.Plan
 			s.Plan = p

@@ -94,15 +94,9 @@ func Load(path string) (*Side, error) {
 	}
 	var total int64
 	for _, f := range files {
-		if _, err := side.inside(f); err != nil {
-			return nil, err
-		}
-		data, err := inputfile.Read(f, "a GitOps manifest", inputfile.ManifestMax)
+		data, err := side.readFile(f, "a GitOps manifest", inputfile.ManifestMax, &total)
 		if err != nil {
 			return nil, err
-		}
-		if total += int64(len(data)); total > BytesMax {
-			return nil, fmt.Errorf("%s: the YAML files hold more than %s together", path, inputfile.Size(BytesMax))
 		}
 		docs, err := parseDocs(f, data)
 		if err != nil {
@@ -114,6 +108,23 @@ func Load(path string) (*Side, error) {
 		return nil, err
 	}
 	return side, nil
+}
+
+// readFile reads f, a file of the checkout (inside it), at most max
+// bytes, adding them to *total, which may not pass BytesMax: what one side
+// reads together.
+func (s *Side) readFile(f, purpose string, max int64, total *int64) ([]byte, error) {
+	if _, err := s.inside(f); err != nil {
+		return nil, err
+	}
+	data, err := inputfile.Read(f, purpose, max)
+	if err != nil {
+		return nil, err
+	}
+	if *total += int64(len(data)); *total > BytesMax {
+		return nil, fmt.Errorf("%s: the files read hold more than %s together", s.Root, inputfile.Size(BytesMax))
+	}
+	return data, nil
 }
 
 // inside returns path when it stays inside the checkout s once links are
@@ -159,6 +170,16 @@ func escapes(rel string) bool {
 // yamlFiles lists the .yaml and .yml files under dir, sorted, at most
 // FilesMax; a chart's directory (one holding a Chart.yaml) is left out.
 func yamlFiles(dir string) ([]string, error) {
+	return filesUnder(dir, "YAML", func(p string) bool {
+		ext := filepath.Ext(p)
+		return ext == ".yaml" || ext == ".yml"
+	})
+}
+
+// filesUnder lists the files under dir that match (what names them in
+// errors), sorted, at most FilesMax; hidden directories and a chart's
+// directory (one holding a Chart.yaml) are left out.
+func filesUnder(dir, what string, match func(string) bool) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -173,9 +194,9 @@ func yamlFiles(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext == ".yaml" || ext == ".yml" {
+		if match(p) {
 			if len(out) == FilesMax {
-				return fmt.Errorf("%s: more than %d YAML files", dir, FilesMax)
+				return fmt.Errorf("%s: more than %d %s files", dir, FilesMax, what)
 			}
 			out = append(out, p)
 		}

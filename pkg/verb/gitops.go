@@ -28,6 +28,12 @@ type GitOpsRequest struct {
 	// stored in the cluster (see planGitOpsLive), each Application against
 	// its live objects (planArgoLive).
 	Live bool
+	// Helmsman is how the job runs Helmsman, whose desired state files
+	// are planned too (see planHelmsman); Apply how Helm applies a plan.
+	Helmsman gitops.HelmsmanOptions
+	Apply    ApplyMode
+	// Helmfile is how the job runs helmfile (see planHelmfile).
+	Helmfile gitops.HelmfileOptions
 }
 
 // GitOpsPlanned is one changed HelmRelease or Application and its plan;
@@ -36,6 +42,9 @@ type GitOpsPlanned struct {
 	Change  gitops.Change
 	Planned *Planned
 	Note    string
+	// Unchanged: nothing changes in the cluster (Note says why: Helmsman
+	// leaves a protected release alone).
+	Unchanged bool
 }
 
 // PlanGitOps plans every HelmRelease and Argo CD Application that renders
@@ -99,7 +108,15 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 		}
 		out = append(out, GitOpsPlanned{Change: ch, Planned: planned})
 	}
-	return out, nil
+	helmsman, err := c.planHelmsman(ctx, req, dir)
+	if err != nil {
+		return nil, err
+	}
+	helmfile, err := c.planHelmfile(ctx, req, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out, helmsman...), helmfile...), nil
 }
 
 // planGitOpsChange plans one change: the base side (when the base has the
@@ -118,7 +135,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	opts.Values.ValueFiles = []string{headValues}
 	opts.PostRender = gitops.Renderer(ch.Head.PostRenderers)
 	opts.SkipCRDs = ch.Head.SkipsCRDs(ch.Base == nil)
-	if req.Live && ch.Head.Object.Kind == gitops.KindHelmRelease {
+	if req.Live && ch.Head.Object.Kind != gitops.KindApplication {
 		return c.planGitOpsLive(ctx, req, ch, headChart, opts)
 	}
 	offline := &OfflineBase{}
@@ -132,7 +149,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	if req.Live {
 		return c.planArgoLive(ctx, req, ch, docOf(head, ch.Head.Object), headChart, opts, offline)
 	}
-	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline})
+	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline, Apply: req.Apply})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +173,7 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 	rc := *c
 	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, h.StorageNamespace, nil, nil
 	opts.Install, opts.StorageNamespace = true, h.StorageNamespace
-	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules})
+	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules, Apply: req.Apply})
 	if err != nil {
 		return nil, err
 	}
