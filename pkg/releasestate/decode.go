@@ -25,6 +25,14 @@ import (
 // reads"): the JSON Helm stored, before it is decoded.
 const RecordMax = inputfile.ManifestMax
 
+// RecordValuesMax bounds the JSON values of a record: decoded, a value
+// costs tens of bytes (an interface, a map entry) where its JSON can take
+// two ("0,"), so 256 MiB of JSON could hold gigabytes once decoded. A
+// chart's values, templates and files are thousands of values; this is
+// far above any chart's and keeps a decoded record within about 512 MiB
+// besides its strings.
+const RecordValuesMax = 4 << 20
+
 // recordKeep is how much of a decompressed record the first pass keeps:
 // records under it (nearly all: a chart, its values and manifest) are
 // decompressed once; a bigger one is measured first, then read into a
@@ -116,6 +124,9 @@ func DecodeRecord(data []byte, v any) error {
 	if err != nil {
 		return err
 	}
+	if n := jsonValues(b); n > RecordValuesMax {
+		return fmt.Errorf("holds more than %d JSON values, over the limit for a release record", RecordValuesMax)
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return jsonWhy(err)
 	}
@@ -172,6 +183,26 @@ func inflate(data []byte) ([]byte, error) {
 		return nil, layerWhy(err)
 	}
 	return b, nil
+}
+
+// jsonValues bounds the number of values of the JSON b from above (every
+// value but the first follows a comma or an array's or object's opening;
+// an empty one counts one too many), without decoding it: strings are
+// skipped with their escapes.
+func jsonValues(b []byte) int {
+	n, inString := 1, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ',' || c == '[' || c == '{'):
+			n++
+		}
+	}
+	return n
 }
 
 // layerWhy says which layer an error of inflate comes from.

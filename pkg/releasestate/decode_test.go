@@ -125,3 +125,26 @@ func TestUnreadables(t *testing.T) {
 		t.Errorf("message %q", got)
 	}
 }
+
+// TestDecodeValueBomb: a record whose JSON is small but holds millions of
+// values (each decoded costs tens of bytes where its JSON takes two) is
+// refused before it is decoded.
+func TestDecodeValueBomb(t *testing.T) {
+	json := `{"name":"r","version":1,"config":{"a":[` + strings.Repeat("0,", 5<<20) + `0]}}`
+	data := encoded(t, json, true)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeRelease(data)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "holds more than 4194304 JSON values") {
+		t.Fatalf("error %v, want the value bound", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Fatalf("refusing it allocated %d MiB: it was decoded", got>>20)
+	}
+	// 6 values; each opening counts one more, as if it held one: a bound.
+	if n := jsonValues([]byte(`{"a":"x,[{\"","b":[1,2,{}]}`)); n != 7 {
+		t.Errorf("jsonValues counted %d, want 7 (what strings hold is no value)", n)
+	}
+}
