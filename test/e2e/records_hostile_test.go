@@ -166,4 +166,15 @@ func TestHostileReleaseRecords(t *testing.T) {
 		saysAll(t, "status -A", all.Stdout, `"name": "`+name+`"`, "the release record sh.helm.release.v1."+name+".v")
 	}
 	saysAll(t, "status -A", all.Stdout, `"helmStatus": "unreadable"`, over, "not JSON", "wrong type")
+	for _, format := range []string{"text", "markdown", "sarif"} {
+		r := runMeasured(t, c, tool, "status", "-A", "--detailed-exitcode", "-o", format)
+		if r.Code != 3 {
+			t.Errorf("status -A -o %s: exit %d, want 3\n%s", format, r.Code, r.Stderr)
+		}
+		saysAll(t, "status -A -o "+format, r.Stdout, "sh.helm.release.v1.bomb.v1 is unreadable", "sh.helm.release.v1.notjson.v1 is unreadable")
+		if format == "sarif" {
+			saysAll(t, "status -A -o sarif", r.Stdout, `"ruleId": "unreadable"`, `releases/`+ns+`/bomb`)
+		}
+		noRawControl(t, map[string]string{"status -A -o " + format: r.Stdout})
+	}
 }
