@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -90,11 +91,15 @@ func commandOutputs(t *testing.T) map[string][]string {
 
 // helpOf is the tool's help for args, run in-process without the test
 // cluster's --kubeconfig (show-plan takes no cluster flag).
-func helpOf(args ...string) string {
+func helpOf(args ...string) string { return runOffline(args...).Stdout }
+
+// runOffline runs the tool in-process without the test cluster's
+// --kubeconfig: show-plan takes no cluster flag.
+func runOffline(args ...string) result {
 	var out, errOut bytes.Buffer
 	streams := iostreams.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
-	return out.String()
+	code := cli.Execute("helm-safe-upgrade", args, streams, cli.BuildInfo{Version: "e2e", Commit: "test"})
+	return result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }
 
 // escapedTitle is the corpus's OSC 0 as an output shows it escaped: Go's
@@ -124,13 +129,20 @@ func TestInjectionEveryVerb(t *testing.T) {
 	forgeRecordFields(t, c, ns, "app", 1, hostile)
 	forgeRecordFields(t, c, ns, "app", 2, hostile)
 
-	// Each command's arguments, run once per format; nil: exempt, with why.
+	// show-plan prints the rollback of the forged record as it was saved.
+	savedRollback := filepath.Join(t.TempDir(), "rollback.plan")
+	if r := run(t, c, "rollback", "app", "1", "-n", ns, "--dry-run", "--plan-out", savedRollback, "--plan-unencrypted"); r.Code != 0 && r.Code != 3 {
+		t.Fatalf("rollback --plan-out: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// Each command's arguments, run once per format; exempt: why it is not run.
 	// shows: the verb prints the forged record's chart (the upgrade
 	// prints the new chart's), so the test also sees it there, escaped.
 	cases := map[string]struct {
 		args   []string
 		shows  bool
 		exempt string
+		// offline: run without the cluster flags (show-plan).
+		offline bool
 	}{
 		"":          {args: []string{"app", chart("3.0.0"), "--dry-run"}},
 		"upgrade":   {args: []string{"upgrade", "app", chart("3.0.0"), "--dry-run"}},
@@ -140,7 +152,7 @@ func TestInjectionEveryVerb(t *testing.T) {
 		"log":       {args: []string{"log", "app", "-p"}, shows: true},
 		"diff":      {args: []string{"diff", "app", "1", "2"}, shows: true},
 		"gitops":    {exempt: "plans two checkouts offline: it reads no release record (TestGitOpsLookupSecrets covers what a pull request's chart reads)"},
-		"show-plan": {exempt: "prints a saved plan, made by upgrade, rollback or uninstall, whose texts were escaped and masked when it was planned (the cases above)"},
+		"show-plan": {args: []string{"show-plan", savedRollback, "--plan-unencrypted"}, shows: true, offline: true},
 	}
 	outputs := commandOutputs(t)
 	if len(outputs) < 5 {
@@ -157,7 +169,12 @@ func TestInjectionEveryVerb(t *testing.T) {
 		}
 		for _, format := range formats {
 			name := strings.TrimSpace(cmd + " -o " + format)
-			r := run(t, c, append(slices.Clone(tc.args), "-n", ns, "-o", format)...)
+			var r result
+			if tc.offline {
+				r = runOffline(append(slices.Clone(tc.args), "-o", format)...)
+			} else {
+				r = run(t, c, append(slices.Clone(tc.args), "-n", ns, "-o", format)...)
+			}
 			if r.Code != 0 && r.Code != 3 {
 				t.Errorf("%s: exit %d\n%s", name, r.Code, r.Stderr)
 			}
