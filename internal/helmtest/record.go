@@ -1,17 +1,14 @@
 package helmtest
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // Record is the part of a stored release record (Secret
@@ -41,19 +38,8 @@ func ReadRecord(t testing.TB, cs kubernetes.Interface, ns, name string, version 
 	if err != nil {
 		t.Fatalf("release record %s: %v", key, err)
 	}
-	b, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
-	if err != nil {
-		t.Fatalf("release record %s: %v", key, err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("release record %s: %v", key, err)
-	}
-	if b, err = io.ReadAll(zr); err != nil {
-		t.Fatalf("release record %s: %v", key, err)
-	}
 	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := releasestate.DecodeRecord(s.Data["release"], &r); err != nil {
 		t.Fatalf("release record %s: %v", key, err)
 	}
 	return r

@@ -80,7 +80,10 @@ func newHelm4(req *Request, guard *plannedGuard, log func(string, ...interface{}
 	if err := cfg.Init(getter, req.Rendered.Next.Namespace, drv); err != nil {
 		return nil, fmt.Errorf("helm 4 release storage (HELM_DRIVER=%q): %w", drv, err)
 	}
-	store := &plannedStore4{Driver: cfg.Releases.Driver, plannedGuard: guard}
+	// Helm 4's driver decodes a record unbounded: its reads go through
+	// the bounded decoder, as Helm 3's do (releasestate.NewConfiguration).
+	bounded := releasestate.BoundStorage4(cfg.Releases, req.Rendered.Next.Namespace, cfg.KubernetesClientSet)
+	store := &plannedStore4{Driver: bounded.Driver, plannedGuard: guard}
 	releases := storage4.Init(store)
 	releases.SetLogger(logHandler{log: log})
 	releases.MaxHistory = req.Render.MaxHistory

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
@@ -38,6 +40,9 @@ type GitOpsOptions struct {
 	Helmsman gitops.HelmsmanOptions
 	// Helmfile is how the job runs helmfile (the --helmfile* flags).
 	Helmfile gitops.HelmfileOptions
+	// LookupSecrets are the namespaces whose Secrets the pull request's
+	// charts may read through lookup under --live (--lookup-secrets).
+	LookupSecrets []string
 
 	// Set by Complete.
 	Config  *verb.Config
@@ -99,6 +104,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 	o.Gate.addFlags(fs)
 	fs.BoolVar(&o.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing changes, 2 when blocked, 3 when changes pass the gate")
 	fs.BoolVar(&o.Live, "live", false, "plan against the cluster of the kubeconfig (sends no write but dry-runs): each changed HelmRelease against the release helm-controller stored, each Application against the live objects it tracks, as Argo CD's sync applies them")
+	fs.StringSliceVar(&o.LookupSecrets, "lookup-secrets", nil, "with --live: namespaces whose Secrets the pull request's charts may read through lookup (\"*\" every namespace); by default a lookup of a Secret is answered \"not found\", since a template can print what it reads in forms no mask recognises")
 	fs.StringArrayVar(&o.Rules.Ignore, "ignore", nil, "show but do not count changes at a field path: FIELD_PATH, KIND:FIELD_PATH or KIND/NAME:FIELD_PATH (repeatable)")
 	fs.StringVar(&o.Rules.File, "rules", "", "rules file (YAML: ignore: [RULE, ...])")
 	fs.StringVar(&o.Render.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion, the chart's kubeVersion check and the removed-API check (default "+render.DefaultKubeVersion+")")
@@ -114,7 +120,7 @@ cannot be fetched, a malformed object: named with its file and field).`,
 // acknowledgements (the ack file beside the manifests when none is named).
 func (o *GitOpsOptions) Complete(args []string) error {
 	o.Config = o.RunConfig(o.Render.TimeLimit())
-	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live, Helmsman: o.Helmsman, Helmfile: o.Helmfile}
+	o.Request = verb.GitOpsRequest{Base: args[0], Head: args[1], Render: o.Render, Rules: o.Rules, Live: o.Live, Helmsman: o.Helmsman, Helmfile: o.Helmfile, LookupSecrets: o.LookupSecrets}
 	if o.Gate.File == "" {
 		dir := args[1]
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -136,6 +142,14 @@ func (o *GitOpsOptions) Validate() error {
 	}
 	if o.Live && (o.Render.KubeVersion != "" || len(o.Render.APIVersions) > 0) {
 		return errors.New("--kube-version and --api-versions describe the target of an offline plan; with --live, the cluster's own are used")
+	}
+	if len(o.LookupSecrets) > 0 && !o.Live {
+		return errors.New("--lookup-secrets needs --live: offline, lookup reads only the base render's objects, never the cluster")
+	}
+	for _, ns := range o.LookupSecrets {
+		if errs := validation.IsDNS1123Label(ns); ns != "*" && len(errs) > 0 {
+			return fmt.Errorf("--lookup-secrets %q: not a namespace: %s", ns, strings.Join(errs, "; "))
+		}
 	}
 	_, err := o.Render.OfflineTarget()
 	return err

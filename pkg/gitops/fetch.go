@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 )
 
 // Fetch returns a local path of c: its directory, or the archive
@@ -32,7 +35,7 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration
 		registry.ClientOptEnableCache(true),
 		registry.ClientOptWriter(io.Discard),
 		registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptHTTPClient(&http.Client{Timeout: timeout, Transport: http.DefaultTransport}),
+		registry.ClientOptHTTPClient(&http.Client{Timeout: timeout, Transport: fetchbound.Transport{Next: http.DefaultTransport}}),
 	}
 	if c.PlainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
@@ -41,7 +44,10 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration
 	if err != nil {
 		return "", fmt.Errorf("chart %s: registry client: %w", c, err)
 	}
-	getters := getter.All(settings)
+	getters, err := boundedGetters(settings, entry)
+	if err != nil {
+		return "", fmt.Errorf("chart %s: %w", c, err)
+	}
 	dl := downloader.ChartDownloader{
 		Out:     io.Discard, // Helm's "Pulled:" lines would mix with the report
 		Getters: getters,
@@ -80,6 +86,29 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration
 		return "", fmt.Errorf("chart %s: %w", c, err)
 	}
 	return path, nil
+}
+
+// boundedGetters are Helm's getters with the HTTP one reading through
+// fetchbound: a repository a pull request names may serve an index.yaml
+// or an archive without end, which Helm's getter would read whole. Its
+// TLS is entry's (Helm's getter ignores its TLS options once handed a
+// transport).
+func boundedGetters(settings *cli.EnvSettings, entry repo.Entry) (getter.Providers, error) {
+	tlsConfig, err := fetchbound.TLSConfig(entry.CertFile, entry.KeyFile, entry.CAFile, entry.InsecureSkipTLSverify)
+	if err != nil {
+		return nil, err
+	}
+	transport := fetchbound.HTTPTransport(tlsConfig)
+	var out getter.Providers
+	for _, p := range getter.All(settings) {
+		if slices.Contains(p.Schemes, "https") {
+			p.New = func(opts ...getter.Option) (getter.Getter, error) {
+				return getter.NewHTTPGetter(append(opts, getter.WithTransport(transport))...)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // repoEntry is the entry of Helm's repositories.yaml whose URL is url

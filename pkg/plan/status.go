@@ -34,6 +34,10 @@ type ReleaseStatus struct {
 	Health []string
 	// Notes are remarks that are no problem (kinds not listed, …).
 	Notes []string
+	// Unreadable: a stored record of the release cannot be read (over the
+	// bound, not JSON, a wrong type; Health says which and why), so what is
+	// deployed is not known: never in sync.
+	Unreadable bool
 }
 
 // ObjectState is what became of one object of a release.
@@ -120,9 +124,20 @@ func (s *Status) Summary() StatusSummary {
 	return out
 }
 
-// OutOfSync reports whether an object drifted or is missing
-// (--detailed-exitcode's 3).
+// OutOfSync reports whether an object drifted or is missing, or a
+// release's record cannot be read (--detailed-exitcode's 3).
 func (s *Status) OutOfSync() bool {
 	sum := s.Summary()
-	return sum.Drifted > 0 || sum.Missing > 0
+	return sum.Drifted > 0 || sum.Missing > 0 || s.Unreadable() > 0
+}
+
+// Unreadable counts the releases with a record that cannot be read.
+func (s *Status) Unreadable() int {
+	n := 0
+	for i := range s.Releases {
+		if s.Releases[i].Unreadable {
+			n++
+		}
+	}
+	return n
 }

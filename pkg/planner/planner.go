@@ -238,7 +238,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		}
 	}
 	out := &plan.Plan{
-		Release:       in.Release,
+		Release:       sanitizeRelease(in.Release, san),
 		ServerVersion: p.ServerVersion,
 		Offline:       p.Cluster.Offline,
 		Changes:       changes,

@@ -30,6 +30,21 @@ func History(store *storage.Storage, name string) ([]*release.Release, error) {
 	return hist, nil
 }
 
+// HistoryReadable is History that goes on past records that cannot be
+// read: the revisions that can (newest first), and the others, named
+// (for `log`, which shows each as unreadable). err is any other error.
+func HistoryReadable(store *storage.Storage, name string) (hist []*release.Release, unreadable []*UnreadableError, err error) {
+	hist, err = store.History(name)
+	if unreadable = Unreadables(err); len(unreadable) > 0 {
+		err = nil
+	}
+	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil, err
+	}
+	releaseutil.Reverse(hist, releaseutil.SortByRevision)
+	return hist, unreadable, nil
+}
+
 // ReadHistory reads the history of release name from store once, before
 // rendering (the render can then read the same revisions from memory:
 // render.Snapshot), with the release an upgrade would start from (nil when

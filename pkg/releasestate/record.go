@@ -17,8 +17,8 @@ import (
 	storage4 "helm.sh/helm/v4/pkg/storage"
 	driver4 "helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
 
@@ -93,13 +93,13 @@ func driverName(d string) string {
 
 // RecordedApplyMethod reads the apply method Helm 4 stored with rel. Helm
 // 3's release type has no such field and drops it on decode, so the stored
-// record is read again (through live) and decoded here, the way Helm's
-// storage drivers encode it: base64(gzip(JSON)), in data "release" of the
-// Secret or ConfigMap "sh.helm.release.v1.NAME.vREVISION". The memory
-// driver holds no Helm 4 release; the SQL driver is not read (ok false).
+// record is read again (through live) and decoded here (DecodeRecord), in
+// data "release" of the Secret or ConfigMap
+// "sh.helm.release.v1.NAME.vREVISION". The memory driver holds no Helm 4
+// release; the SQL driver is not read (ok false).
 func RecordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns string, rel *release.Release) (method string, ok bool, err error) {
 	key := fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)
-	var data string
+	var data []byte
 	switch cfg.Releases.Name() {
 	case driver.MemoryDriverName:
 		return "", true, nil
@@ -108,55 +108,31 @@ func RecordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns stri
 		if err != nil {
 			return "", false, err
 		}
-		data, err = live.ReleaseRecord(ctx, cs, cfg.Releases.Name() == driver.SecretsDriverName, ns, key)
+		r, err := live.ReleaseRecord(ctx, cs, cfg.Releases.Name() == driver.SecretsDriverName, ns, key)
 		if err != nil {
 			return "", false, fmt.Errorf("reading release record %s: %w", key, err)
 		}
+		data = r.Data
 	default:
 		return "", false, nil
 	}
 	method, err = decodeApplyMethod(data)
 	if err != nil {
-		return "", false, fmt.Errorf("release record %s: %w", key, err)
+		return "", false, &UnreadableError{Key: key, Name: rel.Name, Namespace: ns, Revision: rel.Version, Why: err.Error()}
 	}
 	return method, true, nil
 }
 
 // decodeApplyMethod returns the "apply_method" of an encoded release record
 // ("" when absent, as in Helm 3's records).
-func decodeApplyMethod(data string) (string, error) {
-	b, err := decodeRecord(data)
-	if err != nil {
-		return "", err
-	}
+func decodeApplyMethod(data []byte) (string, error) {
 	var rec struct {
 		ApplyMethod string `json:"apply_method"`
 	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return "", fmt.Errorf("decoding JSON: %w", err)
+	if err := DecodeRecord(data, &rec); err != nil {
+		return "", err
 	}
 	return rec.ApplyMethod, nil
-}
-
-// decodeRecord is the JSON of an encoded release record, as Helm's
-// storage drivers decode it (base64, then gzip unless stored before Helm
-// compressed records), bounded.
-func decodeRecord(data string) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(data)
-	if err != nil {
-		return nil, fmt.Errorf("decoding base64: %w", err)
-	}
-	if len(b) > 3 && bytes.Equal(b[:3], []byte{0x1f, 0x8b, 0x08}) {
-		r, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
-		}
-		defer r.Close()
-		if b, err = inputfile.ReadAtMost(r, inputfile.ManifestMax); err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
-		}
-	}
-	return b, nil
 }
 
 // ListReleases lists every release of cfg's storage as Helm's
@@ -164,44 +140,40 @@ func decodeRecord(data string) ([]byte, error) {
 // method Helm 4 recorded with each (RecordedApplyMethod), read from the
 // same LIST and decoded with it: Helm 3's decode drops the method, and
 // reading it afterwards would read and decode each record again. methods
-// is nil for the other drivers. A record that does not decode is skipped
-// (logged), as Helm's drivers skip it.
-func ListReleases(ctx context.Context, cfg *action.Configuration) (rels []*release.Release, methods map[*release.Release]string, err error) {
+// is nil for the other drivers. A record that does not decode is in
+// unreadable, never dropped: Helm's drivers skip it, and the release
+// would vanish from the list.
+func ListReleases(ctx context.Context, cfg *action.Configuration) (rels []*release.Release, methods map[*release.Release]string, unreadable []*UnreadableError, err error) {
 	name := cfg.Releases.Name()
 	if name != driver.SecretsDriverName && name != driver.ConfigMapsDriverName {
 		rels, err = cfg.Releases.ListReleases()
-		return rels, nil, err
+		return rels, nil, Unreadables(err), dropUnreadable(err)
 	}
 	cs, err := cfg.KubernetesClientSet()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	records, err := live.ReleaseRecords(ctx, cs, name == driver.SecretsDriverName, "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("list: failed to list: %w", err)
+		return nil, nil, nil, fmt.Errorf("list: failed to list: %w", err)
 	}
-	methods = make(map[*release.Release]string, len(records))
-	for _, r := range records {
-		var rec struct {
-			release.Release
-			ApplyMethod string `json:"apply_method"`
-		}
-		b, err := decodeRecord(r.Data)
-		if err == nil {
-			err = json.Unmarshal(b, &rec)
-		}
-		if err != nil {
-			if cfg.Log != nil {
-				cfg.Log("list: failed to decode release: %s", err)
-			}
-			continue
-		}
-		rel := &rec.Release
-		rel.Labels = r.Labels
+	stored, err := readRecords(records)
+	methods = make(map[*release.Release]string, len(stored))
+	for _, r := range stored {
+		rel := &r.Release
 		rels = append(rels, rel)
-		methods[rel] = rec.ApplyMethod
+		methods[rel] = r.ApplyMethod
 	}
-	return rels, methods, nil
+	return rels, methods, Unreadables(err), nil
+}
+
+// dropUnreadable is err, nil when it only names unreadable records (which
+// the caller has from Unreadables).
+func dropUnreadable(err error) error {
+	if len(Unreadables(err)) > 0 {
+		return nil
+	}
+	return err
 }
 
 // EditRecord changes the status and description of a stored revision
@@ -249,9 +221,9 @@ func storage4For(cfg *action.Configuration, ns string) (*storage4.Storage, error
 		return nil, err
 	}
 	if name == driver.SecretsDriverName {
-		return storage4.Init(driver4.NewSecrets(cs.CoreV1().Secrets(ns))), nil
+		return BoundStorage4(storage4.Init(driver4.NewSecrets(cs.CoreV1().Secrets(ns))), ns, clientOf(cs)), nil
 	}
-	return storage4.Init(driver4.NewConfigMaps(cs.CoreV1().ConfigMaps(ns))), nil
+	return BoundStorage4(storage4.Init(driver4.NewConfigMaps(cs.CoreV1().ConfigMaps(ns))), ns, clientOf(cs)), nil
 }
 
 // LineFirst is the description line, then what the revision said before.
@@ -285,4 +257,8 @@ func MarkRolloutFailed(cfg *action.Configuration, ns, name string, version int, 
 		info.Status = release.StatusFailed
 		info.Description = line
 	})
+}
+
+func clientOf(cs kubernetes.Interface) func() (kubernetes.Interface, error) {
+	return func() (kubernetes.Interface, error) { return cs, nil }
 }

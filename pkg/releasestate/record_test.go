@@ -76,13 +76,13 @@ func TestDecodeApplyMethod(t *testing.T) {
 		{"helm4 csa", encodeRecord(t, `{"name":"r","apply_method":"csa"}`, true), plan.ApplyMethodCSA},
 		{"helm3", encodeRecord(t, helm3, true), ""},
 	} {
-		got, err := decodeApplyMethod(tc.data)
+		got, err := decodeApplyMethod([]byte(tc.data))
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"%%%", encodeRecord(t, "not json", true)} {
-		if _, err := decodeApplyMethod(bad); err == nil {
+		if _, err := decodeApplyMethod([]byte(bad)); err == nil {
 			t.Errorf("decodeApplyMethod(%q): no error", bad)
 		}
 	}

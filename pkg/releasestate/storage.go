@@ -19,5 +19,8 @@ func NewConfiguration(getter genericclioptions.RESTClientGetter, namespace, driv
 	if err := cfg.Init(getter, namespace, driver, log); err != nil {
 		return nil, fmt.Errorf("helm release storage (HELM_DRIVER=%q): %w", driver, err)
 	}
+	// Every read of a record, by this tool or by Helm's actions it runs,
+	// goes through the bounded decoder (driver.go).
+	cfg.Releases = boundStorage(cfg.Releases, namespace, cfg.KubernetesClientSet)
 	return cfg, nil
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
@@ -157,24 +156,9 @@ func (s *snapshot) Delete(key string) (*release.Release, error) {
 
 // newTLSConfig is helm's internal tlsutil.NewClientTLS.
 func newTLSConfig(c action.ChartPathOptions) (*tls.Config, error) {
-	conf := &tls.Config{InsecureSkipVerify: c.InsecureSkipTLSverify} //nolint:gosec // the user asked for it
-	if c.CertFile != "" && c.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("can't load key pair from cert %s and key %s: %w", c.CertFile, c.KeyFile, err)
-		}
-		conf.Certificates = []tls.Certificate{cert}
+	conf, err := fetchbound.TLSConfig(c.CertFile, c.KeyFile, c.CaFile, c.InsecureSkipTLSverify)
+	if conf == nil && err == nil {
+		conf = &tls.Config{}
 	}
-	if c.CaFile != "" {
-		b, err := inputfile.Read(c.CaFile, "a CA file", inputfile.SmallMax)
-		if err != nil {
-			return nil, fmt.Errorf("can't read CA file %w", err)
-		}
-		cp := x509.NewCertPool()
-		if !cp.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("failed to append certificates from file: %s", c.CaFile)
-		}
-		conf.RootCAs = cp
-	}
-	return conf, nil
+	return conf, err
 }

@@ -114,6 +114,11 @@ type Options struct {
 	// (-n/--namespace, HELM_NAMESPACE, the kubeconfig context). The CLI owns
 	// the flag.
 	Namespace string
+
+	// SecretLookups, when set, bounds what the chart's `lookup` reads of
+	// the cluster's Secrets (gitops --live renders a pull request's
+	// chart); nil reads what the credentials may, as Helm does.
+	SecretLookups *SecretLookups `json:"-"`
 }
 
 // DefaultTimeout is the default of --timeout, as in `helm upgrade`.

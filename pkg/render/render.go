@@ -154,6 +154,9 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	// manifests and refuses writes; Log must not be nil (Helm calls it).
 	run := *cfg
 	run.KubeClient = &renderClient{Interface: cfg.KubeClient}
+	if opts.SecretLookups != nil && cfg.RESTClientGetter != nil {
+		run.RESTClientGetter = lookupGetter{RESTClientGetter: cfg.RESTClientGetter, policy: opts.SecretLookups}
+	}
 	if run.Log == nil {
 		run.Log = func(string, ...interface{}) {}
 	}

@@ -241,7 +241,9 @@ func logFields(e *jsonLogEntry) [][2]string {
 			f = append(f, [2]string{label, value})
 		}
 	}
-	add("Date", e.Updated.Format(time.RFC3339))
+	if !e.Updated.IsZero() { // an unreadable revision's record says no date
+		add("Date", e.Updated.Format(time.RFC3339))
+	}
 	chart := e.Chart
 	if e.AppVersion != "" {
 		chart += " (app " + e.AppVersion + ")"

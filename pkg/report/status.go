@@ -303,6 +303,8 @@ const (
 	RuleDrifted = "drifted"
 	RuleMissing = "missing"
 	RuleExtra   = "extra"
+	// RuleUnreadable: a stored release record cannot be read.
+	RuleUnreadable = "unreadable"
 )
 
 var statusRules = []struct{ id, name, short, full, level string }{
@@ -312,6 +314,8 @@ var statusRules = []struct{ id, name, short, full, level string }{
 		"An object of the release's stored manifest was deleted: the next upgrade re-creates it.", "warning"},
 	{RuleExtra, "Extra", "An object claims the release but is not in its manifest",
 		"The object carries the release's ownership annotations or labels but is not in its stored manifest: Helm neither upgrades nor deletes it.", "note"},
+	{RuleUnreadable, "Unreadable", "A release record cannot be read",
+		"A revision's Helm record (a Secret or ConfigMap anyone who may write them in the namespace can write) is over the 256 MiB bound, not JSON, or of a wrong type: what is deployed is not known.", "error"},
 }
 
 // writeStatusSARIF writes one result per object not in sync, located on
@@ -330,6 +334,15 @@ func writeStatusSARIF(w io.Writer, st *plan.Status) error {
 	for i := range st.Releases {
 		r := &st.Releases[i]
 		uri := "releases/" + r.Namespace + "/" + r.Name
+		if r.Unreadable {
+			run.CreateResultForRule(RuleUnreadable).
+				WithLevel(levels[RuleUnreadable]).
+				WithMessage(sarif.NewTextMessage(fmt.Sprintf("release %s/%s: %s", r.Namespace, r.Name, strings.Join(r.Health, "\n")))).
+				WithPartialFingerprints(map[string]string{"objectRule/v1": r.Namespace + "/" + r.Name + "/" + RuleUnreadable}).
+				AddLocation(sarif.NewLocationWithPhysicalLocation(sarif.NewPhysicalLocation().
+					WithArtifactLocation(sarif.NewSimpleArtifactLocation(uri)).
+					WithRegion(sarif.NewRegion().WithStartLine(1))))
+		}
 		for j := range r.Objects {
 			o := &r.Objects[j]
 			if o.State == plan.StateInSync {

@@ -132,7 +132,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan, on either way out.
 	shown, info := *rel, *rel.Info
-	info.Notes = c.Sanitizer.String(info.Notes)
+	// Escaped too, line by line: a rollback's NOTES come from a stored
+	// record anyone who may write Secrets can forge.
+	info.Notes = c.Sanitizer.Lines(info.Notes)
 	shown.Info = &info
 	if c.Announce != nil {
 		// The helm shim ends where helm upgrade does (its scripts run their

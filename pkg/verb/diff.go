@@ -22,7 +22,7 @@ type DiffRequest struct {
 // Either order is allowed (a diff back to an older revision is what a
 // rollback to it would change, live state aside). It sends no write.
 func (c *Config) DiffRevisions(ctx context.Context, req DiffRequest) (*plan.Plan, error) {
-	hist, _, err := c.readRevisions(ctx, req.ReleaseName)
+	hist, unreadable, _, err := c.readRevisions(ctx, req.ReleaseName)
 	if err != nil {
 		return nil, err
 	}
@@ -31,6 +31,14 @@ func (c *Config) DiffRevisions(ctx context.Context, req DiffRequest) (*plan.Plan
 		rev int
 		rel *release.Release
 	}{{req.From, from}, {req.To, to}} {
+		for _, u := range unreadable {
+			if u.Revision == r.rev {
+				return nil, u
+			}
+		}
+		if r.rel == nil && len(hist) == 0 {
+			return nil, fmt.Errorf("release %q in namespace %s has no revision %d whose record can be read", req.ReleaseName, c.Namespace, r.rev)
+		}
 		if r.rel == nil {
 			return nil, fmt.Errorf("release %q in namespace %s has no revision %d (Helm keeps %s)", req.ReleaseName, c.Namespace, r.rev, revisionsKept(hist))
 		}

@@ -34,6 +34,10 @@ type GitOpsRequest struct {
 	Apply    ApplyMode
 	// Helmfile is how the job runs helmfile (see planHelmfile).
 	Helmfile gitops.HelmfileOptions
+	// LookupSecrets are the namespaces whose Secrets a pull request's
+	// chart may read through `lookup` under Live (render.SecretLookups);
+	// none by default.
+	LookupSecrets []string
 }
 
 // GitOpsPlanned is one changed HelmRelease or Application and its plan;
@@ -173,9 +177,18 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 	rc := *c
 	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, h.StorageNamespace, nil, nil
 	opts.Install, opts.StorageNamespace = true, h.StorageNamespace
+	lookups := &render.SecretLookups{Namespaces: req.LookupSecrets}
+	opts.SecretLookups = lookups
 	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules, Apply: req.Apply})
+	note := c.refusedLookupsNote(lookups)
 	if err != nil {
+		if note != "" {
+			err = fmt.Errorf("%w; %s", err, note)
+		}
 		return nil, err
+	}
+	if note != "" {
+		planned.Plan.Notes = append(planned.Plan.Notes, note)
 	}
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
 	planned.Plan.Notes = append(planned.Plan.Notes, fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects in namespace %s", h.Name, h.StorageNamespace, h.Namespace))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v3/pkg/release"
 
@@ -29,16 +30,21 @@ type LogRequest struct {
 // its own, marked computed. It reads Helm's history and the records with
 // one LIST each and sends no write.
 func (c *Config) Log(ctx context.Context, req LogRequest) ([]report.LogEntry, error) {
-	hist, records, err := c.readRevisions(ctx, req.ReleaseName)
+	hist, unreadable, records, err := c.readRevisions(ctx, req.ReleaseName)
 	if err != nil {
 		return nil, err
 	}
-	n := len(hist)
-	if req.MaxCount > 0 && req.MaxCount < n {
-		n = req.MaxCount
-	}
-	entries := make([]report.LogEntry, 0, n)
-	for i := 0; i < n; i++ {
+	var entries []report.LogEntry
+	for i := 0; i < len(hist) || len(unreadable) > 0; {
+		if req.MaxCount > 0 && len(entries) == req.MaxCount {
+			break
+		}
+		// An unreadable revision is shown in its place and the log goes on.
+		if len(unreadable) > 0 && (i == len(hist) || unreadable[0].Revision > hist[i].Version) {
+			entries = append(entries, c.unreadableEntry(unreadable[0]))
+			unreadable = unreadable[1:]
+			continue
+		}
 		var prev *release.Release
 		if i+1 < len(hist) {
 			prev = hist[i+1]
@@ -47,26 +53,36 @@ func (c *Config) Log(ctx context.Context, req LogRequest) ([]report.LogEntry, er
 		if err != nil {
 			return nil, err
 		}
+		if skipped := unreadableBetween(unreadable, prev, hist[i]); skipped > 0 && e.Computed {
+			from := "as a first install"
+			if prev != nil {
+				from = fmt.Sprintf("from revision %d's manifest", prev.Version)
+			}
+			e.Notes = append(e.Notes, fmt.Sprintf("computed %s: revision %d's record is unreadable", from, skipped))
+		}
 		entries = append(entries, e)
+		i++
 	}
 	return entries, nil
 }
 
 // readRevisions reads the history of release (newest first; an error when
-// there is none) and the tool's records of it, and teaches the sanitiser
-// every stored revision's Secret values, which descriptions and records
-// must not show.
-func (c *Config) readRevisions(ctx context.Context, name string) ([]*release.Release, map[int]*releasestate.RevisionRecord, error) {
+// there is none), the revisions whose record cannot be read (newest
+// first) and the tool's records of it, and teaches the sanitiser every
+// stored revision's Secret values, which descriptions and records must
+// not show.
+func (c *Config) readRevisions(ctx context.Context, name string) ([]*release.Release, []*releasestate.UnreadableError, map[int]*releasestate.RevisionRecord, error) {
 	if err := c.Connect(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	hist, err := releasestate.History(c.Helm.Releases, name)
+	hist, unreadable, err := releasestate.HistoryReadable(c.Helm.Releases, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
+		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 	}
-	if len(hist) == 0 {
-		return nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, render.ErrReleaseNotFound)
+	if len(hist) == 0 && len(unreadable) == 0 {
+		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, render.ErrReleaseNotFound)
 	}
+	slices.SortFunc(unreadable, func(a, b *releasestate.UnreadableError) int { return b.Revision - a.Revision })
 	for _, r := range hist {
 		c.Sanitizer.AddManifest(r.Manifest)
 		for _, h := range r.Hooks {
@@ -81,7 +97,7 @@ func (c *Config) readRevisions(ctx context.Context, name string) ([]*release.Rel
 	for _, b := range bad {
 		fmt.Fprintf(c.Out, "warning: a revision record is ignored: %s\n", c.Sanitizer.Text(b, redact.MessageLimit))
 	}
-	return hist, records, nil
+	return hist, unreadable, records, nil
 }
 
 // logEntry is rel's entry: its record's when rec is one of exactly rel's

@@ -72,6 +72,9 @@ type statusTarget struct {
 	serverSide bool
 	// methodRead: serverSide was read with the release records.
 	methodRead bool
+	// unreadable are the release's records older than current that cannot
+	// be read (statusUnreadable).
+	unreadable []*releasestate.UnreadableError
 }
 
 func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, error) {
@@ -80,9 +83,10 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	}
 	c.progress("Reading the releases' records")
 	var targets []*statusTarget
+	var broken []plan.ReleaseStatus
 	var helm *action.Configuration
 	if err := c.Stage("releases", func() (err error) {
-		helm, targets, err = c.readTargets(ctx, req)
+		helm, targets, broken, err = c.readTargets(ctx, req)
 		return err
 	}); err != nil {
 		return nil, err
@@ -148,25 +152,28 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	if err != nil {
 		return nil, err
 	}
+	out.Releases = append(out.Releases, broken...)
 	return out, nil
 }
 
 // readTargets reads the releases asked and parses their stored manifests;
-// it returns the configuration the records were read with.
-func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
-	helm, targets, err := c.statusTargets(ctx, req)
+// it returns the configuration the records were read with, and the
+// releases whose newest record cannot be read (statusUnreadable).
+func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, []plan.ReleaseStatus, error) {
+	helm, targets, unreadable, err := c.statusTargets(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, t := range targets {
 		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
 		if t.objects, t.parsed, err = manifest.SplitRemembering(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		t.hooks = hookIDs(t.current)
 		c.Sanitizer.AddManifest(t.current.Manifest)
 	}
-	return helm, targets, nil
+	targets, broken := c.statusUnreadable(targets, unreadable)
+	return helm, targets, broken, nil
 }
 
 // readApplyMethods reads how each target not read with the release records
@@ -195,33 +202,35 @@ const statusConcurrency = live.DefaultConcurrency
 // statusTargets reads the releases asked from Helm's storage: of the
 // release namespace, or with AllNamespaces of every namespace (Helm's
 // storage lists them all at once, with the apply method each records). It returns the configuration the
-// records were read with.
-func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, error) {
+// records were read with, and the records of the releases asked that
+// cannot be read (every namespace only: a release asked by name whose
+// record cannot be read is an error saying so).
+func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, []*releasestate.UnreadableError, error) {
 	if !req.AllNamespaces {
 		var out []*statusTarget
 		for _, name := range req.Releases {
 			hist, err := releasestate.History(c.Helm.Releases, name)
 			if err != nil {
-				return nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
+				return nil, nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 			}
 			t, err := statusTargetOf(name, c.Namespace, hist)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if t == nil {
-				return nil, nil, fmt.Errorf("release %q in namespace %s: uninstalled (history kept); nothing is deployed", name, c.Namespace)
+				return nil, nil, nil, fmt.Errorf("release %q in namespace %s: uninstalled (history kept); nothing is deployed", name, c.Namespace)
 			}
 			out = append(out, t)
 		}
-		return c.Helm, out, nil
+		return c.Helm, out, nil, nil
 	}
 	helm, err := releasestate.NewConfiguration(c.Settings.RESTClientGetter(), "", os.Getenv("HELM_DRIVER"), c.Logf)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	all, methods, err := releasestate.ListReleases(ctx, helm)
+	all, methods, unreadable, err := releasestate.ListReleases(ctx, helm)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing the releases of every namespace: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing the releases of every namespace: %w", err)
 	}
 	byRelease := map[[2]string][]*release.Release{}
 	for _, r := range all {
@@ -242,7 +251,7 @@ func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.
 		sort.Slice(hist, func(i, j int) bool { return hist[i].Version > hist[j].Version })
 		t, err := statusTargetOf(k[1], k[0], hist)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if t != nil { // uninstalled with its history kept: nothing deployed
 			if method, ok := methods[t.current]; ok {
@@ -252,12 +261,19 @@ func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.
 			found[k[1]] = true
 		}
 	}
-	for _, name := range req.Releases {
-		if !found[name] {
-			return nil, nil, fmt.Errorf("release %q: not found in any namespace: %w", name, render.ErrReleaseNotFound)
+	var asked []*releasestate.UnreadableError
+	for _, u := range unreadable {
+		if len(req.Releases) == 0 || slices.Contains(req.Releases, u.Name) {
+			asked = append(asked, u)
+			found[u.Name] = true
 		}
 	}
-	return helm, out, nil
+	for _, name := range req.Releases {
+		if !found[name] {
+			return nil, nil, nil, fmt.Errorf("release %q: not found in any namespace: %w", name, render.ErrReleaseNotFound)
+		}
+	}
+	return helm, out, asked, nil
 }
 
 // statusTargetOf picks from hist (newest first) the revision the live
@@ -408,6 +424,9 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 		rs.Objects = append(rs.Objects, c.objectStatus(ctx, &p.Changes[i], t, inv))
 	}
 	rs.Health = c.health(ctx, t, states)
+	if len(t.unreadable) > 0 {
+		rs.Health, rs.Unreadable = append(rs.Health, c.unreadableLines(t.unreadable)...), true
+	}
 	rs.Notes = p.Notes
 	return rs, nil
 }
