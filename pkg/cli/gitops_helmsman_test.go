@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
 )
 
 // kafkaChart writes the first report's chart at version: a 6-replica

@@ -12,8 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
 )
 
 // withFile is the chart at dir with one more file, name, as a chart ships

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
 )
 
 // TestLinksStayInTheCheckout: Helm's loader and the digest follow every

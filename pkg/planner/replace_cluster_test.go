@@ -3,7 +3,7 @@ package planner
 import (
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // TestDryRunReplaceAfterAWrite: Helm's --force PUT carries the version it

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
 )
 
 func TestTextEscapes(t *testing.T) {

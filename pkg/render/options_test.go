@@ -2,7 +2,7 @@ package render
 
 import (
 	"context"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
 	"os"
 	"path/filepath"
 	"strings"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"

@@ -122,3 +122,31 @@ func TestOnlyCLIImportsFlags(t *testing.T) {
 		t.Fatalf("go list named %d packages: the check read nothing", checked)
 	}
 }
+
+// testKit is the folder of the test harness (control plane, fakes, golden
+// files, terminals, chart repositories): the product never depends on it,
+// directly or through another package, so no test code ships.
+const testKit = module + "internal/testkit/"
+
+func TestProductNeverImportsTestKit(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"cmd/...", module+"pkg/...", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if strings.HasPrefix(fields[0], testKit) {
+			continue
+		}
+		checked++
+		for _, dep := range fields[1:] {
+			if strings.HasPrefix(dep, testKit) {
+				t.Errorf("%s depends on %s: the test kit is for tests only", strings.TrimPrefix(fields[0], module), strings.TrimPrefix(dep, module))
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("go list named %d product packages: the check read nothing", checked)
+	}
+}

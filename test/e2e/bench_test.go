@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // BenchRunsEnv sets how many times BenchmarkUpgrade runs each contender; it

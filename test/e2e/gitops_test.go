@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/filetree"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // TestGitOpsLive: a release installed by the real helm under the name

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // TestStatefulSetClaimsDeletedWithIt: a StatefulSet whose claims are

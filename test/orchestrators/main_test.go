@@ -1,5 +1,5 @@
 // Package orchestrators runs real orchestrators through the drop-in helm
-// against the local control plane of internal/testcluster: helmfile (the
+// against the local control plane of internal/testkit/testcluster: helmfile (the
 // newest release the Go module proxy serves, built from its module source by
 // scripts/build-orchestrators.sh) with the real helm after the shim on PATH.
 // `make test-orchestrators` builds helmfile and names it in
@@ -11,8 +11,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }

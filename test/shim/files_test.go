@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // TestHostileInputFiles plants, where the tool reads a file (the working

@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 )
 
 // TestRollbackUninstallThroughShim (issue 34): helm rollback and helm
