@@ -366,7 +366,14 @@ func outcomeLine(o *jsonOutcome) string {
 			failed = append(failed, fmt.Sprintf("%s/%s %s: %s", ob.Kind, objectPath(ob.Namespace, ob.Name), ob.State, ob.Reason))
 		}
 	}
-	if o.Failed > 0 {
+	switch {
+	case o.Interrupted:
+		// Not a failure: the watch stopped before the rollout's end.
+		state = fmt.Sprintf("watch interrupted after %s, %d not current yet", (time.Duration(o.Seconds * float64(time.Second))).Round(time.Second), o.Failed)
+		if len(failed) > 0 {
+			state += " (" + strings.Join(failed, "; ") + ")"
+		}
+	case o.Failed > 0:
 		state = fmt.Sprintf("%d failed or not ready (%s)", o.Failed, strings.Join(failed, "; "))
 	}
 	return fmt.Sprintf("%s; %d as predicted, %d differ", state, o.AsPredicted, o.Differ)

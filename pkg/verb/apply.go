@@ -151,7 +151,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if w == nil {
 		return nil
 	}
-	err = c.watchRollout(ctx, w, planned, rel.Version)
+	err = c.watchRollout(ctx, w, planned, rel.Version, rel.Info.Status)
 	var silent *watch.UnansweredError
 	unanswered = errors.As(err, &silent)
 	return err

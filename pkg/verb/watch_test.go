@@ -3,6 +3,8 @@ package verb
 import (
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -77,5 +79,59 @@ func TestOutcomeSummary(t *testing.T) {
 		"Outcome: 0 as predicted, 0 differ\n"
 	if got.String() != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", got.String(), want)
+	}
+}
+
+// TestInterruptedWatch (issue 54): an interrupted watch says so, says
+// that nothing failed because of it and how to look again, in the
+// summary and the error, and nowhere that the watch timed out or the
+// rollout failed.
+func TestInterruptedWatch(t *testing.T) {
+	out := &plan.Outcome{Interrupted: true, Failed: 1, Elapsed: 12 * time.Second, Objects: []plan.ObjectOutcome{
+		{ID: manifest.ObjectID{Group: "apps", Kind: "StatefulSet", Namespace: "ns", Name: "db"}, State: plan.StateInProgress,
+			Detail: "0/1 updated, 0/1 ready", Reason: "not current yet when the watch was interrupted"},
+		{ID: manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}, State: plan.StateCurrent},
+	}}
+	var summary strings.Builder
+	writeOutcome(&summary, out, nil)
+	err := (&InterruptedError{Release: "app", Namespace: "ns", Revision: 2, Status: "deployed", Outcome: out}).Error()
+	for what, text := range map[string]string{"summary": summary.String(), "error": err} {
+		if !strings.Contains(text, "interrupted") {
+			t.Errorf("%s does not say the watch was interrupted:\n%s", what, text)
+		}
+		for _, wrong := range []string{"timed out", "rollout failed", "failed or not ready"} {
+			if strings.Contains(text, wrong) {
+				t.Errorf("%s says %q:\n%s", what, wrong, text)
+			}
+		}
+	}
+	for _, want := range []string{"with 1 object(s) not current yet", "Nothing failed because of the interruption", "stays deployed",
+		"helm-safe-upgrade status app -n ns"} {
+		if !strings.Contains(err, want) {
+			t.Errorf("error does not say %q:\n%s", want, err)
+		}
+	}
+}
+
+// TestHelmDescriptionBudget (issue 54): what the tool writes into Helm's
+// description of a revision fits helm history's column budget, masked
+// and escaped, and says where the whole text is; a short one is kept
+// whole.
+func TestHelmDescriptionBudget(t *testing.T) {
+	const secret = "description-secret-value-9d"
+	san := redact.NewSanitizer(redact.NewMasker())
+	san.AddValue([]byte(secret))
+	c := &Config{Sanitizer: san}
+	long := "Rollout failed after the upgrade: StatefulSet.apps/ns/db in-progress: " + secret + " " + injection.All() + strings.Repeat("é", 300)
+	got := c.helmDescription(long, "app")
+	if len(got) > descriptionBudget || !strings.HasSuffix(got, "… (all of it: helm-safe-upgrade log app)") ||
+		!strings.HasPrefix(got, "Rollout failed after the upgrade: StatefulSet.apps/ns/db in-progress: ") || !utf8.ValidString(got) {
+		t.Errorf("description (%d bytes): %q", len(got), got)
+	}
+	if strings.Contains(got, secret) || injection.UnsafeLines(got) != "" {
+		t.Errorf("description not clean: %q", got)
+	}
+	if short := "Rollout failed after the upgrade: Deployment.apps/ns/web failed: pod web-1: image web:9 cannot be pulled"; c.helmDescription(short, "app") != short {
+		t.Errorf("a short description was changed: %q", c.helmDescription(short, "app"))
 	}
 }

@@ -130,7 +130,7 @@ func (e expectation) String() string {
 
 // outcome checks each target against what was observed: pods is the
 // watch's last view of the pods, the claims its last view of them.
-func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, timedOut bool) *plan.Outcome {
+func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, end watchEnd) *plan.Outcome {
 	out := &plan.Outcome{Elapsed: elapsed}
 	claimsAfter := map[string]map[string]types.UID{}
 	for ns := range w.claimsBefore {
@@ -152,7 +152,9 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			if _, ok := events[ns]; !ok {
 				events[ns] = listEvents(ctx, w, ns)
 			}
-			if note := eventNote(events[ns], podNames(pods[ns])); note != "" && !strings.Contains(oo.Reason, note) {
+			// The event only when it adds to what the pods' status said
+			// (a FailedScheduling event repeats the pod's condition).
+			if note, msg := eventNote(events[ns], podNames(pods[ns])); note != "" && !strings.Contains(oo.Reason, msg) {
 				oo.Reason = joinReason(oo.Reason, note)
 			}
 		}
@@ -161,11 +163,23 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 				oo.Reason = joinReason(oo.Reason, fmt.Sprintf("last log lines of container %s: %s", c.name, lines))
 			}
 		}
-		if oo.State == plan.StateInProgress && timedOut {
+		switch {
+		case oo.State != plan.StateInProgress:
+		case oo.Reason == notObserved && end == endTimedOut:
+			oo.Reason = "not observed before the watch timed out"
+		case oo.Reason == notObserved && end == endInterrupted:
+			oo.Reason = "not observed before the watch was interrupted"
+		case end == endTimedOut:
 			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
+		case end == endInterrupted:
+			oo.Reason = joinReason("not current yet when the watch was interrupted", oo.Reason)
 		}
-		if oo.State == plan.StateFailed || oo.State == plan.StateInProgress {
-			oo.Reason = joinReason(oo.Reason, t.unreadyBefore)
+		if (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) && t.unreadyBefore != "" {
+			before := "it was not ready before the upgrade either: " + t.unreadyBefore
+			if strings.Contains(oo.Reason, t.unreadyBefore) {
+				before = "it was not ready before the upgrade either, for the same reason"
+			}
+			oo.Reason = joinReason(oo.Reason, before)
 		}
 		if t.expect.kind != expectNone || t.expect.claimsKept {
 			t.check(&oo, pods[ns], w.claimsBefore[ns], claimsAfter[ns])
@@ -180,7 +194,8 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 		}
 		out.Objects = append(out.Objects, oo)
 	}
-	out.TimedOut = timedOut && out.Failed > 0
+	out.TimedOut = end == endTimedOut && out.Failed > 0
+	out.Interrupted = end == endInterrupted
 	return out
 }
 

@@ -209,3 +209,75 @@ func TestSnapshotReusedReplicaSet(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInterrupted (issue 54): a watch whose context ends before its
+// timeout (Ctrl-C) is interrupted, not timed out: the object still rolling
+// out is not current yet, not failed at a timeout, and no request asks
+// whether the API server still answers.
+func TestRunInterrupted(t *testing.T) {
+	stuck := map[string]interface{}{"replicas": int64(2), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1)}
+	before := deployment(1, webSpec, nil)
+	cluster := fakeCluster(before)
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.Refresh = time.Hour
+	if err := w.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Put(deploymentsGVR, deployment(2, webSpec, stuck))
+	ctx, cancel := context.WithCancel(context.Background())
+	out, err := w.Run(ctx, time.Hour, interrupter{NewProgress(&strings.Builder{}, false, nil), cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob := out.Objects[0]
+	if !out.Interrupted || out.TimedOut || ob.State != plan.StateInProgress ||
+		!strings.HasPrefix(ob.Reason, "not current yet when the watch was interrupted") || strings.Contains(ob.Reason, "timed out") {
+		t.Errorf("outcome %+v (interrupted %v, timed out %v), want the Deployment not current yet, the watch interrupted", ob, out.Interrupted, out.TimedOut)
+	}
+}
+
+// TestRunSaysEachFactOnce (issue 54): a pod the scheduler cannot place,
+// before the upgrade and after, with its FailedScheduling event: the
+// reason quotes the scheduler's message once (the pod's condition), not
+// again for the event or for "not ready before the upgrade either".
+func TestRunSaysEachFactOnce(t *testing.T) {
+	const msg = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+	unschedulable := podObj("web-0", "nginx:1.25", "")
+	unschedulable.Object["status"] = map[string]interface{}{"phase": "Pending", "conditions": []interface{}{
+		map[string]interface{}{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg + " not found"}}}
+	event := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Event",
+		"metadata": map[string]interface{}{"name": "web-0.1", "namespace": "ns", "uid": "uid-ev"},
+		"type":     "Warning", "reason": "FailedScheduling", "message": msg, "lastTimestamp": "2026-12-05T12:00:00Z",
+		"involvedObject": map[string]interface{}{"kind": "Pod", "name": "web-0", "namespace": "ns"}}}
+	before := deployment(1, webSpec, nil)
+	cluster := fakeCluster(before, unschedulable)
+	cluster.Put(live.EventsGVR, event)
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.Refresh = time.Hour
+	if err := w.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Put(deploymentsGVR, deployment(2, webSpec, map[string]interface{}{"replicas": int64(1), "updatedReplicas": int64(1)}))
+	// Ctrl-C once the watch showed what it saw: the pods' reasons.
+	ctx, cancel := context.WithCancel(context.Background())
+	out, err := w.Run(ctx, time.Hour, interrupter{NewProgress(&strings.Builder{}, false, nil), cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := out.Objects[0].Reason
+	if n := strings.Count(reason, msg); n != 1 || !strings.Contains(reason, "not ready before the upgrade either, for the same reason") {
+		t.Errorf("reason quotes the scheduler %d time(s), want once and \"for the same reason\": %q", n, reason)
+	}
+}
+
+// interrupter is a Progress that cancels the watch at its first update:
+// a Ctrl-C once the objects were seen.
+type interrupter struct {
+	Progress
+	cancel context.CancelFunc
+}
+
+func (i interrupter) Update(lines []Line, elapsed time.Duration) {
+	i.Progress.Update(lines, elapsed)
+	i.cancel()
+}
