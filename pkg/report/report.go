@@ -312,8 +312,15 @@ func derivedLine(p *plan.Plan) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s derived without a server dry-run (source: derived): metadata-only changes no admission webhook or policy sees; --server-dry-run=all asks the server about each.",
-		plural(n, "verdict", "verdicts"))
+	// What "derived" means for every rule the planner derives by (labels,
+	// payloads, a Service's ports, a Deployment's images): not that the
+	// change is metadata only.
+	what := "the tool computed the API server's answer to its change, which no admission webhook or policy sees"
+	if n > 1 {
+		what = "the tool computed the API server's answer to their changes, which no admission webhook or policy sees"
+	}
+	return fmt.Sprintf("%s derived without a server dry-run (source: derived): %s; --server-dry-run=all asks the server instead.",
+		plural(n, "verdict", "verdicts"), what)
 }
 
 // objectName is "namespace/name", or "name" for cluster-scoped objects.

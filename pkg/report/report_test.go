@@ -418,7 +418,10 @@ func TestDerivedMarked(t *testing.T) {
 		Reasons:    []plan.Reason{{Path: "data.mode", Message: "changed", Source: plan.SourceServer}},
 	})
 	for f, want := range map[string][]string{
-		FormatText:     {"metadata.labels.helm.sh/chart: changed (source: derived)", "1 verdict derived without a server dry-run", "--server-dry-run=all"},
+		// What derived means, for any change derived (issue 54: not
+		// "metadata-only", said of a Deployment's image change).
+		FormatText: {"metadata.labels.helm.sh/chart: changed (source: derived)",
+			"1 verdict derived without a server dry-run (source: derived): the tool computed the API server's answer to its change, which no admission webhook or policy sees; --server-dry-run=all asks the server instead."},
 		FormatMarkdown: {"changed (source: derived)", "1 verdict derived without a server dry-run"},
 		FormatJSON:     {`"prediction": "derived"`, `"prediction": "server"`, `"source": "derived"`},
 	} {
