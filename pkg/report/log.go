@@ -363,7 +363,11 @@ func outcomeLine(o *jsonOutcome) string {
 	var failed []string
 	for _, ob := range o.Objects {
 		if ob.State == plan.StateFailed || ob.State == plan.StateInProgress {
-			failed = append(failed, fmt.Sprintf("%s/%s %s: %s", ob.Kind, objectPath(ob.Namespace, ob.Name), ob.State, ob.Reason))
+			f := fmt.Sprintf("%s/%s %s", ob.Kind, objectPath(ob.Namespace, ob.Name), ob.State)
+			if ob.Reason != "" {
+				f += ": " + ob.Reason
+			}
+			failed = append(failed, f)
 		}
 	}
 	switch {

@@ -79,7 +79,11 @@ func failureLine(o *plan.Outcome, states ...string) string {
 		if !slices.Contains(states, ob.State) {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s: %s", ob.ID, ob.State, ob.Reason))
+		part := fmt.Sprintf("%s %s", ob.ID, ob.State)
+		if ob.Reason != "" {
+			part += ": " + ob.Reason
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -260,7 +264,12 @@ func writeOutcome(w io.Writer, o *plan.Outcome, p *plan.Plan) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", ob.ID, text)
 	}
-	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ\n", o.AsPredicted, o.Differ)
+	unchecked := ""
+	if o.Interrupted && current < len(o.Objects) {
+		// Not seen to their end: their pods are not compared with the plan.
+		unchecked = fmt.Sprintf("; %d not checked: not current when the watch was interrupted", len(o.Objects)-current)
+	}
+	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ%s\n", o.AsPredicted, o.Differ, unchecked)
 	for _, ob := range o.Objects {
 		if ob.Predicted == "" {
 			continue

@@ -89,7 +89,7 @@ func TestOutcomeSummary(t *testing.T) {
 func TestInterruptedWatch(t *testing.T) {
 	out := &plan.Outcome{Interrupted: true, Failed: 1, Elapsed: 12 * time.Second, Objects: []plan.ObjectOutcome{
 		{ID: manifest.ObjectID{Group: "apps", Kind: "StatefulSet", Namespace: "ns", Name: "db"}, State: plan.StateInProgress,
-			Detail: "0/1 updated, 0/1 ready", Reason: "not current yet when the watch was interrupted"},
+			Detail: "0/1 updated, 0/1 ready", Reason: "pod db-0 cannot be scheduled (Unschedulable)"},
 		{ID: manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "web"}, State: plan.StateCurrent},
 	}}
 	var summary strings.Builder
@@ -110,6 +110,9 @@ func TestInterruptedWatch(t *testing.T) {
 		if !strings.Contains(err, want) {
 			t.Errorf("error does not say %q:\n%s", want, err)
 		}
+	}
+	if want := "Outcome: 0 as predicted, 0 differ; 1 not checked: not current when the watch was interrupted\n"; !strings.Contains(summary.String(), want) {
+		t.Errorf("summary does not say %q:\n%s", want, summary.String())
 	}
 }
 

@@ -152,9 +152,15 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			if _, ok := events[ns]; !ok {
 				events[ns] = listEvents(ctx, w, ns)
 			}
-			// The event only when it adds to what the pods' status said
-			// (a FailedScheduling event repeats the pod's condition).
-			if note, msg := eventNote(events[ns], podNames(pods[ns])); note != "" && !strings.Contains(oo.Reason, msg) {
+			// An event of the workload's own pods (another workload's
+			// is its reason, not this one's), and only when it adds to what
+			// the pods' status said (a FailedScheduling event repeats the
+			// pod's condition).
+			var mine []*corev1.Pod
+			if obj := w.objectsOf(t.group)[t.change.ID.Name]; obj != nil {
+				mine = judgement{kind: t.gvk.GroupKind(), podsBefore: t.podsBefore}.podsOf(obj, podList(pods[ns]))
+			}
+			if note, msg := eventNote(events[ns], podNames(mine)); note != "" && !strings.Contains(oo.Reason, msg) {
 				oo.Reason = joinReason(oo.Reason, note)
 			}
 		}
@@ -171,9 +177,11 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			oo.Reason = "not observed before the watch was interrupted"
 		case end == endTimedOut:
 			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
-		case end == endInterrupted:
-			oo.Reason = joinReason("not current yet when the watch was interrupted", oo.Reason)
 		}
+		// Not current when the watch was interrupted: not seen to its end,
+		// so neither failed nor checked against the prediction (the
+		// outcome's Interrupted says why, once).
+		unfinished := end == endInterrupted && oo.State == plan.StateInProgress
 		if (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) && t.unreadyBefore != "" {
 			before := "it was not ready before the upgrade either: " + t.unreadyBefore
 			if strings.Contains(oo.Reason, t.unreadyBefore) {
@@ -181,7 +189,7 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			}
 			oo.Reason = joinReason(oo.Reason, before)
 		}
-		if t.expect.kind != expectNone || t.expect.claimsKept {
+		if (t.expect.kind != expectNone || t.expect.claimsKept) && !unfinished {
 			t.check(&oo, pods[ns], w.claimsBefore[ns], claimsAfter[ns])
 			if oo.AsPredicted {
 				out.AsPredicted++
@@ -209,10 +217,10 @@ func joinReason(a, b string) string {
 	return a + "; " + b
 }
 
-func podNames(m map[string]*corev1.Pod) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for n := range m {
-		out[n] = true
+func podNames(pods []*corev1.Pod) map[string]bool {
+	out := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		out[p.Name] = true
 	}
 	return out
 }
