@@ -184,7 +184,7 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 		unfinished := end == endInterrupted && oo.State == plan.StateInProgress
 		if (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) && t.unreadyBefore != "" {
 			before := "it was not ready before the upgrade either: " + t.unreadyBefore
-			if strings.Contains(oo.Reason, t.unreadyBefore) {
+			if strings.Contains(strings.ReplaceAll(oo.Reason, replacedMark, ""), t.unreadyBefore) {
 				before = "it was not ready before the upgrade either, for the same reason"
 			}
 			oo.Reason = joinReason(oo.Reason, before)
@@ -206,6 +206,10 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 	out.Interrupted = end == endInterrupted
 	return out
 }
+
+// replacedMark follows the name of a pod of the revision the rollout
+// replaces in its problem's text: the same problem as before the upgrade.
+const replacedMark = " (of the revision being replaced)"
 
 func joinReason(a, b string) string {
 	switch {
