@@ -377,6 +377,8 @@ func outcomeLine(o *jsonOutcome) string {
 		if len(failed) > 0 {
 			state += " (" + strings.Join(failed, "; ") + ")"
 		}
+	case o.Failed > 0 && o.TimedOut:
+		state = fmt.Sprintf("watch timed out after %s, %d failed or not ready (%s)", (time.Duration(o.Seconds * float64(time.Second))).Round(time.Second), o.Failed, strings.Join(failed, "; "))
 	case o.Failed > 0:
 		state = fmt.Sprintf("%d failed or not ready (%s)", o.Failed, strings.Join(failed, "; "))
 	}

@@ -38,7 +38,16 @@ type RolloutError struct {
 }
 
 func (e *RolloutError) Error() string {
-	return fmt.Sprintf("release %q revision %d was applied, but its rollout failed: %s", e.Release, e.Revision, failureLine(e.Outcome))
+	return fmt.Sprintf("release %q revision %d was applied, but its rollout failed: %s%s", e.Release, e.Revision, timedOutLine(e.Outcome), failureLine(e.Outcome))
+}
+
+// timedOutLine says, once for all objects, that the watch timed out
+// before they were current ("" when it did not): it starts a failure line.
+func timedOutLine(o *plan.Outcome) string {
+	if !o.TimedOut {
+		return ""
+	}
+	return fmt.Sprintf("the watch timed out after %s: ", o.Elapsed.Round(time.Second))
 }
 
 // InterruptedError is a watch stopped before its end (Ctrl-C): Helm
@@ -194,7 +203,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	if out.OK() {
 		return nil
 	}
-	line := c.helmDescription("Rollout failed after the upgrade: "+failureLine(out), name)
+	line := c.helmDescription("Rollout failed after the upgrade: "+timedOutLine(out)+failureLine(out), name)
 	if err := releasestate.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
 		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
@@ -254,6 +263,8 @@ func writeOutcome(w io.Writer, o *plan.Outcome, p *plan.Plan) {
 	}
 	if o.Interrupted {
 		fmt.Fprintf(w, "Rollout: watch interrupted after %s: %d of %d object(s) current, %d not current yet\n", o.Elapsed.Round(time.Second), current, len(o.Objects), len(o.Objects)-current)
+	} else if o.TimedOut {
+		fmt.Fprintf(w, "Rollout: watch timed out after %s: %d of %d object(s) current, %d failed or not ready\n", o.Elapsed.Round(time.Second), current, len(o.Objects), o.Failed)
 	} else {
 		fmt.Fprintf(w, "Rollout: %d of %d object(s) current, %d failed or not ready (%s)\n", current, len(o.Objects), o.Failed, o.Elapsed.Round(time.Second))
 	}

@@ -138,3 +138,30 @@ func TestHelmDescriptionBudget(t *testing.T) {
 		t.Errorf("a short description was changed: %q", c.helmDescription(short, "app"))
 	}
 }
+
+// TestTimedOutSaidOnce (issue 54): a watch that timed out with several
+// objects not current says so once, in the error's and the summary's
+// headline, not once per object in the line that joins them.
+func TestTimedOutSaidOnce(t *testing.T) {
+	id := func(kind, name string) manifest.ObjectID {
+		return manifest.ObjectID{Group: "apps", Kind: kind, Namespace: "ns", Name: name}
+	}
+	out := &plan.Outcome{TimedOut: true, Failed: 2, Elapsed: 10 * time.Second, Objects: []plan.ObjectOutcome{
+		{ID: id("StatefulSet", "db"), State: plan.StateInProgress, Reason: "pod db-0 cannot be scheduled (Unschedulable)"},
+		{ID: id("Deployment", "web"), State: plan.StateInProgress, Detail: "1/2 updated, 2/2 ready"},
+	}}
+	var summary strings.Builder
+	writeOutcome(&summary, out, nil)
+	err := (&RolloutError{Release: "app", Revision: 2, Outcome: out}).Error()
+	want := `release "app" revision 2 was applied, but its rollout failed: the watch timed out after 10s: ` +
+		"StatefulSet.apps/ns/db in-progress: pod db-0 cannot be scheduled (Unschedulable); Deployment.apps/ns/web in-progress"
+	if err != want {
+		t.Errorf("error\n%s\nwant\n%s", err, want)
+	}
+	if got := strings.SplitN(summary.String(), "\n", 2)[0]; got != "Rollout: watch timed out after 10s: 0 of 2 object(s) current, 2 failed or not ready" {
+		t.Errorf("summary's headline %q", got)
+	}
+	if n := strings.Count(summary.String(), "timed out"); n != 1 {
+		t.Errorf("summary says the watch timed out %d times:\n%s", n, summary.String())
+	}
+}

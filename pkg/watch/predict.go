@@ -169,14 +169,11 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 				oo.Reason = joinReason(oo.Reason, fmt.Sprintf("last log lines of container %s: %s", c.name, lines))
 			}
 		}
-		switch {
-		case oo.State != plan.StateInProgress:
-		case oo.Reason == notObserved && end == endTimedOut:
-			oo.Reason = "not observed before the watch timed out"
-		case oo.Reason == notObserved && end == endInterrupted:
-			oo.Reason = "not observed before the watch was interrupted"
-		case end == endTimedOut:
-			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
+		// How the watch ended is the outcome's to say, once (TimedOut,
+		// Interrupted): every object's reason repeating it would say it
+		// once per object in the lines that join them.
+		if oo.State == plan.StateInProgress && oo.Reason == notObserved {
+			oo.Reason = "not observed before the watch ended"
 		}
 		// Not current when the watch was interrupted: not seen to its end,
 		// so neither failed nor checked against the prediction (the

@@ -52,7 +52,7 @@ func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress)
 }
 
 // notObserved is the reason of an object never LISTed before the watch
-// ended; outcome says how it ended.
+// ended.
 const notObserved = "not observed"
 
 // watchEnd is how a watch ended: every object settled, at its timeout, or
