@@ -193,6 +193,9 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 		// interrupted, and `status` tells how the rollout goes on.
 		cleanOutcome(out, c.Sanitizer)
 		planned.Plan.Outcome = out
+		if c.Terminal {
+			fmt.Fprintln(c.Out) // after the "^C" the terminal echoed
+		}
 		writeOutcome(c.Out, out, planned.Plan)
 		return &InterruptedError{Release: name, Namespace: planned.Plan.Release.Namespace, Revision: revision, Status: status.String(), Outcome: out}
 	}
