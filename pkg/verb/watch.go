@@ -54,7 +54,8 @@ func timedOutLine(o *plan.Outcome) string {
 // applied the revision and its status stays as Helm left it; the objects
 // not current then were not seen to their end, not seen to fail.
 type InterruptedError struct {
-	Release, Namespace string
+	// Program is how the user runs the tool (Config.Program).
+	Program, Release, Namespace string
 	Revision           int
 	// Status is Helm's status of the revision, as the apply left it.
 	Status  string
@@ -74,7 +75,7 @@ func (e *InterruptedError) Error() string {
 		s += fmt.Sprintf(" and %d seen failing (%s)", failed, failureLine(e.Outcome, plan.StateFailed))
 	}
 	return s + fmt.Sprintf(". Nothing failed because of the interruption: Helm's status of the revision stays %s. "+
-		"To see how the rollout goes on: helm-safe-upgrade status %s -n %s", e.Status, e.Release, e.Namespace)
+		"To see how the rollout goes on: %s status %s -n %s", e.Status, e.Program, e.Release, e.Namespace)
 }
 
 // failureLine names each object that failed or was not ready, with why.
@@ -197,7 +198,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 			fmt.Fprintln(c.Out) // after the "^C" the terminal echoed
 		}
 		writeOutcome(c.Out, out, planned.Plan)
-		return &InterruptedError{Release: name, Namespace: planned.Plan.Release.Namespace, Revision: revision, Status: status.String(), Outcome: out}
+		return &InterruptedError{Program: c.program(), Release: name, Namespace: planned.Plan.Release.Namespace, Revision: revision, Status: status.String(), Outcome: out}
 	}
 	c.checkReaders(ctx, planned, out)
 	cleanOutcome(out, c.Sanitizer)
@@ -227,7 +228,7 @@ func (c *Config) helmDescription(line, release string) string {
 	if len(s) <= descriptionBudget {
 		return s
 	}
-	more := "… (all of it: helm-safe-upgrade log " + release + ")"
+	more := "… (all of it: " + c.program() + " log " + release + ")"
 	cut := max(descriptionBudget-len(more), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--

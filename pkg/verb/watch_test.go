@@ -94,7 +94,7 @@ func TestInterruptedWatch(t *testing.T) {
 	}}
 	var summary strings.Builder
 	writeOutcome(&summary, out, nil)
-	err := (&InterruptedError{Release: "app", Namespace: "ns", Revision: 2, Status: "deployed", Outcome: out}).Error()
+	err := (&InterruptedError{Program: "helm safe-upgrade", Release: "app", Namespace: "ns", Revision: 2, Status: "deployed", Outcome: out}).Error()
 	for what, text := range map[string]string{"summary": summary.String(), "error": err} {
 		if !strings.Contains(text, "interrupted") {
 			t.Errorf("%s does not say the watch was interrupted:\n%s", what, text)
@@ -106,7 +106,7 @@ func TestInterruptedWatch(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"with 1 object(s) not current yet", "Nothing failed because of the interruption", "stays deployed",
-		"helm-safe-upgrade status app -n ns"} {
+		"helm safe-upgrade status app -n ns"} {
 		if !strings.Contains(err, want) {
 			t.Errorf("error does not say %q:\n%s", want, err)
 		}
@@ -127,7 +127,7 @@ func TestHelmDescriptionBudget(t *testing.T) {
 	c := &Config{Sanitizer: san}
 	long := "Rollout failed after the upgrade: StatefulSet.apps/ns/db in-progress: " + secret + " " + injection.All() + strings.Repeat("é", 300)
 	got := c.helmDescription(long, "app")
-	if len(got) > descriptionBudget || !strings.HasSuffix(got, "… (all of it: helm-safe-upgrade log app)") ||
+	if len(got) > descriptionBudget || !strings.HasSuffix(got, "… (all of it: helm safe-upgrade log app)") ||
 		!strings.HasPrefix(got, "Rollout failed after the upgrade: StatefulSet.apps/ns/db in-progress: ") || !utf8.ValidString(got) {
 		t.Errorf("description (%d bytes): %q", len(got), got)
 	}

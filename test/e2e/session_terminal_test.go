@@ -63,7 +63,7 @@ func TestTerminalSession(t *testing.T) {
 	text := shownOn(tm)
 	saysAll(t, "the interrupted upgrade", text, "Rollout: watch interrupted after ", "not checked: not current when the watch was interrupted",
 		"Nothing failed because of the interruption: Helm's status of the revision stays deployed",
-		"helm-safe-upgrade status demo -n "+ns)
+		"helm safe-upgrade status demo -n "+ns)
 	if i := strings.Index(text, "Rollout: "); i >= 0 {
 		saysOnce(t, "the interrupted upgrade's outcome", text[i:])
 	}
