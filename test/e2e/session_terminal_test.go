@@ -54,7 +54,8 @@ func TestTerminalSession(t *testing.T) {
 	shows(t, tm, "Type the release name (demo)")
 	tm.Type(t, "demo\r")
 	shows(t, tm, "Watching the rollout")
-	shows(t, tm, "StatefulSet.apps/"+ns+"/demo-db")
+	// The watch's own line (the plan names the StatefulSet too).
+	shows(t, tm, "StatefulSet.apps/"+ns+"/demo-db: in-progress")
 	tm.Type(t, "\x03")
 	if code := exitOf(t, done); code != 1 {
 		t.Errorf("upgrade interrupted: exit %d, want 1\n%s", code, shownOn(tm))
