@@ -26,6 +26,10 @@ type Outcome struct {
 	Elapsed     time.Duration
 }
 
+// RolloutFailedLine starts the description the tool gives, in Helm's
+// history, a revision whose rollout failed; what follows says what failed.
+const RolloutFailedLine = "Rollout failed after the upgrade: "
+
 // Object states at the end of a watch.
 const (
 	StateCurrent    = "current"

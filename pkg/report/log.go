@@ -290,7 +290,13 @@ func logFields(e *jsonLogEntry) [][2]string {
 		}
 		add(label, line+": "+ev.Line)
 	}
-	add("Description", e.Description)
+	desc := e.Description
+	if e.Outcome != nil && strings.HasPrefix(desc, plan.RolloutFailedLine) {
+		// The tool's own line of the outcome the Rollout line says whole
+		// (Helm's is cut to its budget): said once.
+		desc = strings.TrimSuffix(plan.RolloutFailedLine, ": ") + " (what failed: the Rollout line)"
+	}
+	add("Description", desc)
 	for _, n := range e.Notes {
 		add("Note", n)
 	}

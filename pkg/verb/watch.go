@@ -207,7 +207,7 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	if out.OK() {
 		return nil
 	}
-	line := c.helmDescription("Rollout failed after the upgrade: "+timedOutLine(out)+failureLine(out), name)
+	line := c.helmDescription(plan.RolloutFailedLine+timedOutLine(out)+failureLine(out), name)
 	if err := releasestate.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
 		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
