@@ -474,7 +474,9 @@ func TestWholeObjectsFlag(t *testing.T) {
 		}
 		return dir
 	}
-	cm := func(name string) string { return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n" }
+	cm := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n"
+	}
 	base := chart("1.0.0", map[string]string{"a.yaml": cm("a")})
 	head := chart("1.1.0", map[string]string{"a.yaml": cm("a"), "extra.yaml": cm("extra")})
 	const manifest = "+++ head/ConfigMap/ns/extra"

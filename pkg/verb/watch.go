@@ -56,7 +56,7 @@ func timedOutLine(o *plan.Outcome) string {
 type InterruptedError struct {
 	// Program is how the user runs the tool (Config.Program).
 	Program, Release, Namespace string
-	Revision           int
+	Revision                    int
 	// Status is Helm's status of the revision, as the apply left it.
 	Status  string
 	Outcome *plan.Outcome
