@@ -454,3 +454,48 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("command %q, want %q", got, want)
 	}
 }
+
+// TestWholeObjectsFlag (issue 54): an object to create is named in the
+// table, its manifest printed only with -p/--diff; JSON has it either way.
+func TestWholeObjectsFlag(t *testing.T) {
+	chart := func(version string, templates map[string]string) string {
+		dir := filepath.Join(t.TempDir(), "app")
+		if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: app\nversion: " + version + "\n"}
+		for name, text := range templates {
+			files[filepath.Join("templates", name)] = text
+		}
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	cm := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n"
+	}
+	base := chart("1.0.0", map[string]string{"a.yaml": cm("a")})
+	head := chart("1.1.0", map[string]string{"a.yaml": cm("a"), "extra.yaml": cm("extra")})
+	const manifest = "+++ head/ConfigMap/ns/extra"
+	for _, tt := range []struct {
+		flags []string
+		want  string
+		whole bool
+	}{
+		{nil, "Manifests of the 1 object to create not shown (the table names them): -p/--diff shows them.", false},
+		{[]string{"-p"}, manifest, true},
+		{[]string{"--diff"}, manifest, true},
+		{[]string{"-o", "json"}, `"diff": "--- base/ConfigMap/ns/extra\n+++ head/ConfigMap/ns/extra`, true},
+	} {
+		out, errOut, code := execute(t, "helm-safe-upgrade", append([]string{"app", head, "-n", "ns", "--offline", "--from-chart", base}, tt.flags...)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s", tt.flags, code, errOut)
+		}
+		if !strings.Contains(out, tt.want) || strings.Contains(out, manifest) != tt.whole || !strings.Contains(out, "extra") {
+			t.Errorf("%v: want %q, the manifest shown %v:\n%s", tt.flags, tt.want, tt.whole, out)
+		}
+	}
+}

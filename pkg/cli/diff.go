@@ -105,6 +105,8 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req := report.Request{Output: o.Output, DiffContext: o.DiffContext}
+	// Asked for a diff: the objects one revision has and the other has not
+	// are shown whole too.
+	req := report.Request{Output: o.Output, DiffContext: o.DiffContext, WholeObjects: true}
 	return req.Write(o.Streams.Out, o.Streams.ErrOut, p, o.Streams.Color(), "", false)
 }

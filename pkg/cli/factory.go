@@ -37,6 +37,9 @@ type Factory struct {
 	// Command is the command line without flag values (see commandLine):
 	// what a writing verb's Lease shows other users.
 	Command string
+	// Program is how the user runs the tool ("helm safe-upgrade",
+	// "kubectl safe-upgrade"): the commands a message suggests start so.
+	Program string
 	// Caller and Announce are the helm shim's (see verb.Config).
 	Caller   string
 	Announce func(rel *release.Release, installed bool) error
@@ -66,7 +69,7 @@ func (f *Factory) RunConfig(timeout time.Duration) *verb.Config {
 		return f.config
 	}
 	c := verb.NewConfig(f.Settings, f.Streams.ErrOut, f.UserAgent, f.Masker)
-	c.Command = f.Command
+	c.Command, c.Program = f.Command, f.Program
 	c.RequestTimeout = timeout
 	c.Terminal, c.TerminalSize = f.Streams.CanRedraw(), f.Streams.ErrSize
 	c.Caller, c.Announce = f.Caller, f.Announce

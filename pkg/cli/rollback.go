@@ -59,6 +59,7 @@ REVISION", and the rollout is watched as after an upgrade.`,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = commandLine(displayName(cmd.Root())+" rollback", args, cmd.Flags())
+			o.Program = displayName(cmd.Root())
 			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}

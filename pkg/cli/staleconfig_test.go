@@ -18,7 +18,7 @@ func TestOfflineStaleConfig(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitPending, out, errOut)
 	}
 	for _, want := range []string{
-		"1 changed ConfigMap/Secret not seen by running pods of 2 workloads",
+		"1 changed ConfigMap/Secret: running pods of 2 workloads keep its old value until they restart",
 		"running pods of Deployment/a keep the old value until they restart (envFrom, container app)",
 		"running pods of Deployment/b keep the old value until they restart (subPath mount of key greeting, container app)",
 		"Deployment/c: the kubelet updates the file within about a minute",
@@ -31,7 +31,7 @@ func TestOfflineStaleConfig(t *testing.T) {
 		}
 	}
 	_, errOut, code = execute(t, "helm-safe-upgrade", append(args, "--fail-on-stale-config")...)
-	if code != ExitBlocked || !strings.Contains(errOut, "Refused: 1 changed ConfigMap/Secret not seen by running pods of 2 workloads (--fail-on-stale-config)") {
+	if code != ExitBlocked || !strings.Contains(errOut, "Refused: 1 changed ConfigMap/Secret: running pods of 2 workloads keep its old value until they restart (--fail-on-stale-config)") {
 		t.Errorf("--fail-on-stale-config: exit %d, want %d naming the stale readers\n%s", code, ExitBlocked, errOut)
 	}
 	// Every reader's template changes too (a new image): all of them roll,

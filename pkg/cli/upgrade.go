@@ -77,6 +77,7 @@ func upgradeCommand(o *UpgradeOptions, use string, runF runFunc) *cobra.Command 
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = commandLine(displayName(cmd.Root()), args, cmd.Flags())
+			o.Program = displayName(cmd.Root())
 			return runVerb(cmd.Context(), o, args, runF)
 		},
 	}

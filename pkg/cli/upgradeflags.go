@@ -224,11 +224,12 @@ func (f *dryRunFlag) Set(v string) error {
 
 func (f *dryRunFlag) Type() string { return "string" }
 
-// addReportFlags registers -o/--output and --diff-context with their
-// defaults.
+// addReportFlags registers -o/--output, --diff-context and -p/--diff with
+// their defaults.
 func addReportFlags(fs *pflag.FlagSet, r *report.Request) {
 	fs.StringVarP(&r.Output, "output", "o", report.FormatText, "report format: "+report.FormatList())
 	fs.IntVar(&r.DiffContext, "diff-context", report.DefaultContext, "lines of context in diffs")
+	fs.BoolVarP(&r.WholeObjects, "diff", "p", false, "show the whole manifest of each object to create or delete too (the text and Markdown reports leave them out; JSON has them always)")
 }
 
 // validateReport checks the report flags' values.

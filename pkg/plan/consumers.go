@@ -189,18 +189,21 @@ func (p *Plan) StaleConfig() (objects, workloads int) {
 }
 
 // StaleConfigLine is the summary of StaleConfig, "" when there is none:
-// "2 changed ConfigMaps/Secrets not seen by running pods of 3 workloads".
+// "2 changed ConfigMaps/Secrets: running pods of 3 workloads keep their
+// old values until they restart".
 func (p *Plan) StaleConfigLine() string {
 	n, m := p.StaleConfig()
 	if n == 0 {
 		return ""
 	}
-	objects, workloads := "ConfigMaps/Secrets", "workloads"
+	// Said as what happens ("keep the old value"), which "not seen"
+	// left to guess (not found? not read?).
+	objects, value, workloads := "ConfigMaps/Secrets", "their old values", "workloads"
 	if n == 1 {
-		objects = "ConfigMap/Secret"
+		objects, value = "ConfigMap/Secret", "its old value"
 	}
 	if m == 1 {
 		workloads = "workload"
 	}
-	return fmt.Sprintf("%d changed %s not seen by running pods of %d %s", n, objects, m, workloads)
+	return fmt.Sprintf("%d changed %s: running pods of %d %s keep %s until they restart", n, objects, m, workloads, value)
 }

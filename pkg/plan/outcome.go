@@ -19,14 +19,22 @@ type Outcome struct {
 	// TimedOut is true when the watch ended at its timeout with objects
 	// still in progress.
 	TimedOut bool
-	Elapsed  time.Duration
+	// Interrupted is true when the watch was stopped before its end (Ctrl-C,
+	// SIGTERM): the objects not current then were not seen to fail, only
+	// not seen to their end.
+	Interrupted bool
+	Elapsed     time.Duration
 }
+
+// RolloutFailedLine starts the description the tool gives, in Helm's
+// history, a revision whose rollout failed; what follows says what failed.
+const RolloutFailedLine = "Rollout failed after the upgrade: "
 
 // Object states at the end of a watch.
 const (
 	StateCurrent    = "current"
 	StateFailed     = "failed"
-	StateInProgress = "in-progress" // still at the watch's timeout
+	StateInProgress = "in-progress" // still at the watch's timeout or interruption
 	// StateUnknown: the object could not be watched (its kind is not
 	// served, or listing it is forbidden); not counted as failed.
 	StateUnknown = "unknown"

@@ -41,7 +41,7 @@ func TestConsumersShown(t *testing.T) {
 					t.Errorf("no %q in:\n%s", want, out)
 				}
 			}
-			summary := "1 changed ConfigMap/Secret not seen by running pods of 3 workloads"
+			summary := "1 changed ConfigMap/Secret: running pods of 3 workloads keep its old value until they restart"
 			if format == FormatJSON {
 				summary = `"staleConfig": 1,
     "staleWorkloads": 3`

@@ -40,6 +40,7 @@ type jsonOutcome struct {
 	Differ      int                 `json:"differ"`
 	Failed      int                 `json:"failed"`
 	TimedOut    bool                `json:"timedOut"`
+	Interrupted bool                `json:"interrupted,omitempty"`
 	Seconds     float64             `json:"seconds"`
 	Objects     []jsonObjectOutcome `json:"objects"`
 }
@@ -415,7 +416,7 @@ func toJSONOutcome(o *plan.Outcome) *jsonOutcome {
 	if o == nil {
 		return nil
 	}
-	jo := &jsonOutcome{AsPredicted: o.AsPredicted, Differ: o.Differ, Failed: o.Failed, TimedOut: o.TimedOut,
+	jo := &jsonOutcome{AsPredicted: o.AsPredicted, Differ: o.Differ, Failed: o.Failed, TimedOut: o.TimedOut, Interrupted: o.Interrupted,
 		Seconds: o.Elapsed.Round(time.Millisecond).Seconds(), Objects: make([]jsonObjectOutcome, 0, len(o.Objects))}
 	for _, ob := range o.Objects {
 		jo.Objects = append(jo.Objects, jsonObjectOutcome{Kind: ob.ID.Kind, Group: ob.ID.Group, Namespace: ob.ID.Namespace, Name: ob.ID.Name,

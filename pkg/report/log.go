@@ -292,7 +292,13 @@ func logFields(e *jsonLogEntry) [][2]string {
 		}
 		add(label, line+": "+ev.Line)
 	}
-	add("Description", e.Description)
+	desc := e.Description
+	if e.Outcome != nil && strings.HasPrefix(desc, plan.RolloutFailedLine) {
+		// The tool's own line of the outcome the Rollout line says whole
+		// (Helm's is cut to its budget): said once.
+		desc = strings.TrimSuffix(plan.RolloutFailedLine, ": ") + " (what failed: the Rollout line)"
+	}
+	add("Description", desc)
 	for _, n := range e.Notes {
 		add("Note", n)
 	}
@@ -365,10 +371,23 @@ func outcomeLine(o *jsonOutcome) string {
 	var failed []string
 	for _, ob := range o.Objects {
 		if ob.State == plan.StateFailed || ob.State == plan.StateInProgress {
-			failed = append(failed, fmt.Sprintf("%s/%s %s: %s", ob.Kind, objectPath(ob.Namespace, ob.Name), ob.State, ob.Reason))
+			f := fmt.Sprintf("%s/%s %s", ob.Kind, objectPath(ob.Namespace, ob.Name), ob.State)
+			if ob.Reason != "" {
+				f += ": " + ob.Reason
+			}
+			failed = append(failed, f)
 		}
 	}
-	if o.Failed > 0 {
+	switch {
+	case o.Interrupted:
+		// Not a failure: the watch stopped before the rollout's end.
+		state = fmt.Sprintf("watch interrupted after %s, %d not current yet", (time.Duration(o.Seconds * float64(time.Second))).Round(time.Second), o.Failed)
+		if len(failed) > 0 {
+			state += " (" + strings.Join(failed, "; ") + ")"
+		}
+	case o.Failed > 0 && o.TimedOut:
+		state = fmt.Sprintf("watch timed out after %s, %d failed or not ready (%s)", (time.Duration(o.Seconds * float64(time.Second))).Round(time.Second), o.Failed, strings.Join(failed, "; "))
+	case o.Failed > 0:
 		state = fmt.Sprintf("%d failed or not ready (%s)", o.Failed, strings.Join(failed, "; "))
 	}
 	return fmt.Sprintf("%s; %d as predicted, %d differ", state, o.AsPredicted, o.Differ)

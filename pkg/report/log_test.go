@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -119,5 +120,18 @@ func TestLogNoSecretValues(t *testing.T) {
 				t.Errorf("%s holds %q", format, v)
 			}
 		}
+	}
+}
+
+// TestLogInterruptedRollout (issue 54): a revision whose watch was
+// interrupted reads so in `log`, not as a failed rollout.
+func TestLogInterruptedRollout(t *testing.T) {
+	o := toJSONOutcome(&plan.Outcome{Interrupted: true, Failed: 1, Elapsed: 12 * time.Second, Objects: []plan.ObjectOutcome{
+		{ID: manifest.ObjectID{Group: "apps", Kind: "StatefulSet", Namespace: "shop", Name: "db"}, State: plan.StateInProgress,
+			Reason: "pod db-0 cannot be scheduled (Unschedulable)"},
+		{ID: manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}, State: plan.StateInProgress}}})
+	want := "watch interrupted after 12s, 1 not current yet (StatefulSet/shop/db in-progress: pod db-0 cannot be scheduled (Unschedulable); Deployment/shop/web in-progress); 0 as predicted, 0 differ"
+	if got := outcomeLine(o); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

@@ -86,6 +86,10 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if line := derivedLine(p); line != "" {
 		fmt.Fprintf(&after, "\n_%s_\n", mdText(line))
 	}
+	diffed, creates, deletes := pw.opts.diffed(changes)
+	if line := wholeObjectsLine(creates, deletes); line != "" {
+		fmt.Fprintf(&after, "\n_%s_\n", mdText(line))
+	}
 	if len(p.Hooks) > 0 {
 		after.WriteString("\n### Hooks\n\nHelm creates each anew when its event runs.\n\n")
 		for _, h := range p.Hooks {
@@ -108,11 +112,11 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 
 	s := diffSides(p)
 	doc.diffsHeading = fmt.Sprintf("\n### Diffs (%s → %s)\n", s.from, s.to)
-	diffs, err := diffAll(changes, pw.opts.Context, s)
+	diffs, err := diffAll(diffed, pw.opts.Context, s)
 	if err != nil {
 		return nil, err
 	}
-	for i, c := range changes {
+	for i, c := range diffed {
 		d := diffs[i]
 		if d == "" {
 			continue

@@ -75,6 +75,48 @@ type Options struct {
 	// HideSecrets shows Secrets' verdicts but not their contents, not even
 	// masked: no diff, no values (--hide-secret).
 	HideSecrets bool
+	// WholeObjects shows, in text and Markdown, the diffs of the objects
+	// created and deleted (-p/--diff): each is a whole manifest, which
+	// would push the table and the destructive lines out of sight, and
+	// the table says already what is created or deleted. JSON always
+	// carries every diff.
+	WholeObjects bool
+}
+
+// diffed is changes whose diffs the text and Markdown reports print, and
+// how many objects to create and to delete they leave out (see
+// Options.WholeObjects).
+func (o Options) diffed(changes []*plan.Change) (out []*plan.Change, creates, deletes int) {
+	if o.WholeObjects {
+		return changes, 0, 0
+	}
+	for _, c := range changes {
+		switch {
+		case c.Action == plan.ActionCreate && c.After != nil:
+			creates++
+		case c.Action == plan.ActionDelete && c.Before != nil:
+			deletes++
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, creates, deletes
+}
+
+// wholeObjectsLine says which manifests the report leaves out (see
+// Options.diffed); "" when none.
+func wholeObjectsLine(creates, deletes int) string {
+	var what []string
+	if creates > 0 {
+		what = append(what, plural(creates, "object", "objects")+" to create")
+	}
+	if deletes > 0 {
+		what = append(what, plural(deletes, "object", "objects")+" to delete")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "Manifests of the " + strings.Join(what, " and the ") + " not shown (the table names them): -p/--diff shows them."
 }
 
 // Write writes p to w in the format opts.Format names.
@@ -270,8 +312,15 @@ func derivedLine(p *plan.Plan) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s derived without a server dry-run (source: derived): metadata-only changes no admission webhook or policy sees; --server-dry-run=all asks the server about each.",
-		plural(n, "verdict", "verdicts"))
+	// What "derived" means for every rule the planner derives by (labels,
+	// payloads, a Service's ports, a Deployment's images): not that the
+	// change is metadata only.
+	what := "the tool computed the API server's answer to its change, which no admission webhook or policy sees"
+	if n > 1 {
+		what = "the tool computed the API server's answer to their changes, which no admission webhook or policy sees"
+	}
+	return fmt.Sprintf("%s derived without a server dry-run (source: derived): %s; --server-dry-run=all asks the server instead.",
+		plural(n, "verdict", "verdicts"), what)
 }
 
 // objectName is "namespace/name", or "name" for cluster-scoped objects.
@@ -492,6 +541,9 @@ func hookDiffs(hooks []plan.Hook, context int) ([]string, error) {
 type Request struct {
 	Output      string
 	DiffContext int
+	// WholeObjects is -p/--diff: the manifests of the objects created and
+	// deleted too (Options.WholeObjects).
+	WholeObjects bool
 	// GitHubActions adds workflow-command annotations for destructive
 	// changes (the command sets it when GITHUB_ACTIONS=true).
 	GitHubActions bool
@@ -504,7 +556,7 @@ func (f Request) Options(color bool) Options {
 	if ctx == 0 {
 		ctx = NoContext // --diff-context 0 means none; Options treats 0 as the default
 	}
-	return Options{Format: f.Output, Color: color, Context: ctx}
+	return Options{Format: f.Output, Color: color, Context: ctx, WholeObjects: f.WholeObjects}
 }
 
 // SavedFormats are the formats a saved plan keeps its report in (show-plan

@@ -184,7 +184,8 @@ func TestNoSecretValues(t *testing.T) {
 		ID: id("", "ConfigMap", "annotated"), APIVersion: "v1", Action: plan.ActionCreate, After: cm,
 	})
 	for _, f := range []string{FormatText, FormatJSON, FormatMarkdown} {
-		out := write(t, p, Options{Format: f})
+		// The created objects' manifests too (-p).
+		out := write(t, p, Options{Format: f, WholeObjects: true})
 		for _, leak := range []string{secretValue, "c3VwZXItc2VjcmV0LXZhbHVl", "plain-token-value", "last-applied-copy"} {
 			if strings.Contains(out, leak) {
 				t.Errorf("%s output contains %q", f, leak)
@@ -233,7 +234,7 @@ func TestContext(t *testing.T) {
 
 func TestDiffHeadersAndNoops(t *testing.T) {
 	p := fixturePlan()
-	out := write(t, p, Options{})
+	out := write(t, p, Options{WholeObjects: true})
 	for _, want := range []string{
 		"--- live/StatefulSet/shop/postgres\n+++ predicted/StatefulSet/shop/postgres\n",
 		"--- live/Service/shop/web-public\n+++ predicted/Service/shop/web-public\n",
@@ -241,6 +242,21 @@ func TestDiffHeadersAndNoops(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q", want)
+		}
+	}
+	// Without -p (issue 54), the created and deleted objects' manifests
+	// are left out, and a line says so; the updates' diffs are there.
+	for _, f := range []string{FormatText, FormatMarkdown} {
+		short := write(t, p, Options{Format: f})
+		for _, absent := range []string{"web-public\n", "uploads\n"} {
+			if strings.Contains(short, "predicted/Service/shop/"+absent) || strings.Contains(short, "live/PersistentVolumeClaim/shop/"+absent) {
+				t.Errorf("%s output without -p shows the manifest of %s", f, absent)
+			}
+		}
+		for _, want := range []string{"Manifests of the 1 object to create and the 1 object to delete not shown (the table names them): -p/--diff shows them.", "StatefulSet/shop/postgres"} {
+			if !strings.Contains(short, want) {
+				t.Errorf("%s output without -p lacks %q", f, want)
+			}
 		}
 	}
 	for _, absent := range []string{"ServiceAccount", "live/Deployment/shop/worker"} {
@@ -402,7 +418,10 @@ func TestDerivedMarked(t *testing.T) {
 		Reasons:    []plan.Reason{{Path: "data.mode", Message: "changed", Source: plan.SourceServer}},
 	})
 	for f, want := range map[string][]string{
-		FormatText:     {"metadata.labels.helm.sh/chart: changed (source: derived)", "1 verdict derived without a server dry-run", "--server-dry-run=all"},
+		// What derived means, for any change derived (issue 54: not
+		// "metadata-only", said of a Deployment's image change).
+		FormatText: {"metadata.labels.helm.sh/chart: changed (source: derived)",
+			"1 verdict derived without a server dry-run (source: derived): the tool computed the API server's answer to its change, which no admission webhook or policy sees; --server-dry-run=all asks the server instead."},
 		FormatMarkdown: {"changed (source: derived)", "1 verdict derived without a server dry-run"},
 		FormatJSON:     {`"prediction": "derived"`, `"prediction": "server"`, `"source": "derived"`},
 	} {

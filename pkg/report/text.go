@@ -94,6 +94,10 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	if line := derivedLine(p); line != "" {
 		fmt.Fprintln(bw, line)
 	}
+	diffed, creates, deletes := pw.opts.diffed(changes)
+	if line := wholeObjectsLine(creates, deletes); line != "" {
+		fmt.Fprintln(bw, line)
+	}
 
 	if len(p.Hooks) > 0 {
 		fmt.Fprintln(bw, "\nHooks (Helm creates each anew when its event runs):")
@@ -115,7 +119,7 @@ func (pw *planWriter) writeText(w io.Writer) error {
 	}
 
 	s := diffSides(p)
-	diffs, err := diffAll(changes, pw.opts.Context, s)
+	diffs, err := diffAll(diffed, pw.opts.Context, s)
 	if err != nil {
 		return err
 	}

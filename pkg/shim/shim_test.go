@@ -194,31 +194,31 @@ func TestDiffArgs(t *testing.T) {
 	}{{
 		name: "helmfile's diff",
 		args: []string{"diff", "upgrade", "--allow-unreleased", "r", "c", "--namespace", "ns", "--values", "v.yaml", "--detailed-exitcode", "--reset-values"},
-		want: []string{"--install", "r", "c", "--namespace", "ns", "--values", "v.yaml", "--reset-values", "--dry-run", "--detailed-exitcode"}, detailed: true,
+		want: []string{"--install", "r", "c", "--namespace", "ns", "--values", "v.yaml", "--reset-values", "--dry-run", "--diff", "--detailed-exitcode"}, detailed: true,
 	}, {
 		name: "helmsman's diff",
 		args: []string{"diff", "upgrade", "r", "c", "--namespace", "ns", "--version", "1.2.3", "-f", "v.yaml", "--set", "a=b", "--suppress-secrets", "--no-color", "--context", "5"},
-		want: []string{"r", "c", "--namespace", "ns", "--version", "1.2.3", "-f", "v.yaml", "--set", "a=b", "--diff-context=5", "--dry-run"}, noColor: true,
+		want: []string{"r", "c", "--namespace", "ns", "--version", "1.2.3", "-f", "v.yaml", "--set", "a=b", "--diff-context=5", "--dry-run", "--diff"}, noColor: true,
 	}, {
 		name: "outputs",
 		args: []string{"diff", "upgrade", "r", "c", "--output", "json", "--output=simple", "--output", "dyff"},
-		want: []string{"r", "c", "--output=json", "--dry-run"}, warnings: []string{"--output dyff: not served by the shim; showing the plan as text"},
+		want: []string{"r", "c", "--output=json", "--dry-run", "--diff"}, warnings: []string{"--output dyff: not served by the shim; showing the plan as text"},
 	}, {
 		name: "three-way merge, normalize, server dry-run are how the plan works",
 		args: []string{"diff", "upgrade", "--three-way-merge", "--normalize-manifests", "--dry-run=server", "r", "c"},
-		want: []string{"r", "c", "--dry-run"},
+		want: []string{"r", "c", "--dry-run", "--diff"},
 	}, {
 		name: "helmfile diff --color with Helm 3: helm-diff's switch, the next flag kept",
 		args: []string{"diff", "upgrade", "--allow-unreleased", "r", "c", "--color", "--context", "3"},
-		want: []string{"--install", "r", "c", "--diff-context=3", "--dry-run"},
+		want: []string{"--install", "r", "c", "--diff-context=3", "--dry-run", "--diff"},
 	}, {
 		name: "Helm 4's --color with a value",
 		args: []string{"--color", "never", "diff", "upgrade", "r", "c", "--context", "3"},
-		want: []string{"r", "c", "--diff-context=3", "--dry-run"}, noColor: true,
+		want: []string{"r", "c", "--diff-context=3", "--dry-run", "--diff"}, noColor: true,
 	}, {
 		name: "suppress and unknown flags warn",
 		args: []string{"-n", "ns", "diff", "upgrade", "r", "c", "--suppress", "Secret", "--frobnicate", "--level=3", "--show-secrets"},
-		want: []string{"-n", "ns", "r", "c", "--dry-run"},
+		want: []string{"-n", "ns", "r", "c", "--dry-run", "--diff"},
 		warnings: []string{"--suppress Secret: the plan shows every object (Secret values are never shown)",
 			"--frobnicate: unknown flag, ignored", "--level=3: unknown flag, ignored", "--show-secrets: ignored; Secret values are never shown"},
 	}} {

@@ -308,7 +308,9 @@ func DiffArgs(args []string, cmd int, known FlagInfo) (Invocation, error) {
 		}
 		return nil
 	}, func(s string) { inv.Args = append(inv.Args, s) })
-	inv.Args = append(inv.Args, "--dry-run")
+	// helm-diff prints the objects created and deleted whole: so does the
+	// plan it asks for (--diff).
+	inv.Args = append(inv.Args, "--dry-run", "--diff")
 	if inv.DetailedExitcode {
 		inv.Args = append(inv.Args, "--detailed-exitcode")
 	}

@@ -93,6 +93,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	troubles := seen()
 	var ue *apply.UpgradeError
 	failed := errors.As(err, &ue) && ue.ReadErr == nil
+	// said is what the revision's record says Helm said (with what the
+	// watch saw while Helm waited, once known).
+	var said string
 	if err == nil || failed {
 		// The revision's record, once the rollout was watched (deferred:
 		// every return below), while the Lease is still held.
@@ -101,7 +104,8 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		if failed {
 			attempted, status = ue.Attempted, ue.AttemptedStatus
 		}
-		revision, said := appliedRevision(rel, err, attempted, status)
+		var revision int
+		revision, said = appliedRevision(rel, err, attempted, status)
 		defer func() {
 			if !unanswered { // writing it would only wait for the server again
 				c.recordRevision(ctx, planned, revision, user, said)
@@ -122,7 +126,11 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 			// Helm ran and failed (its wait, most often): what the watch
 			// saw says why, and a deadline that passed was the wait's,
 			// not the API server's.
-			return c.explainWait(planned, err, troubles)
+			err = c.explainWait(planned, err, troubles)
+			if said != "" {
+				said = "failed: " + err.Error() // the record holds it whole
+			}
+			return err
 		}
 		return c.timedOut(err)
 	}
@@ -153,7 +161,7 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if w == nil {
 		return nil
 	}
-	err = c.watchRollout(ctx, w, planned, rel.Version)
+	err = c.watchRollout(ctx, w, planned, rel.Version, rel.Info.Status)
 	var silent *watch.UnansweredError
 	unanswered = errors.As(err, &silent)
 	return err

@@ -81,6 +81,10 @@ type Config struct {
 	// Command is the command line without flag values (which may hold
 	// Secret values), recorded in the release's Lease for other users.
 	Command string
+	// Program is how the user runs the tool ("helm safe-upgrade", the
+	// default, or "kubectl safe-upgrade"): the commands a message
+	// suggests start so.
+	Program string
 	// RequestTimeout bounds each request to the API server, Helm's
 	// included (rest.Config.Timeout): --timeout, so a server that stops
 	// answering ends a request that passes no context of its own (Helm's
@@ -354,4 +358,12 @@ func (c *Config) restConfig(ctx context.Context) (*rest.Config, error) {
 		restConfig.Timeout = 30 * time.Second
 	}
 	return restConfig, nil
+}
+
+// program is Program, "helm safe-upgrade" when unset.
+func (c *Config) program() string {
+	if c.Program == "" {
+		return "helm safe-upgrade"
+	}
+	return c.Program
 }

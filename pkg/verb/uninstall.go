@@ -253,7 +253,9 @@ func (c *Config) Uninstall(ctx context.Context, planned *PlannedUninstall) (*Uni
 	if err != nil {
 		return nil, err
 	}
-	c.progress("Uninstalling %s through Helm", req.ReleaseName)
+	// Said before Helm starts (on a terminal), as the upgrade's plan and
+	// prompt are: an uninstall with nothing destructive asks nothing.
+	c.progress("Uninstalling %s through Helm: %s", req.ReleaseName, uninstallCounts(planned))
 	u := action.NewUninstall(c.Helm)
 	u.KeepHistory, u.DisableHooks, u.Wait, u.Timeout = req.KeepHistory, req.DisableHooks, req.Wait, req.Timeout
 	u.DeletionPropagation = req.Cascade
@@ -355,4 +357,28 @@ func (c *Config) stillThere(ctx context.Context, ch plan.Change) (*plan.Remainin
 		finalizers = append(finalizers, c.Sanitizer.Text(f, redact.MessageLimit))
 	}
 	return &plan.Remaining{ID: ch.ID, Why: why, Finalizers: finalizers}, nil
+}
+
+// uninstallCounts is what an uninstall is about to do, in counts: "deleting
+// 6 object(s), none destructive; 2 left in the cluster".
+func uninstallCounts(planned *PlannedUninstall) string {
+	deletes, destructive := 0, 0
+	for _, ch := range planned.Plan.Changes {
+		if ch.Action == plan.ActionDelete {
+			deletes++
+			if ch.Destructive {
+				destructive++
+			}
+		}
+	}
+	s := fmt.Sprintf("deleting %d object(s), ", deletes)
+	if destructive == 0 {
+		s += "none destructive"
+	} else {
+		s += fmt.Sprintf("%d destructive, acknowledged", destructive)
+	}
+	if len(planned.Left) > 0 {
+		s += fmt.Sprintf("; %d left in the cluster", len(planned.Left))
+	}
+	return s
 }

@@ -67,3 +67,24 @@ func TestUninstallLeftovers(t *testing.T) {
 		t.Errorf("remaining:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestUninstallCounts (issue 54): what an uninstall says, on a terminal,
+// before Helm starts: the objects it deletes, how many are destructive,
+// how many it leaves.
+func TestUninstallCounts(t *testing.T) {
+	del := func(destructive bool) plan.Change {
+		return plan.Change{Action: plan.ActionDelete, Destructive: destructive}
+	}
+	for _, tt := range []struct {
+		changes []plan.Change
+		left    []string
+		want    string
+	}{
+		{[]plan.Change{del(false), del(false), {Action: plan.ActionNoop}}, nil, "deleting 2 object(s), none destructive"},
+		{[]plan.Change{del(true), del(false)}, []string{"a", "b"}, "deleting 2 object(s), 1 destructive, acknowledged; 2 left in the cluster"},
+	} {
+		if got := uninstallCounts(&PlannedUninstall{Plan: &plan.Plan{Changes: tt.changes}, Left: tt.left}); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"helm.sh/helm/v3/pkg/release"
 
@@ -36,17 +38,62 @@ type RolloutError struct {
 }
 
 func (e *RolloutError) Error() string {
-	return fmt.Sprintf("release %q revision %d was applied, but its rollout failed: %s", e.Release, e.Revision, failureLine(e.Outcome))
+	return fmt.Sprintf("release %q revision %d was applied, but its rollout failed: %s%s", e.Release, e.Revision, timedOutLine(e.Outcome), failureLine(e.Outcome))
+}
+
+// timedOutLine says, once for all objects, that the watch timed out
+// before they were current ("" when it did not): it starts a failure line.
+func timedOutLine(o *plan.Outcome) string {
+	if !o.TimedOut {
+		return ""
+	}
+	return fmt.Sprintf("the watch timed out after %s: ", o.Elapsed.Round(time.Second))
+}
+
+// InterruptedError is a watch stopped before its end (Ctrl-C): Helm
+// applied the revision and its status stays as Helm left it; the objects
+// not current then were not seen to their end, not seen to fail.
+type InterruptedError struct {
+	// Program is how the user runs the tool (Config.Program).
+	Program, Release, Namespace string
+	Revision                    int
+	// Status is Helm's status of the revision, as the apply left it.
+	Status  string
+	Outcome *plan.Outcome
+}
+
+func (e *InterruptedError) Error() string {
+	notCurrent := 0
+	for _, ob := range e.Outcome.Objects {
+		if ob.State == plan.StateInProgress {
+			notCurrent++
+		}
+	}
+	s := fmt.Sprintf("release %q revision %d was applied; the rollout watch was interrupted after %s, with %d object(s) not current yet",
+		e.Release, e.Revision, e.Outcome.Elapsed.Round(time.Second), notCurrent)
+	if failed := e.Outcome.Failed - notCurrent; failed > 0 {
+		s += fmt.Sprintf(" and %d seen failing (%s)", failed, failureLine(e.Outcome, plan.StateFailed))
+	}
+	return s + fmt.Sprintf(". Nothing failed because of the interruption: Helm's status of the revision stays %s. "+
+		"To see how the rollout goes on: %s status %s -n %s", e.Status, e.Program, e.Release, e.Namespace)
 }
 
 // failureLine names each object that failed or was not ready, with why.
-func failureLine(o *plan.Outcome) string {
+// states: only the objects in one of them.
+func failureLine(o *plan.Outcome, states ...string) string {
+	if len(states) == 0 {
+		states = []string{plan.StateFailed, plan.StateInProgress}
+	}
 	var parts []string
 	for _, ob := range o.Objects {
-		if ob.State != plan.StateFailed && ob.State != plan.StateInProgress {
+		if !slices.Contains(states, ob.State) {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s: %s", ob.ID, ob.State, ob.Reason))
+		part := fmt.Sprintf("%s %s", ob.ID, ob.State)
+		if ob.Reason != "" {
+			part += ": " + ob.Reason
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -102,7 +149,7 @@ func (c *Config) explainWait(planned *Planned, err error, troubles []string) err
 	line := "the watch saw, while Helm waited: " + c.texts(troubles, redact.MessageLimit)
 	var ue *apply.UpgradeError
 	if errors.As(err, &ue) && ue.AttemptedStatus == release.StatusFailed {
-		if derr := releasestate.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.Sanitizer.Record("Rollout failed: "+line, redact.RecordLimit)); derr != nil {
+		if derr := releasestate.DescribeFailed(c.Helm, planned.Plan.Release.Namespace, ue.Name, ue.Attempted, c.helmDescription("Rollout failed: "+line, ue.Name)); derr != nil {
 			fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", ue.Attempted, c.Sanitizer.Text(derr.Error(), redact.MessageLimit))
 		}
 	}
@@ -113,8 +160,9 @@ func (c *Config) explainWait(planned *Planned, err error, troubles []string) err
 // object is current or failed, prints the outcome on Out, and records it in
 // planned.Plan.Outcome; a failed rollout is a *RolloutError, and the
 // revision's record says so (status failed, the description naming what
-// failed).
-func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Planned, revision int) error {
+// failed); an interrupted watch (Ctrl-C) is an *InterruptedError, and
+// Helm's record of the revision keeps status, its status as Helm left it.
+func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Planned, revision int, status release.Status) error {
 	timeout := planned.Apply.Watch.Timeout
 	if timeout <= 0 {
 		timeout = planned.Render.TimeLimit()
@@ -139,6 +187,19 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	if err != nil {
 		return fmt.Errorf("watching the rollout of revision %d: %w", revision, c.Sanitizer.Error(err))
 	}
+	name := planned.Plan.Release.Name
+	if out.Interrupted {
+		// Stopped watching is not a failed rollout: Helm's status stays
+		// as the apply left it, the revision's record says the watch was
+		// interrupted, and `status` tells how the rollout goes on.
+		cleanOutcome(out, c.Sanitizer)
+		planned.Plan.Outcome = out
+		if c.Terminal {
+			fmt.Fprintln(c.Out) // after the "^C" the terminal echoed
+		}
+		writeOutcome(c.Out, out, planned.Plan)
+		return &InterruptedError{Program: c.program(), Release: name, Namespace: planned.Plan.Release.Namespace, Revision: revision, Status: status.String(), Outcome: out}
+	}
 	c.checkReaders(ctx, planned, out)
 	cleanOutcome(out, c.Sanitizer)
 	planned.Plan.Outcome = out
@@ -146,12 +207,33 @@ func (c *Config) watchRollout(ctx context.Context, w *watch.Watcher, planned *Pl
 	if out.OK() {
 		return nil
 	}
-	name := planned.Plan.Release.Name
-	line := c.Sanitizer.Record("Rollout failed after the upgrade: "+failureLine(out), redact.RecordLimit)
+	line := c.helmDescription(plan.RolloutFailedLine+timedOutLine(out)+failureLine(out), name)
 	if err := releasestate.MarkRolloutFailed(c.Helm, planned.Plan.Release.Namespace, name, revision, line); err != nil {
 		fmt.Fprintf(c.Out, "WARNING: recording the failed rollout in revision %d: %s\n", revision, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
 	}
 	return &RolloutError{Release: name, Revision: revision, Outcome: out}
+}
+
+// descriptionBudget bounds what the tool writes into Helm's description
+// of a revision (the column of `helm history`): what happened, to be read
+// at a glance; the whole text is in the run's output and the revision's
+// record (`log`).
+const descriptionBudget = 300
+
+// helmDescription is line as Helm's description of a revision of release
+// records it: masked, escaped, and cut to descriptionBudget, saying where
+// the rest is.
+func (c *Config) helmDescription(line, release string) string {
+	s := c.Sanitizer.Record(line, redact.RecordLimit)
+	if len(s) <= descriptionBudget {
+		return s
+	}
+	more := "… (all of it: " + c.program() + " log " + release + ")"
+	cut := max(descriptionBudget-len(more), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // cleanOutcome passes what the cluster said of each object (its pods'
@@ -183,7 +265,13 @@ func writeOutcome(w io.Writer, o *plan.Outcome, p *plan.Plan) {
 			current++
 		}
 	}
-	fmt.Fprintf(w, "Rollout: %d of %d object(s) current, %d failed or not ready (%s)\n", current, len(o.Objects), o.Failed, o.Elapsed.Round(time.Second))
+	if o.Interrupted {
+		fmt.Fprintf(w, "Rollout: watch interrupted after %s: %d of %d object(s) current, %d not current yet\n", o.Elapsed.Round(time.Second), current, len(o.Objects), len(o.Objects)-current)
+	} else if o.TimedOut {
+		fmt.Fprintf(w, "Rollout: watch timed out after %s: %d of %d object(s) current, %d failed or not ready\n", o.Elapsed.Round(time.Second), current, len(o.Objects), o.Failed)
+	} else {
+		fmt.Fprintf(w, "Rollout: %d of %d object(s) current, %d failed or not ready (%s)\n", current, len(o.Objects), o.Failed, o.Elapsed.Round(time.Second))
+	}
 	for _, ob := range summaryOrder(o.Objects, p) {
 		text := ob.State
 		if more := joinNonEmpty(ob.Detail, ob.Reason); more != "" {
@@ -191,7 +279,12 @@ func writeOutcome(w io.Writer, o *plan.Outcome, p *plan.Plan) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", ob.ID, text)
 	}
-	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ\n", o.AsPredicted, o.Differ)
+	unchecked := ""
+	if o.Interrupted && current < len(o.Objects) {
+		// Not seen to their end: their pods are not compared with the plan.
+		unchecked = fmt.Sprintf("; %d not checked: not current when the watch was interrupted", len(o.Objects)-current)
+	}
+	fmt.Fprintf(w, "Outcome: %d as predicted, %d differ%s\n", o.AsPredicted, o.Differ, unchecked)
 	for _, ob := range o.Objects {
 		if ob.Predicted == "" {
 			continue

@@ -166,7 +166,7 @@ func (j judgement) of(obj *unstructured.Unstructured, pods []*corev1.Pod) status
 		pr := podProblem(p)
 		if pr != nil && j.ofRevision != nil && !j.ofRevision(p) {
 			// Said of the pod, not after the message it quotes.
-			pr.text = "pod " + p.Name + " (of the revision being replaced)" + strings.TrimPrefix(pr.text, "pod "+p.Name)
+			pr.text = "pod " + p.Name + replacedMark + strings.TrimPrefix(pr.text, "pod "+p.Name)
 			pr.fatal, pr.rank, pr.crashed, pr.replaced = false, 0, nil, true
 		}
 		if pr != nil && (worst == nil || pr.rank > worst.rank) {

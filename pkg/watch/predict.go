@@ -130,7 +130,7 @@ func (e expectation) String() string {
 
 // outcome checks each target against what was observed: pods is the
 // watch's last view of the pods, the claims its last view of them.
-func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, timedOut bool) *plan.Outcome {
+func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev1.Pod, elapsed time.Duration, end watchEnd) *plan.Outcome {
 	out := &plan.Outcome{Elapsed: elapsed}
 	claimsAfter := map[string]map[string]types.UID{}
 	for ns := range w.claimsBefore {
@@ -152,7 +152,15 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 			if _, ok := events[ns]; !ok {
 				events[ns] = listEvents(ctx, w, ns)
 			}
-			if note := eventNote(events[ns], podNames(pods[ns])); note != "" && !strings.Contains(oo.Reason, note) {
+			// An event of the workload's own pods (another workload's
+			// is its reason, not this one's), and only when it adds to what
+			// the pods' status said (a FailedScheduling event repeats the
+			// pod's condition).
+			var mine []*corev1.Pod
+			if obj := w.objectsOf(t.group)[t.change.ID.Name]; obj != nil {
+				mine = judgement{kind: t.gvk.GroupKind(), podsBefore: t.podsBefore}.podsOf(obj, podList(pods[ns]))
+			}
+			if note, msg := eventNote(events[ns], podNames(mine)); note != "" && !strings.Contains(oo.Reason, msg) {
 				oo.Reason = joinReason(oo.Reason, note)
 			}
 		}
@@ -161,13 +169,24 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 				oo.Reason = joinReason(oo.Reason, fmt.Sprintf("last log lines of container %s: %s", c.name, lines))
 			}
 		}
-		if oo.State == plan.StateInProgress && timedOut {
-			oo.Reason = joinReason("not current when the watch timed out", oo.Reason)
+		// How the watch ended is the outcome's to say, once (TimedOut,
+		// Interrupted): every object's reason repeating it would say it
+		// once per object in the lines that join them.
+		if oo.State == plan.StateInProgress && oo.Reason == notObserved {
+			oo.Reason = "not observed before the watch ended"
 		}
-		if oo.State == plan.StateFailed || oo.State == plan.StateInProgress {
-			oo.Reason = joinReason(oo.Reason, t.unreadyBefore)
+		// Not current when the watch was interrupted: not seen to its end,
+		// so neither failed nor checked against the prediction (the
+		// outcome's Interrupted says why, once).
+		unfinished := end == endInterrupted && oo.State == plan.StateInProgress
+		if (oo.State == plan.StateFailed || oo.State == plan.StateInProgress) && t.unreadyBefore != "" {
+			before := "it was not ready before the upgrade either: " + t.unreadyBefore
+			if strings.Contains(strings.ReplaceAll(oo.Reason, replacedMark, ""), t.unreadyBefore) {
+				before = "it was not ready before the upgrade either, for the same reason"
+			}
+			oo.Reason = joinReason(oo.Reason, before)
 		}
-		if t.expect.kind != expectNone || t.expect.claimsKept {
+		if (t.expect.kind != expectNone || t.expect.claimsKept) && !unfinished {
 			t.check(&oo, pods[ns], w.claimsBefore[ns], claimsAfter[ns])
 			if oo.AsPredicted {
 				out.AsPredicted++
@@ -180,9 +199,14 @@ func (w *Watcher) outcome(ctx context.Context, pods map[string]map[string]*corev
 		}
 		out.Objects = append(out.Objects, oo)
 	}
-	out.TimedOut = timedOut && out.Failed > 0
+	out.TimedOut = end == endTimedOut && out.Failed > 0
+	out.Interrupted = end == endInterrupted
 	return out
 }
+
+// replacedMark follows the name of a pod of the revision the rollout
+// replaces in its problem's text: the same problem as before the upgrade.
+const replacedMark = " (of the revision being replaced)"
 
 func joinReason(a, b string) string {
 	switch {
@@ -194,10 +218,10 @@ func joinReason(a, b string) string {
 	return a + "; " + b
 }
 
-func podNames(m map[string]*corev1.Pod) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for n := range m {
-		out[n] = true
+func podNames(pods []*corev1.Pod) map[string]bool {
+	out := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		out[p.Name] = true
 	}
 	return out
 }

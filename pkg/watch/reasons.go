@@ -155,9 +155,10 @@ var telling = map[string]bool{
 	"Failed":             true,
 }
 
-// eventNote is the newest telling Warning event about one of pods, "" when
-// there is none.
-func eventNote(events []corev1.Event, pods map[string]bool) string {
+// eventNote is the newest telling Warning event about one of pods, and
+// its message as quoted there (a reason that holds it already says what
+// the event does); "" when there is none.
+func eventNote(events []corev1.Event, pods map[string]bool) (note, msg string) {
 	var best *corev1.Event
 	for i := range events {
 		e := &events[i]
@@ -169,13 +170,13 @@ func eventNote(events []corev1.Event, pods map[string]bool) string {
 		}
 	}
 	if best == nil {
-		return ""
+		return "", ""
 	}
-	msg := best.Message
+	msg = best.Message
 	if best.Reason == "FailedScheduling" {
 		msg = schedulerReasons(msg)
 	}
-	return fmt.Sprintf("event %s on pod %s: %s", best.Reason, best.InvolvedObject.Name, msg)
+	return fmt.Sprintf("event %s on pod %s: %s", best.Reason, best.InvolvedObject.Name, msg), msg
 }
 
 // schedulerReasons is the scheduler's message of a pod it cannot place

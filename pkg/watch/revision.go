@@ -118,9 +118,9 @@ func (w *Watcher) newReplicaSetHash(obj *unstructured.Unstructured) string {
 	return w.newSets[key]
 }
 
-// unreadyBefore says how a workload was not ready before the upgrade:
-// the worst problem of its pods as Snapshot LISTed them just before the
-// apply; "" when none had one. (The plan's live object is no witness: its
+// unreadyBefore is what kept a workload from being ready before the
+// upgrade: the worst problem of its pods as Snapshot LISTed them just
+// before the apply; "" when none had one. (The plan's live object is no witness: its
 // status may be older, or not kept.)
 func unreadyBefore(pods []*corev1.Pod) string {
 	var worst *problem
@@ -132,7 +132,7 @@ func unreadyBefore(pods []*corev1.Pod) string {
 	if worst == nil {
 		return ""
 	}
-	return "it was not ready before the upgrade either: " + worst.text
+	return worst.text
 }
 
 // reusedReplicaSet finds, among sets (the ReplicaSets of t's namespace),

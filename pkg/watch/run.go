@@ -20,24 +20,50 @@ import (
 // for the watch itself (not for a failed rollout, which the outcome says):
 // an *UnansweredError when, at the timeout, the API server does not answer
 // one request within RequestTimeout, since what the watch last saw then
-// says nothing of the rollout.
+// says nothing of the rollout. ctx ending before the timeout (Ctrl-C) is
+// an interrupted watch, not a timed-out one: the outcome says so
+// (Outcome.Interrupted), and what was not current then is only not seen
+// to its end.
 func (w *Watcher) Run(ctx context.Context, timeout time.Duration, show Progress) (*plan.Outcome, error) {
 	start := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pods, timedOut := w.follow(ctx, start, show, false)
+	pods, ended := w.follow(ctx, start, show, false)
 	w.Stop()
+	interrupted := ended && parent.Err() != nil
 	// What follows the watch's own deadline is bounded by one request's.
 	after, cancelAfter := w.requestContext(ctx)
 	defer cancelAfter()
-	if timedOut {
+	if ended && !interrupted {
 		if err := w.answering(after); err != nil {
 			return nil, &UnansweredError{Err: err, After: time.Since(start)}
 		}
 	}
-	out := w.outcome(after, pods, time.Since(start), timedOut)
+	end := endTimedOut
+	switch {
+	case interrupted:
+		end = endInterrupted
+	case !ended:
+		end = endSettled
+	}
+	out := w.outcome(after, pods, time.Since(start), end)
 	return out, nil
 }
+
+// notObserved is the reason of an object never LISTed before the watch
+// ended.
+const notObserved = "not observed"
+
+// watchEnd is how a watch ended: every object settled, at its timeout, or
+// interrupted (its context cancelled: Ctrl-C).
+type watchEnd int
+
+const (
+	endSettled watchEnd = iota
+	endTimedOut
+	endInterrupted
+)
 
 // UnansweredError is a watch that timed out while the API server did not
 // answer: the rollout's state is not known.
@@ -175,7 +201,7 @@ loop:
 		// Never listed: say so rather than leave them "in progress".
 		for _, t := range w.targets {
 			if t.last.state == "" {
-				t.last = status{state: plan.StateInProgress, reason: "not observed before the watch timed out"}
+				t.last = status{state: plan.StateInProgress, reason: notObserved}
 			}
 		}
 	}

@@ -209,3 +209,90 @@ func TestSnapshotReusedReplicaSet(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInterrupted (issue 54): a watch whose context ends before its
+// timeout (Ctrl-C) is interrupted, not timed out: the object still rolling
+// out is not current yet, not failed at a timeout, and no request asks
+// whether the API server still answers.
+func TestRunInterrupted(t *testing.T) {
+	stuck := map[string]interface{}{"replicas": int64(2), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1)}
+	before := deployment(1, webSpec, nil)
+	cluster := fakeCluster(before)
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.Refresh = time.Hour
+	if err := w.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Put(deploymentsGVR, deployment(2, webSpec, stuck))
+	ctx, cancel := context.WithCancel(context.Background())
+	out, err := w.Run(ctx, time.Hour, interrupter{NewProgress(&strings.Builder{}, false, nil), cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not seen to its end: not checked against the prediction either.
+	ob := out.Objects[0]
+	if !out.Interrupted || out.TimedOut || ob.State != plan.StateInProgress || strings.Contains(ob.Reason, "timed out") ||
+		ob.Predicted != "" || out.AsPredicted+out.Differ != 0 {
+		t.Errorf("outcome %+v (interrupted %v, timed out %v, %d as predicted, %d differ), want the Deployment not current yet, unchecked, the watch interrupted",
+			ob, out.Interrupted, out.TimedOut, out.AsPredicted, out.Differ)
+	}
+}
+
+// TestRunSaysEachFactOnce (issue 54): a pod the scheduler cannot place,
+// before the upgrade and after, with its FailedScheduling event: the
+// reason quotes the scheduler's message once (the pod's condition), not
+// again for the event or for "not ready before the upgrade either"; and
+// another workload's pod's event is not this workload's reason.
+func TestRunSaysEachFactOnce(t *testing.T) {
+	const msg = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+	unschedulable := podObj("web-0", "nginx:1.25", "")
+	unschedulable.Object["status"] = map[string]interface{}{"phase": "Pending", "conditions": []interface{}{
+		map[string]interface{}{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg + " not found"}}}
+	event := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Event",
+		"metadata": map[string]interface{}{"name": "web-0.1", "namespace": "ns", "uid": "uid-ev"},
+		"type":     "Warning", "reason": "FailedScheduling", "message": msg, "lastTimestamp": "2026-12-05T12:00:00Z",
+		"involvedObject": map[string]interface{}{"kind": "Pod", "name": "web-0", "namespace": "ns"}}}
+	before := deployment(1, webSpec, nil)
+	cluster := fakeCluster(before, unschedulable)
+	cluster.Put(live.EventsGVR, event)
+	// Another workload's pod, in the same namespace: not this one's reason.
+	other := event.DeepCopy()
+	other.SetName("db-0.1")
+	other.Object["message"] = "0/3 nodes are available: 3 Insufficient cpu."
+	other.Object["lastTimestamp"] = "2026-12-05T12:01:00Z"
+	other.Object["involvedObject"] = map[string]interface{}{"kind": "Pod", "name": "db-0", "namespace": "ns"}
+	cluster.Put(live.EventsGVR, other)
+	db := unschedulable.DeepCopy()
+	db.SetName("db-0")
+	db.SetUID("uid-db-0")
+	db.SetLabels(map[string]string{"app": "db"})
+	cluster.Put(live.PodsGVR, db)
+	w := New(cluster, &plan.Plan{Changes: []plan.Change{webChange(before, before)}})
+	w.Refresh = time.Hour
+	if err := w.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Put(deploymentsGVR, deployment(2, webSpec, map[string]interface{}{"replicas": int64(1), "updatedReplicas": int64(1)}))
+	// Ctrl-C once the watch showed what it saw: the pods' reasons.
+	ctx, cancel := context.WithCancel(context.Background())
+	out, err := w.Run(ctx, time.Hour, interrupter{NewProgress(&strings.Builder{}, false, nil), cancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := out.Objects[0].Reason
+	if n := strings.Count(reason, msg); n != 1 || !strings.Contains(reason, "not ready before the upgrade either, for the same reason") || strings.Contains(reason, "db-0") {
+		t.Errorf("reason quotes the scheduler %d time(s), want once and \"for the same reason\": %q", n, reason)
+	}
+}
+
+// interrupter is a Progress that cancels the watch at its first update:
+// a Ctrl-C once the objects were seen.
+type interrupter struct {
+	Progress
+	cancel context.CancelFunc
+}
+
+func (i interrupter) Update(lines []Line, elapsed time.Duration) {
+	i.Progress.Update(lines, elapsed)
+	i.cancel()
+}

@@ -22,9 +22,9 @@ type target struct {
 	// podsBefore are the pods its selector (as it was live) matched before
 	// the apply, by name.
 	podsBefore map[string]types.UID
-	// unreadyBefore says how the workload was not ready before the
-	// upgrade ("" when it was, or nothing told): a rollout that does not
-	// become ready is not only the upgrade's doing.
+	// unreadyBefore is what kept the workload from being ready before
+	// the upgrade ("" when it was, or nothing told): a rollout that does
+	// not become ready is not only the upgrade's doing.
 	unreadyBefore string
 	// before is the object as it was live before the apply (nil: it was
 	// not there, or not read); applied becomes true once the watch saw

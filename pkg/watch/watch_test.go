@@ -124,7 +124,7 @@ func TestSchedulerReasons(t *testing.T) {
 			}
 			ev := corev1.Event{Type: corev1.EventTypeWarning, Reason: "FailedScheduling", Message: tt.msg,
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "a"}}
-			if got := eventNote([]corev1.Event{ev}, map[string]bool{"a": true}); got != "event FailedScheduling on pod a: "+tt.want {
+			if got, _ := eventNote([]corev1.Event{ev}, map[string]bool{"a": true}); got != "event FailedScheduling on pod a: "+tt.want {
 				t.Errorf("event note %q", got)
 			}
 		})

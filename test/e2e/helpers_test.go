@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -189,4 +190,23 @@ func (p *jsonPlan) ackFlags() []string {
 		}
 	}
 	return acks
+}
+
+// sentenceParts splits a line into what it says, one part per clause.
+var sentenceParts = regexp.MustCompile(`; |: |\. | — `)
+
+// saysOnce fails the test for each line of text that says a thing twice:
+// a clause of 20 characters or more it holds more than once (issue 54:
+// a pod's condition, its event and "not ready before the upgrade either"
+// quoting the same scheduler message).
+func saysOnce(t *testing.T, what, text string) {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		for _, part := range sentenceParts.Split(line, -1) {
+			if part = strings.TrimSpace(part); len(part) >= 20 && strings.Count(line, part) > 1 {
+				t.Errorf("%s says %q more than once in one line:\n%s", what, part, line)
+				break
+			}
+		}
+	}
 }

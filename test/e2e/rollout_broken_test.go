@@ -97,10 +97,19 @@ spec:
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	want := []string{`release "app" revision 2 was applied, but its rollout failed: StatefulSet.apps/` + ns + "/db in-progress",
-		"it was not ready before the upgrade either: pod db-0 cannot be scheduled (Unschedulable)"}
+	want := []string{`release "app" revision 2 was applied, but its rollout failed: the watch timed out after `,
+		"StatefulSet.apps/" + ns + "/db in-progress",
+		"pod db-0 (of the revision being replaced) cannot be scheduled (Unschedulable)", "it was not ready before the upgrade either, for the same reason"}
 	saysAll(t, "stderr", r.Stderr, want...)
-	saysAll(t, "revision 2's description", releaseHistory(t, c, ns, 2)[1].Description, want[1])
+	// Each fact once (issue 54): the pod's condition, not again for its
+	// FailedScheduling event or for "not ready before the upgrade".
+	saysOnce(t, "stderr", r.Stderr)
+	// Helm's description is within its budget, and says where the rest is.
+	desc := releaseHistory(t, c, ns, 2)[1].Description
+	saysAll(t, "revision 2's description", desc, "Rollout failed after the upgrade: the watch timed out after ", "StatefulSet.apps/"+ns+"/db in-progress")
+	if len(desc) > 300 || strings.Count(desc, "0/3 nodes are available") > 1 {
+		t.Errorf("revision 2's description (%d bytes) is over its budget or repeats itself: %q", len(desc), desc)
+	}
 	// The scheduler's reasons, without what its preemption appends to
 	// them ("… preemption: 0/3 nodes are available: 3 Preemption is not
 	// helpful for scheduling.", issue 42).

@@ -81,7 +81,8 @@ func TestRolloutFollowsCreatedObjects(t *testing.T) {
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	saysAll(t, "stderr", r.Stderr, `release "app" revision 3 was applied, but its rollout failed: PersistentVolumeClaim/`+ns+"/scratch in-progress: not current when the watch timed out",
+	saysAll(t, "stderr", r.Stderr, `release "app" revision 3 was applied, but its rollout failed: the watch timed out after `,
+		"PersistentVolumeClaim/"+ns+"/scratch in-progress: ",
 		"no StorageClass: it binds to a PersistentVolume that matches it, and none has yet")
 	failure := r.Stderr[strings.Index(r.Stderr, "its rollout failed"):]
 	for _, other := range []string{"uploads", "cache", "Service", "Secret", "Gadget", "ConfigMap"} {

@@ -44,7 +44,7 @@ func TestStaleConfig(t *testing.T) {
 		t.Fatalf("--dry-run --detailed-exitcode: exit %d, want 3\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, want := range []string{
-		"1 changed ConfigMap/Secret not seen by running pods of 2 workloads",
+		"1 changed ConfigMap/Secret: running pods of 2 workloads keep its old value until they restart",
 		"running pods of Deployment/a keep the old value until they restart (envFrom, container app)",
 		"running pods of Deployment/b keep the old value until they restart (subPath mount of key greeting, container app)",
 		"Deployment/c: the kubelet updates the file within about a minute; the application must re-read it",
@@ -60,7 +60,7 @@ func TestStaleConfig(t *testing.T) {
 
 	before := len(c.AuditEvents(t, nil))
 	r = run(t, c, append(args, "--fail-on-stale-config")...)
-	if r.Code != 2 || !strings.Contains(r.Stderr, "not seen by running pods of 2 workloads (--fail-on-stale-config)") {
+	if r.Code != 2 || !strings.Contains(r.Stderr, "running pods of 2 workloads keep its old value until they restart (--fail-on-stale-config)") {
 		t.Fatalf("--fail-on-stale-config: exit %d, want 2 naming the stale readers\n%s", r.Code, r.Stderr)
 	}
 	if w := toolWrites(t, c, ns, before); len(w) > 0 {
