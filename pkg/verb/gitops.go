@@ -121,7 +121,9 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	if req.Live && ch.Head.Object.Kind == gitops.KindHelmRelease {
 		return c.planGitOpsLive(ctx, req, ch, headChart, opts)
 	}
-	offline := &OfflineBase{}
+	// New in the head: its controller installs it (helm-controller) or
+	// renders it with helm template (Argo CD), both as an install.
+	offline := &OfflineBase{Install: true}
 	if ch.Base != nil {
 		chart, values, err := c.gitOpsSide(ch.Base, dir, "base", req.Render.TimeLimit())
 		if err != nil {
