@@ -167,7 +167,7 @@ func TestHelmsmanNamespaceMoveThroughShim(t *testing.T) {
 	p.write(t, "shim-verbs", moved, old)
 	r := p.apply(t)
 	out := r.Stdout + r.Stderr
-	if r.Code == 0 || !strings.Contains(out, "PersistentVolumeClaim/"+old+"/demo-data") || strings.Contains(out, "uninstalled") {
+	if r.Code == 0 || !strings.Contains(out, "PersistentVolumeClaim/"+old+"/demo-data") || strings.Contains(out, `release "demo" uninstalled`) {
 		t.Fatalf("helmsman --apply moving the release: want a failure naming the claim, no uninstall\n%s", r)
 	}
 	if list := c.Helm(t, "list", "-q", "-n", moved); strings.TrimSpace(list) != "" {
