@@ -142,6 +142,10 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	return planned, nil
 }
 
+// helmControllerFieldManager is the field manager helm-controller's Helm
+// applies as (its kube client's ManagedFieldsManager).
+const helmControllerFieldManager = "helm-controller"
+
 // planGitOpsLive plans a HelmRelease's head against the release
 // helm-controller stored, in the cluster of the kubeconfig: three-way, as
 // `helm safe-upgrade RELEASE CHART -n NAMESPACE --install --dry-run` with
@@ -158,7 +162,12 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 	rc := *c
 	rc.Namespace, rc.StorageNamespace, rc.Helm, rc.Cluster = h.Namespace, h.StorageNamespace, nil, nil
 	opts.Install, opts.StorageNamespace = true, h.StorageNamespace
-	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules})
+	// helm-controller applies as its own field manager and, server-side,
+	// always forces conflicts (its internal/action upgrade.go: "We always
+	// force conflicts on server-side apply"); seen on the real controller:
+	// planned as Helm's manager, every field it set was a conflict.
+	opts.ForceConflicts = true
+	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules, FieldManager: helmControllerFieldManager})
 	if err != nil {
 		return nil, err
 	}

@@ -52,8 +52,28 @@ func controller(t *testing.T, env, name string) (bin, crdDir string) {
 type Flux struct {
 	c  *testcluster.Cluster
 	NS string
-	// logs holds each controller's output, shown when the test fails.
-	logs []string
+	// procs are the controllers running.
+	procs []*process
+}
+
+// process is a controller started by run: its output file, and done,
+// closed once it exited.
+type process struct {
+	log  string
+	done chan struct{}
+}
+
+// checkRunning fails the test when a controller exited before the test
+// ended (a flag it does not know, a crash), with its last lines.
+func (f *Flux) checkRunning(t *testing.T) {
+	t.Helper()
+	for _, p := range f.procs {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited:\n%s", p.log, tailFile(p.log, 30))
+		default:
+		}
+	}
 }
 
 // Start starts both controllers for a new namespace of the test (their
@@ -86,11 +106,12 @@ func Start(t *testing.T, c *testcluster.Cluster) *Flux {
 		"--metrics-addr=127.0.0.1:"+freePort(t), "--health-addr=127.0.0.1:"+freePort(t))
 	f.run(t, hc,
 		"--watch-all-namespaces=false", "--enable-leader-election=false",
-		"--metrics-addr=127.0.0.1:"+freePort(t), "--health-addr=127.0.0.1:"+freePort(t))
+		"--metrics-addr=127.0.0.1:"+freePort(t), "--health-addr=127.0.0.1:"+freePort(t),
+		"--graceful-shutdown-timeout=10s")
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, l := range f.logs {
-				t.Logf("%s (last lines):\n%s", l, tailFile(l, 60))
+			for _, p := range f.procs {
+				t.Logf("%s (last lines):\n%s", p.log, tailFile(p.log, 60))
 			}
 		}
 	})
@@ -107,15 +128,15 @@ func (f *Flux) run(t *testing.T, bin string, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := exec.Command(bin, append(args, "--graceful-shutdown-timeout=10s")...)
+	x := exec.Command(bin, args...)
 	x.Env = append(f.c.Env(), "RUNTIME_NAMESPACE="+f.NS)
 	x.Stdout, x.Stderr = out, out
 	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := x.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
-	f.logs = append(f.logs, log)
 	done := make(chan struct{})
+	f.procs = append(f.procs, &process{log: log, done: done})
 	go func() { _ = x.Wait(); out.Close(); close(done) }()
 	t.Cleanup(func() {
 		_ = x.Process.Signal(syscall.SIGTERM)
@@ -132,11 +153,17 @@ func (f *Flux) run(t *testing.T, bin string, args ...string) {
 // kubectl apply), in the Flux namespace unless they name another.
 func (f *Flux) Apply(t *testing.T, docs string) {
 	t.Helper()
+	applyIn(t, f.c, f.NS, docs)
+}
+
+// applyIn applies YAML documents with kubectl in namespace ns.
+func applyIn(t *testing.T, c *testcluster.Cluster, ns, docs string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "apply.yaml")
 	if err := os.WriteFile(file, []byte(docs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectl(f.c, "apply", "-n", f.NS, "-f", file); err != nil {
+	if out, err := kubectl(c, "apply", "-n", ns, "-f", file); err != nil {
 		t.Fatalf("kubectl apply:\n%s\n%v\n%s", docs, err, out)
 	}
 }
@@ -229,6 +256,7 @@ func (f *Flux) WaitRelease(t *testing.T, name, what string, cond func(HelmReleas
 	defer cancel()
 	var last HelmRelease
 	for {
+		f.checkRunning(t)
 		last = f.Release(t, name)
 		if last.Status.ObservedGeneration == last.Generation && cond(last) {
 			return last

@@ -58,7 +58,7 @@ spec:
 // HelmRelease with a name long enough for helm-controller to shorten it,
 // values from the ConfigMap (whole, and one key at a targetPath), its release
 // in targetNS and its records in storageNS, and a kustomize post-renderer.
-func shopRelease(t *testing.T, ns, url, version, targetNS, storageNS string) map[string]string {
+func shopRelease(t *testing.T, ns, url, version, targetNS, storageNS, extra string) map[string]string {
 	t.Helper()
 	files := map[string]string{
 		"source.yaml": fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {name: charts, namespace: %s}\nspec: {url: %q, interval: 10m}\n", ns, url),
@@ -92,7 +92,7 @@ spec:
     - {kind: ConfigMap, name: shop-values}
     - {kind: ConfigMap, name: shop-values, valuesKey: tag, targetPath: image.tag}
   values:
-    extra: {from: values}
+    extra: {from: %s}
   postRenderers:
     - kustomize:
         patches:
@@ -103,7 +103,7 @@ spec:
                 value: {patched-by: kustomize}
         images:
           - {name: nginx, newName: registry.example.com/nginx}
-`, longName, ns, targetNS, storageNS, version)
+`, longName, ns, targetNS, storageNS, version, extra)
 	return files
 }
 
@@ -219,16 +219,18 @@ var serverMetadata = map[string]bool{"deployment.kubernetes.io/revision": true}
 // plan renders are, object for object, what helm-controller then applies:
 // the same objects, release name and namespace, labels and annotations
 // (helm-controller's origin labels included), and every field of the
-// render (values, .Release.IsInstall) as live. Then `gitops --live` of the
-// same pull request finds helm-controller's release in its storage
-// namespace and plans nothing but no-ops.
+// render (values, .Release.IsInstall) as live. Then the next pull request,
+// a value changed, is planned by `gitops --live` against helm-controller's
+// release (found in its storage namespace, applied as helm-controller
+// applies: its field manager, conflicts forced): the ConfigMap in place, the
+// Deployment a no-op; helm-controller's upgrade then does exactly that.
 func TestGitOpsEqualsHelmController(t *testing.T) {
 	c := testcluster.Get(t)
 	f := Start(t, c)
 	target, storage := c.Namespace(t), c.Namespace(t)
 	url, _ := chartrepo.Serve(t, shopChart(t, "1.0.0"))
-	base := filetree.Write(t, shopRelease(t, f.NS, url, "", target, storage))
-	headFiles := shopRelease(t, f.NS, url, "1.0.0", target, storage)
+	base := filetree.Write(t, shopRelease(t, f.NS, url, "", target, storage, ""))
+	headFiles := shopRelease(t, f.NS, url, "1.0.0", target, storage, "values")
 	head := filetree.Write(t, headFiles)
 
 	name, ns, notes, objs := offlineInstall(t, c, base, head)
@@ -276,15 +278,19 @@ func TestGitOpsEqualsHelmController(t *testing.T) {
 		}
 	}
 
-	r := tool(c, "gitops", base, head, "--live", "-o", "json", "--detailed-exitcode")
-	if r.Code != 0 && r.Code != 3 {
+	// The next pull request changes a value: `gitops --live` plans it
+	// against helm-controller's release, then helm-controller upgrades.
+	nextFiles := shopRelease(t, f.NS, url, "1.0.0", target, storage, "next")
+	next := filetree.Write(t, nextFiles)
+	r := tool(c, "gitops", head, next, "--live", "-o", "json")
+	if r.Code != 0 {
 		t.Fatalf("gitops --live: %s", r)
 	}
 	var doc struct {
 		Releases []struct {
 			Plan struct {
 				Release struct{ Name, Operation string }
-				Changes []struct{ Kind, Name, Action, Diff string }
+				Changes []struct{ Kind, Name, Action, Class, Diff string }
 			}
 		}
 	}
@@ -295,10 +301,30 @@ func TestGitOpsEqualsHelmController(t *testing.T) {
 	if p.Release.Name != name || p.Release.Operation != "upgrade" {
 		t.Errorf("gitops --live: release %+v, want the upgrade of helm-controller's %s", p.Release, name)
 	}
+	verdicts := map[string]string{}
 	for _, ch := range p.Changes {
-		if ch.Action != "noop" {
-			t.Errorf("gitops --live: %s %s is %s, want noop (helm-controller applied the same)\n%s", ch.Kind, ch.Name, ch.Action, ch.Diff)
-		}
+		verdicts[ch.Kind] = strings.TrimSpace(ch.Action + " " + ch.Class)
+	}
+	if want := map[string]string{"ConfigMap": "update in-place", "Deployment": "noop"}; fmt.Sprint(verdicts) != fmt.Sprint(want) {
+		t.Errorf("gitops --live verdicts %v, want %v\n%s", verdicts, want, r.Stdout)
+	}
+	settings := name + "-settings"
+	cmUID := f.Kubectl(t, "get", "-n", target, "configmap", settings, "-o", "jsonpath={.metadata.uid}")
+	webGen := f.Kubectl(t, "get", "-n", target, "deployment", "web", "-o", "jsonpath={.metadata.generation}")
+	f.Apply(t, nextFiles["release.yaml"])
+	f.WaitRelease(t, longName, "upgraded", func(h HelmRelease) bool {
+		return Ready(h) && len(h.Status.History) > 0 && h.Status.History[0].Version == 2
+	})
+	// In place: the same ConfigMap with the new value; the Deployment
+	// untouched (its generation).
+	if uid := f.Kubectl(t, "get", "-n", target, "configmap", settings, "-o", "jsonpath={.metadata.uid}"); uid != cmUID {
+		t.Errorf("ConfigMap %s: UID %s -> %s, want updated in place", settings, cmUID, uid)
+	}
+	if extra := f.Kubectl(t, "get", "-n", target, "configmap", settings, "-o", "jsonpath={.data.extra}"); extra != `{"from":"next"}` {
+		t.Errorf("ConfigMap %s: extra %s after helm-controller's upgrade", settings, extra)
+	}
+	if gen := f.Kubectl(t, "get", "-n", target, "deployment", "web", "-o", "jsonpath={.metadata.generation}"); gen != webGen {
+		t.Errorf("Deployment web: generation %s -> %s, want untouched (noop)", webGen, gen)
 	}
 }
 

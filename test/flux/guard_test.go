@@ -108,15 +108,16 @@ func helmRepository(url string) string {
 }
 
 // installGuard installs the guard (`helm safe-upgrade guard install`) and
-// waits until the API server enforces it: a probe claim of a release in ns
-// is refused.
+// waits until the API server enforces it: a probe claim of a release, in a
+// namespace of its own, is refused.
 func installGuard(t *testing.T, c *testcluster.Cluster, f *Flux) {
 	t.Helper()
 	mustTool(t, c, "guard", "install")
+	ns := c.Namespace(t)
 	probe := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: guard-probe, annotations: {meta.helm.sh/release-name: probe}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
 	testcluster.Eventually(t, "the guard refuses a delete", func() (bool, string) {
-		f.Apply(t, probe)
-		out, err := kubectl(c, "delete", "-n", f.NS, "pvc", "guard-probe", "--wait=false")
+		applyIn(t, c, ns, probe)
+		out, err := kubectl(c, "delete", "-n", ns, "pvc", "guard-probe", "--wait=false")
 		return err != nil && strings.Contains(out, "safe-upgrade guard"), out
 	})
 }
@@ -187,14 +188,26 @@ func TestGuardRefusesHelmController(t *testing.T) {
 	checkUIDs(t, f, "after the acknowledged upgrade", sts, pods, claims)
 
 	// helm-controller's uninstall: the StatefulSet (background propagation
-	// takes its pods) and the claim keep are refused; it retries.
+	// takes its pods) and the claim keep are refused. Helm 4's uninstall
+	// reports only "failed to delete release" (its reasons go to its debug
+	// log); the HelmRelease stays, failed, and helm-controller retries.
 	f.Kubectl(t, "delete", "-n", f.NS, "helmrelease", "app", "--wait=false")
 	testcluster.Eventually(t, "the uninstall refused by the guard", func() (bool, string) {
 		h := f.Release(t, "app")
-		msg := h.Condition("Ready").Message
-		return strings.Contains(msg, "safe-upgrade guard: refusing to delete"), h.String()
+		ready := h.Condition("Ready")
+		return ready.Reason == "UninstallFailed" && strings.Contains(ready.Message, "failed to delete release: app"), h.String()
 	})
 	checkUIDs(t, f, "after the refused uninstall", sts, pods, claims)
+	// The refusal itself is in the API server's audit log (the reason
+	// helm-controller's status leaves out).
+	refusals := c.AuditEvents(t, func(e testcluster.AuditEvent) bool {
+		return e.Verb == "delete" && e.ObjectRef.Namespace == f.NS && e.ObjectRef.Resource == "statefulsets" && e.ObjectRef.Name == "db" && e.ResponseCode == 403
+	})
+	if len(refusals) == 0 {
+		t.Errorf("no refused DELETE of StatefulSet %s/db in the audit log", f.NS)
+	} else {
+		t.Logf("the uninstall's DELETE refused: %s by %s", refusals[0].RequestURI, refusals[0].UserAgent)
+	}
 }
 
 // checkUIDs checks that the StatefulSet db, its pods and the claims are the
@@ -205,4 +218,27 @@ func checkUIDs(t *testing.T, f *Flux, when string, sts types.UID, pods, claims m
 	if s != sts || fmt.Sprint(p) != fmt.Sprint(pods) || fmt.Sprint(cl) != fmt.Sprint(claims) {
 		t.Errorf("%s: StatefulSet %s -> %s, pods %v -> %v, claims %v -> %v: want the same UIDs", when, sts, s, pods, p, claims, cl)
 	}
+}
+
+// TestForceWithServerSideApply: helm-controller v1.5.0 installs server-side
+// by default and forces conflicts on every server-side upgrade; with
+// upgrade.force it also asks Helm 4 to replace, and Helm refuses the pair:
+// the upgrade fails, saying so, and changes nothing (docs/gitops.md, limits).
+func TestForceWithServerSideApply(t *testing.T) {
+	c := testcluster.Get(t)
+	f := Start(t, c)
+	url, _ := chartrepo.Serve(t, guardChart(t, "1.0.0", true), guardChart(t, "2.0.0", false))
+	vols := f.volumes(t, "files", "keep", "data-db-0")
+	spec := "  upgrade: {force: true}\n"
+	f.Apply(t, helmRepository(url)+"---\n"+helmRelease("1.0.0", vols, spec))
+	f.WaitRelease(t, "app", "installed", Ready)
+	sts, pods, claims := f.uids(t)
+	f.Apply(t, helmRelease("2.0.0", vols, spec))
+	h := f.WaitRelease(t, "app", "failed", func(h HelmRelease) bool {
+		return h.Condition("Ready").Status == "False" && h.Status.LastAttemptedRevision == "2.0.0"
+	})
+	if msg := h.Condition("Ready").Message; !strings.Contains(msg, "cannot use force conflicts and force replace together") {
+		t.Errorf("upgrade.force on a server-side release: %s", h)
+	}
+	checkUIDs(t, f, "after the refused forced upgrade", sts, pods, claims)
 }
