@@ -252,13 +252,22 @@ func (f *Flux) Release(t *testing.T, name string) HelmRelease {
 // command the tests run, not a fixed time.
 func (f *Flux) WaitRelease(t *testing.T, name, what string, cond func(HelmRelease) bool) HelmRelease {
 	t.Helper()
+	return f.WaitStatus(t, name, what, func(h HelmRelease) bool {
+		return h.Status.ObservedGeneration == h.Generation && cond(h)
+	})
+}
+
+// WaitStatus is WaitRelease for a status helm-controller writes before it
+// has handled the generation (one it stops at, stalled).
+func (f *Flux) WaitStatus(t *testing.T, name, what string, cond func(HelmRelease) bool) HelmRelease {
+	t.Helper()
 	ctx, cancel := testcluster.CommandContext(t)
 	defer cancel()
 	var last HelmRelease
 	for {
 		f.checkRunning(t)
 		last = f.Release(t, name)
-		if last.Status.ObservedGeneration == last.Generation && cond(last) {
+		if cond(last) {
 			return last
 		}
 		select {

@@ -164,8 +164,9 @@ func TestGuardRefusesHelmController(t *testing.T) {
 
 	f.Apply(t, helmRelease("2.0.0", vols, spec))
 	refusal := "safe-upgrade guard: refusing to delete PersistentVolumeClaim " + f.NS + "/files"
+	// Done either way (refused, or upgraded when the guard did not refuse).
 	h := f.WaitRelease(t, "app", "refused by the guard", func(h HelmRelease) bool {
-		return h.Condition("Ready").Status == "False" && h.Status.LastAttemptedRevision == "2.0.0"
+		return h.Condition("Ready").Status != "Unknown" && h.Status.LastAttemptedRevision == "2.0.0"
 	})
 	if !strings.Contains(h.Condition("Ready").Message, refusal) || !strings.Contains(h.Condition("Ready").Message, guard.AckAnnotation+"=") {
 		t.Errorf("the HelmRelease's Ready condition does not carry the guard's refusal %q:\n%s", refusal, h)
@@ -241,4 +242,49 @@ func TestForceWithServerSideApply(t *testing.T) {
 		t.Errorf("upgrade.force on a server-side release: %s", h)
 	}
 	checkUIDs(t, f, "after the refused forced upgrade", sts, pods, claims)
+}
+
+// TestGuardUnderRemediation: helm-controller's remediation of an upgrade the
+// guard refused (upgrade.remediation.remediateLastFailure) keeps the claims:
+// an uninstall remediation is refused on the claims and the StatefulSet
+// (its Remediated condition says the uninstall failed, and helm-controller
+// then stops at the release left uninstalling); a rollback remediation
+// fails in Helm 4 (the failed revision's manifest, which it updates from,
+// no longer has the claim the guard kept). The claims, the StatefulSet and
+// its pods keep their UIDs either way.
+func TestGuardUnderRemediation(t *testing.T) {
+	for _, tc := range []struct{ strategy, reason, message string }{
+		{"uninstall", "UninstallFailed", "failed to delete release: app"},
+		// Helm 4's rollback updates from the failed revision, whose
+		// manifest no longer has the claim the guard kept.
+		{"rollback", "RollbackFailed", `original object PersistentVolumeClaim with the name "files" not found`},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			c := testcluster.Get(t)
+			f := Start(t, c)
+			installGuard(t, c, f)
+			url, _ := chartrepo.Serve(t, guardChart(t, "1.0.0", true), guardChart(t, "2.0.0", false))
+			vols := f.volumes(t, "files", "keep", "data-db-0")
+			spec := "  upgrade: {remediation: {remediateLastFailure: true, strategy: " + tc.strategy + "}}\n"
+			f.Apply(t, helmRepository(url)+"---\n"+helmRelease("1.0.0", vols, spec))
+			f.WaitRelease(t, "app", "installed", Ready)
+			testcluster.Eventually(t, "the StatefulSet's pod and claim", func() (bool, string) {
+				_, pods, claims := f.uids(t)
+				return len(pods) == 1 && len(claims) == 3, fmt.Sprint(pods, claims)
+			})
+			sts, pods, claims := f.uids(t)
+			f.Apply(t, helmRelease("2.0.0", vols, spec))
+			// After a failed uninstall remediation helm-controller stops
+			// at the release it left uninstalling ("unable to determine
+			// state for release with status 'uninstalling'"), the
+			// HelmRelease's generation unhandled.
+			h := f.WaitStatus(t, "app", "remediated", func(h HelmRelease) bool {
+				return h.Status.LastAttemptedRevision == "2.0.0" && (h.Condition("Remediated").Reason != "" || Ready(h))
+			})
+			if r := h.Condition("Remediated"); r.Reason != tc.reason || !strings.Contains(r.Message, tc.message) {
+				t.Errorf("remediation by %s: Remediated %s: %s, want %s: …%s…\n%s", tc.strategy, r.Reason, r.Message, tc.reason, tc.message, h)
+			}
+			checkUIDs(t, f, "after the "+tc.strategy+" remediation", sts, pods, claims)
+		})
+	}
 }
