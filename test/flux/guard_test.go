@@ -37,7 +37,18 @@ spec:
 		"app/Chart.yaml":          "apiVersion: v2\nname: app\nversion: " + version + "\n",
 		"app/values.yaml":         "filesVolume: \"\"\nkeepVolume: \"\"\n",
 		"app/templates/keep.yaml": claim("keep"),
-		"app/templates/db.yaml": `apiVersion: apps/v1
+		"app/templates/db.yaml":   dbStatefulSet("1Gi"),
+	}
+	if withFiles {
+		files["app/templates/files.yaml"] = claim("files")
+	}
+	return filepath.Join(filetree.Write(t, files), "app")
+}
+
+// dbStatefulSet is the StatefulSet db of one replica whose claim data
+// comes from its volumeClaimTemplates, asking for storage.
+func dbStatefulSet(storage string) string {
+	return `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db}
 spec:
@@ -49,13 +60,8 @@ spec:
     spec: {containers: [{name: db, image: "postgres:16.1"}]}
   volumeClaimTemplates:
   - metadata: {name: data}
-    spec: {accessModes: [ReadWriteOnce], storageClassName: "", resources: {requests: {storage: 1Gi}}}
-`,
-	}
-	if withFiles {
-		files["app/templates/files.yaml"] = claim("files")
-	}
-	return filepath.Join(filetree.Write(t, files), "app")
+    spec: {accessModes: [ReadWriteOnce], storageClassName: "", resources: {requests: {storage: ` + storage + `}}}
+`
 }
 
 // volumes makes a PersistentVolume (reclaim policy Retain: the guard

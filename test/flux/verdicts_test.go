@@ -29,20 +29,7 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: web, image: "nginx:` + tag + `"}]}
 `,
-		"kit/templates/db.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  replicas: 1
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec: {containers: [{name: db, image: "postgres:16.1"}]}
-  volumeClaimTemplates:
-  - metadata: {name: data}
-    spec: {accessModes: [ReadWriteOnce], storageClassName: "", resources: {requests: {storage: ` + storage + `}}}
-`,
+		"kit/templates/db.yaml": dbStatefulSet(storage),
 	}
 	if withGone {
 		files["kit/templates/gone.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone}\ndata: {b: \"1\"}\n"
