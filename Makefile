@@ -17,7 +17,7 @@ OLD_KUBE_TESTS ?= TestPlanVerdicts|TestPlanManyObjectsOfOneKind
 # The older minor runs plan tests only: no controllers needed.
 OLD_KUBE_COMPONENTS ?= kube-apiserver kubectl
 
-.PHONY: all build controlplane controlplane-compat shiptools orchestrators snapshot test test-compat test-orchestrators release-check vet demo bench clean distclean
+.PHONY: all build controlplane controlplane-compat shiptools orchestrators flux snapshot test test-compat test-orchestrators test-flux release-check vet demo bench clean distclean
 
 all: build
 
@@ -64,15 +64,37 @@ endif
 test-compat: controlplane-compat
 	KUBE_VERSION=$(OLD_KUBE_VERSION) KUBE_COMPONENTS="$(OLD_KUBE_COMPONENTS)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(OLD_KUBE_TESTS)' ./test/e2e
 
-# Real helmfile for test-orchestrators, built from its module source (about
-# 1255 CPU-seconds cold, so not part of make test, whose test/shim makes the same
-# helm calls from scripts).
+# Real helmfile and Helmsman for test-orchestrators: helmfile built from its
+# module source (about 1255 CPU-seconds cold, so not part of make test, whose
+# test/shim makes the same helm calls from scripts), Helmsman from the folder
+# HELMSMAN_SRC names (its source archive or unpacked tree: the module proxy
+# does not serve it whole). Once built, both come from the cache.
+# ORCHESTRATORS=helmsman builds and tests Helmsman only (its cold build is
+# minutes, helmfile's about an hour on 2 cores); helmfile's tests then skip,
+# saying so.
+HELMSMAN_SRC ?=
+ORCHESTRATORS ?= helmfile helmsman
 orchestrators:
-	scripts/build-orchestrators.sh all >/dev/null
+	HELMSMAN_SRC="$(HELMSMAN_SRC)" scripts/build-orchestrators.sh $(ORCHESTRATORS) >/dev/null
 
-# helmfile through the helm shim on the local control plane (test/orchestrators).
+# helmfile and Helmsman through the helm shim on the local control plane (test/orchestrators).
 test-orchestrators: controlplane orchestrators
-	SAFE_UPGRADE_HELMFILE="$$(scripts/build-orchestrators.sh helmfile)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./test/orchestrators
+	SAFE_UPGRADE_HELMFILE="$(if $(filter helmfile,$(ORCHESTRATORS)),$$(scripts/build-orchestrators.sh helmfile))" \
+	SAFE_UPGRADE_HELMSMAN="$(if $(filter helmsman,$(ORCHESTRATORS)),$$(scripts/build-orchestrators.sh helmsman))" \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./test/orchestrators
+
+# Flux's helm-controller and source-controller, built from the folder FLUX_SRC
+# names (their source archives or unpacked trees, e.g. make test-flux
+# FLUX_SRC=~/src/flux): neither is served whole by the module proxy.
+FLUX_SRC ?=
+flux:
+	FLUX_SRC="$(FLUX_SRC)" scripts/build-flux.sh all >/dev/null
+
+# The tool beside the real controllers on the local control plane (test/flux).
+test-flux: controlplane flux
+	SAFE_UPGRADE_HELM_CONTROLLER="$$(scripts/build-flux.sh helm-controller)" \
+	SAFE_UPGRADE_SOURCE_CONTROLLER="$$(scripts/build-flux.sh source-controller)" \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./test/flux
 
 # The release workflow's check: every platform's archive built by goreleaser
 # with the release's flags (about 14 min cold on 2 cores) and checked as make

@@ -10,7 +10,12 @@
 # own pinned versions (none shared with the tool's build: a cold build took
 # 1255 CPU-seconds measured on the 2-core test machine).
 #
-# Usage: scripts/build-orchestrators.sh [helmfile|all]...
+# Helmsman is not served whole by the Go module proxy: it is built
+# from the folder HELMSMAN_SRC the user or CI gives, holding
+# helmsman-<v>.tar.gz or its unpacked tree; its dependencies come from the
+# proxy. Once cached, HELMSMAN_SRC is not needed.
+#
+# Usage: [HELMSMAN_SRC=DIR] scripts/build-orchestrators.sh [helmfile|helmsman|all]...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -18,6 +23,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HELMFILE_VERSION="${HELMFILE_VERSION:-v1.8.0}"
 
 helmfile_bin_dir() { echo "$CACHE_DIR/bin/helmfile-$HELMFILE_VERSION"; }
+
+# Helmsman of the first report in the seeds (its reinstall on a namespace move).
+HELMSMAN_VERSION="${HELMSMAN_VERSION:-v3.18.0}"
+
+helmsman_bin_dir() { echo "$CACHE_DIR/bin/helmsman-$HELMSMAN_VERSION"; }
 
 build_helmfile() {
   local out; out="$(helmfile_bin_dir)"
@@ -55,11 +65,38 @@ build_helmfile_in() (
     -o "$out.tmp/helmfile" .
 )
 
+build_helmsman() {
+  local out; out="$(helmsman_bin_dir)"
+  if [[ ! -x "$out/helmsman" ]]; then
+    lock_build "build-helmsman" "helmsman"
+    if [[ ! -x "$out/helmsman" ]]; then
+      [[ -n "${HELMSMAN_SRC:-}" ]] || die "helmsman $HELMSMAN_VERSION is not built and HELMSMAN_SRC is not set: give the folder holding helmsman-$HELMSMAN_VERSION.tar.gz (or its unpacked tree), e.g. make test-orchestrators HELMSMAN_SRC=/path/to/helmsman"
+      local dir="$CACHE_DIR/src/helmsman-$HELMSMAN_VERSION"
+      unpack_source "$HELMSMAN_SRC" helmsman "$HELMSMAN_VERSION" "$dir"
+      building "helmsman $HELMSMAN_VERSION" 5 build_helmsman_in "$dir" "$out"
+      rm -rf "$out"
+      mv "$out.tmp" "$out"
+    fi
+  fi
+  echo "$out/helmsman"
+}
+
+build_helmsman_in() (
+  local dir=$1 out=$2
+  cd "$dir"
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  # Its version is a constant in internal/app (no ldflag to set).
+  go build -ldflags "-s -w" -o "$out.tmp/helmsman" ./cmd/helmsman
+)
+
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(all)
 for t in "${targets[@]}"; do
   case "$t" in
-    helmfile | all) build_helmfile ;;
-    *) die "unknown target $t (want helmfile or all)" ;;
+    helmfile) build_helmfile ;;
+    helmsman) build_helmsman ;;
+    all) build_helmfile; build_helmsman ;;
+    *) die "unknown target $t (want helmfile, helmsman or all)" ;;
   esac
 done

@@ -128,3 +128,31 @@ building() {
   children_cpu cpu_end
   log "built $what in $((SECONDS - start))s wall, $((cpu_end - cpu)) CPU-s"
 }
+
+# unpack_source SRC NAME VERSION DEST: makes DEST the source tree of
+# NAME VERSION taken from the folder SRC the user gave (FLUX_SRC,
+# HELMSMAN_SRC), which holds either the archive NAME-VERSION.tar.gz or the
+# unpacked tree NAME-VERSION/ (or NAME/). The tree is copied, never built in
+# place: the user's checkout stays as it was.
+unpack_source() {
+  local src=$1 name=$2 version=$3 dest=$4 tree=""
+  [[ -d "$src" ]] || die "$src: not a folder (it should hold $name-$version.tar.gz or its unpacked tree)"
+  rm -rf "$dest" "$dest.tmp"
+  mkdir -p "$dest.tmp"
+  if [[ -f "$src/$name-$version.tar.gz" ]]; then
+    tar -xzf "$src/$name-$version.tar.gz" -C "$dest.tmp" || die "$src/$name-$version.tar.gz: cannot unpack"
+    tree="$dest.tmp/$name-$version"
+    [[ -f "$tree/go.mod" ]] || die "$src/$name-$version.tar.gz: no $name-$version/go.mod inside"
+  else
+    local d
+    for d in "$src/$name-$version" "$src/$name"; do
+      if [[ -f "$d/go.mod" ]]; then tree="$d"; break; fi
+    done
+    [[ -n "$tree" ]] || die "$src holds neither $name-$version.tar.gz nor an unpacked $name-$version/ (with go.mod)"
+    cp -R "$tree" "$dest.tmp/$name-$version"
+    tree="$dest.tmp/$name-$version"
+  fi
+  chmod -R u+w "$tree"
+  mv "$tree" "$dest"
+  rm -rf "$dest.tmp"
+}

@@ -431,6 +431,18 @@ func TestGitOpsAddedRemovedUnchanged(t *testing.T) {
 	if got := strings.Join(verdicts(t, doc.Releases[1].Plan), "\n"); !strings.Contains(got, "StatefulSet apps/shop-db create") || strings.Contains(got, "update") {
 		t.Errorf("new HelmRelease: want creates only, got\n%s", got)
 	}
+	// Rendered as helm-controller installs it (.Release.IsInstall, revision
+	// 1), not as an upgrade of an empty release (test/flux compares the
+	// render with the real controller's).
+	var added struct {
+		Release struct {
+			Operation string
+			Revision  int
+		}
+	}
+	if err := json.Unmarshal(doc.Releases[1].Plan, &added); err != nil || added.Release.Operation != "install" || added.Release.Revision != 1 {
+		t.Errorf("new HelmRelease: release %+v (%v), want the install of revision 1", added.Release, err)
+	}
 
 	out, errOut, code = execute(t, "helm-safe-upgrade", "gitops", base, base, "--detailed-exitcode")
 	if code != ExitOK || !strings.Contains(out, "No HelmRelease or Application renders differently") {

@@ -88,6 +88,11 @@ type Base struct {
 	// GitOps base's helm-controller post-renderers); the head's
 	// Options.PostRender is not applied to the base.
 	PostRender postrender.PostRenderer
+	// Install, with neither Chart nor Manifest, renders the head as Helm's
+	// install (.Release.IsInstall, revision 1): a GitOps object new in the
+	// head, which helm-controller installs and Argo CD renders with helm
+	// template.
+	Install bool
 }
 
 // HeadError is RenderOffline's error when the head failed to render. Base
@@ -122,6 +127,9 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	}
 	cfg := NewOfflineConfiguration()
 	cfg.Capabilities = target.Capabilities
+	if base.Install && base.Chart == "" && base.Manifest == "" {
+		return renderOfflineInstall(ctx, cfg, settings, name, ns, headChart, opts)
+	}
 	var baseRel *release.Release
 	if base.Chart != "" {
 		// The base installs into its namespace, empty but for itself.
@@ -167,6 +175,26 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	}
 	if res.Previous == nil {
 		return nil, errors.New("head chart " + headChart + ": rendered as an install, not as an upgrade of the base")
+	}
+	return res, nil
+}
+
+// renderOfflineInstall renders the head as Helm's install into the empty
+// namespace ns (Base.Install).
+func renderOfflineInstall(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, ns, headChart string, opts Options) (*Result, error) {
+	empty, err := newBaseCluster("", name, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer empty.Close()
+	cfg.RESTClientGetter = empty.getter()
+	opts.Install, opts.ReuseValues, opts.ResetThenReuseValues = true, false, false
+	res, err := Render(ctx, cfg, settings, name, headChart, opts)
+	if err != nil {
+		return nil, &HeadError{Base: &release.Release{Name: name, Namespace: ns}, err: fmt.Errorf("head chart %s: %w", headChart, err)}
+	}
+	if !res.Install {
+		return nil, errors.New("head chart " + headChart + ": rendered as an upgrade, not as an install")
 	}
 	return res, nil
 }

@@ -142,7 +142,9 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	if req.Live && ch.Head.Object.Kind != gitops.KindApplication {
 		return c.planGitOpsLive(ctx, req, ch, headChart, opts)
 	}
-	offline := &OfflineBase{}
+	// New in the head: its controller installs it (helm-controller) or
+	// renders it with helm template (Argo CD), both as an install.
+	offline := &OfflineBase{Install: true}
 	if ch.Base != nil {
 		chart, values, err := c.gitOpsSide(ch.Base, dir, "base", req.Render.TimeLimit())
 		if err != nil {
@@ -160,6 +162,10 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
 	return planned, nil
 }
+
+// helmControllerFieldManager is the field manager helm-controller's Helm
+// applies as (its kube client's ManagedFieldsManager).
+const helmControllerFieldManager = "helm-controller"
 
 // planGitOpsLive plans a HelmRelease's head against the release
 // helm-controller stored, in the cluster of the kubeconfig: three-way, as
@@ -179,7 +185,17 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 	opts.Install, opts.StorageNamespace = true, h.StorageNamespace
 	lookups := &render.SecretLookups{Namespaces: req.LookupSecrets}
 	opts.SecretLookups = lookups
-	planned, err := rc.Plan(ctx, PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules, Apply: req.Apply})
+	pr := PlanRequest{ReleaseName: h.Name, ChartRef: chart, Render: opts, Rules: req.Rules, Apply: req.Apply}
+	if h.Object.Kind == gitops.KindHelmRelease {
+		// helm-controller applies as its own field manager and,
+		// server-side, always forces conflicts (its internal/action
+		// upgrade.go: "We always force conflicts on server-side apply");
+		// seen on the real controller: planned as Helm's manager, every
+		// field it set was a conflict. Helmsman and helmfile run helm.
+		pr.Render.ForceConflicts = true
+		pr.FieldManager = helmControllerFieldManager
+	}
+	planned, err := rc.Plan(ctx, pr)
 	note := c.refusedLookupsNote(lookups)
 	if err != nil {
 		if note != "" {

@@ -24,6 +24,9 @@ type OfflineBase struct {
 	// PostRender is the base chart's in-process post-renderer (a GitOps
 	// base's); no flag sets it.
 	PostRender postrender.PostRenderer
+	// Install: no base at all (a GitOps object new in the head); the head
+	// is planned as an install (render.Base.Install).
+	Install bool
 }
 
 // planOffline compares the base req.Offline (a chart render or a manifest
@@ -40,7 +43,7 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 	if err != nil {
 		return nil, err
 	}
-	base := render.Base{Chart: from.Chart, Values: from.Values, PostRender: from.PostRender}
+	base := render.Base{Chart: from.Chart, Values: from.Values, PostRender: from.PostRender, Install: from.Install}
 	prevName := "base chart " + from.Chart
 	if from.Manifest != "" {
 		data, err := inputfile.Read(from.Manifest, "a manifest", inputfile.ManifestMax)
@@ -55,7 +58,10 @@ func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, er
 		return nil, c.offlineFailed(err)
 	}
 	in := plannerInput(head, req.Render.SkipCRDs)
-	in.PreviousCRDs, in.BaseCRDsUnknown = chartCRDs(head.Previous.Chart), from.Manifest != ""
+	if head.Previous != nil {
+		in.PreviousCRDs = chartCRDs(head.Previous.Chart)
+	}
+	in.BaseCRDsUnknown = from.Manifest != ""
 	in.PreviousName = prevName
 	in.HooksDisabled = req.Render.DisableHooks
 	in.Ignore = rules

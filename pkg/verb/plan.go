@@ -47,6 +47,12 @@ type PlanRequest struct {
 	// server as dry-runs ("" asks only where its answer can differ from
 	// what the planner derives).
 	ServerDryRun planner.ServerDryRun
+	// FieldManager is the field manager of the client that will apply the
+	// plan server-side in Helm's place ("": Helm's own): helm-controller
+	// for a HelmRelease's --live plan. Every update is then asked of the
+	// server, whose dry-run applies as it; the planner's local derivations
+	// assume Helm's manager.
+	FieldManager string
 	// Rollback, when set, plans `helm rollback RELEASE REVISION` instead
 	// of an upgrade to ChartRef (see rollback.go).
 	Rollback *Rollback
@@ -146,8 +152,11 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
 	addHookSecrets(c.Sanitizer, res)
-	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: schemas}.Parts(), c.ServerVersion)
+	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: schemas, FieldManager: req.FieldManager}.Parts(), c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
+	if req.FieldManager != "" {
+		pl.ServerDryRun = planner.ServerDryRunAll
+	}
 	stats := &planner.Stats{Requests: c.Requests}
 	pl.Stats = stats
 	p, err := pl.Plan(ctx, in)

@@ -1,10 +1,12 @@
 // Package orchestrators runs real orchestrators through the drop-in helm
-// against the local control plane of internal/testkit/testcluster: helmfile (the
-// newest release the Go module proxy serves, built from its module source by
-// scripts/build-orchestrators.sh) with the real helm after the shim on PATH.
-// `make test-orchestrators` builds helmfile and names it in
-// SAFE_UPGRADE_HELMFILE; without it the tests skip, saying so. test/shim
-// runs scripts that make the same helm calls on every make test.
+// against the local control plane of internal/testkit/testcluster, with the real helm
+// after the shim on PATH: helmfile (the newest release the Go module proxy
+// serves, built from its module source by scripts/build-orchestrators.sh)
+// and Helmsman (built from the source the user gives, HELMSMAN_SRC).
+// `make test-orchestrators` builds both and names them in
+// SAFE_UPGRADE_HELMFILE and SAFE_UPGRADE_HELMSMAN; without them the tests
+// skip, saying so. test/shim runs scripts that make the same helm calls on
+// every make test.
 package orchestrators
 
 import (
@@ -17,8 +19,11 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// HelmfileEnv names the helmfile binary the tests run.
-const HelmfileEnv = "SAFE_UPGRADE_HELMFILE"
+// HelmfileEnv and HelmsmanEnv name the orchestrators' binaries the tests run.
+const (
+	HelmfileEnv = "SAFE_UPGRADE_HELMFILE"
+	HelmsmanEnv = "SAFE_UPGRADE_HELMSMAN"
+)
 
 // tool is the tool's binary, built once for the package's tests.
 var tool shimtest.Tool
@@ -28,12 +33,24 @@ var tool shimtest.Tool
 // asks for it.
 func helmfile(t *testing.T) string {
 	t.Helper()
-	path := os.Getenv(HelmfileEnv)
+	return orchestrator(t, "helmfile", HelmfileEnv)
+}
+
+// helmsman returns the Helmsman binary of HelmsmanEnv, or skips the test:
+// it is built from a source archive the user gives (HELMSMAN_SRC).
+func helmsman(t *testing.T) string {
+	t.Helper()
+	return orchestrator(t, "Helmsman", HelmsmanEnv)
+}
+
+func orchestrator(t *testing.T, name, env string) string {
+	t.Helper()
+	path := os.Getenv(env)
 	if path == "" {
-		t.Skip("real helmfile not given: run make test-orchestrators, which builds it (scripts/build-orchestrators.sh) and sets " + HelmfileEnv)
+		t.Skip("real " + name + " not given: run make test-orchestrators, which builds it (scripts/build-orchestrators.sh) and sets " + env)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s=%s: %v", HelmfileEnv, path, err)
+		t.Fatalf("%s=%s: %v", env, path, err)
 	}
 	return path
 }

@@ -156,7 +156,9 @@ func errString(err error) string {
 // uninstall is blocked naming it, nothing is installed in the new
 // namespace and the old release and claim are still there; with the claim
 // acknowledged in the ack file beside the desired-state file, the release
-// is reinstalled in the new namespace.
+// is reinstalled in the new namespace. Real Helmsman makes these two calls
+// in make test-orchestrators (TestHelmsmanNamespaceMoveThroughShim), which
+// needs its source (HELMSMAN_SRC); this script keeps them in make test.
 func TestHelmsmanReinstallThroughShim(t *testing.T) {
 	c := testcluster.Get(t)
 	p := newProject(t, c, c.Helm3)

@@ -4,8 +4,9 @@
 # helm diff upgrade --suppress-secrets, and applies with helm upgrade
 # --install, adding --force when run with --force-upgrades (the flag of the
 # "recreated my Kafka StatefulSet" report). reinstall is its move of a
-# release to another namespace (release.go: reInstall): helm uninstall
-# --namespace OLD_NS, then the install in NS.
+# release to another namespace: v3.18.0 uninstalls the release it manages in
+# OLD_NS as untracked (decision_maker.go: cleanUntrackedReleases), then
+# installs it in NS; test/orchestrators runs real Helmsman doing it.
 # Usage: helmsman.sh plan|apply|apply-force|reinstall   (REL, CHART, NS, VALUES, OLD_NS from the environment)
 set -uo pipefail
 helm version --short >/dev/null || exit 1
