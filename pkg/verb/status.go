@@ -600,13 +600,6 @@ func statesNamespace(ns string, allNamespaces bool) string {
 	return ns
 }
 
-// workloadKinds are the kinds whose readiness their pods say.
-var workloadKinds = map[schema.GroupKind]bool{
-	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
-	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
-	{Group: "batch", Kind: "Job"}: true,
-}
-
 // statusPods LISTs the pods of the targets' namespaces once (every
 // namespace when they are several), when a target has a workload: the
 // watch's health check reads why a workload is not ready from them.
@@ -614,7 +607,7 @@ func (c *Config) statusPods(ctx context.Context, targets []*statusTarget, allNam
 	namespaces := map[string]bool{}
 	for _, t := range targets {
 		for _, o := range t.objects.Objects() {
-			if workloadKinds[o.GVK.GroupKind()] {
+			if watch.Workload(o.GVK.GroupKind()) {
 				namespaces[o.ID.Namespace] = true
 			}
 		}
@@ -650,7 +643,7 @@ func (c *Config) statusPods(ctx context.Context, targets []*statusTarget, allNam
 func (c *Config) workloadHealth(t *statusTarget, inv *live.Inventory, pods map[string][]*corev1.Pod) []string {
 	var out []string
 	for _, o := range t.objects.Objects() {
-		if !workloadKinds[o.GVK.GroupKind()] || inv.Failed(o.GVK.GroupKind()) != nil {
+		if !watch.Workload(o.GVK.GroupKind()) || inv.Failed(o.GVK.GroupKind()) != nil {
 			continue
 		}
 		obj := inv.State(o.ID).Decode().Obj

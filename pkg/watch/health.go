@@ -150,7 +150,7 @@ func (j judgement) of(obj *unstructured.Unstructured, pods []*corev1.Pod) status
 	if err != nil {
 		return status{state: plan.StateInProgress, reason: err.Error()}
 	}
-	if !workloadKinds[j.kind] {
+	if !Workload(j.kind) {
 		switch res.Status {
 		case kstatus.CurrentStatus:
 			return status{state: plan.StateCurrent}

@@ -47,14 +47,19 @@ type baseline struct {
 	resourceVersion string
 }
 
-func (t *target) workload() bool { return workloadKinds[t.gvk.GroupKind()] }
+func (t *target) workload() bool { return Workload(t.gvk.GroupKind()) }
 
-var workloadKinds = map[schema.GroupKind]bool{
-	{Group: "apps", Kind: "Deployment"}:  true,
-	{Group: "apps", Kind: "StatefulSet"}: true,
-	{Group: "apps", Kind: "DaemonSet"}:   true,
-	{Group: "apps", Kind: "ReplicaSet"}:  true,
-	{Group: "batch", Kind: "Job"}:        true,
+// Workload reports whether kind is a workload whose readiness its pods
+// say: the watch follows their pods, and status reads why one is not ready
+// from them.
+func Workload(kind schema.GroupKind) bool {
+	switch kind {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+		schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}:
+		return true
+	}
+	return false
 }
 
 func baselineOf(o *unstructured.Unstructured) *baseline {
