@@ -30,9 +30,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolproc"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolproc"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	tool "github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"

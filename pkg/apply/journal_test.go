@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 )

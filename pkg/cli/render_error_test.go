@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
 

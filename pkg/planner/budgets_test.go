@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"

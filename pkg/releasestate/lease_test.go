@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/termtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/termtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"

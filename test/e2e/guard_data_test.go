@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
 )
 

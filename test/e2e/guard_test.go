@@ -12,7 +12,7 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
 )
 

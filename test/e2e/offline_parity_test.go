@@ -7,7 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolproc"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolproc"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 

@@ -19,7 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
