@@ -12,8 +12,8 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // guardVolumeChart is a release with a templated claim (which helm

@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
-	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 func TestMain(m *testing.M) {
