@@ -169,7 +169,12 @@ func (o *GuardOptions) withCoverage(act guardAction, mark bool) guardAction {
 		if err != nil {
 			return append(lines, o.Config.Sanitizer.Text("what the guard protects could not be read: "+err.Error(), redact.MessageLimit)), nil
 		}
-		return append(lines, cov.Lines()...), nil
+		// A line may quote the API server (why a claim could not be
+		// labelled): text from elsewhere, printed through the one printer.
+		for _, l := range cov.Lines() {
+			lines = append(lines, o.Config.Sanitizer.Text(l, redact.MessageLimit))
+		}
+		return lines, nil
 	}
 }
 
