@@ -23,9 +23,10 @@ const (
 )
 
 // statusPending are declarations of status.go that issue 53 moves to
-// releasestate on another branch (target selection): left out of the
-// count until they are gone. A name no longer declared fails the test, so
-// the list empties itself when that move lands.
+// releasestate on another branch (target selection, branch relstate): left
+// out of the count while every one of them is still declared. Once that
+// move lands, one of them is gone: the whole file counts, and the test
+// asks for this list to be emptied.
 var statusPending = []string{"statusTarget", "readTargets", "readApplyMethods", "statusTargets", "statusTargetOf", "hookIDs"}
 
 func parseStatus(t *testing.T) (*token.FileSet, *ast.File) {
@@ -83,14 +84,18 @@ func TestStatusIsAnAction(t *testing.T) {
 	for _, n := range statusPending {
 		pending[n] = true
 	}
+	exempt := 0
 	for _, d := range f.Decls {
 		if n := declName(d); pending[n] {
-			lines -= declLines(fset, d) + 1 // and the blank line before it
+			exempt += declLines(fset, d) + 1 // and the blank line before it
 			delete(pending, n)
 		}
 	}
+	if len(pending) == 0 {
+		lines -= exempt
+	}
 	for n := range pending {
-		t.Errorf("%s declares no %s: take it out of statusPending, so the whole file counts", statusFile, n)
+		t.Errorf("%s declares no %s: the move statusPending waits for has landed; empty statusPending, so the whole file counts", statusFile, n)
 	}
 	if lines > statusMaxLines {
 		t.Errorf("%s is %d lines (beside what statusPending leaves out), over %d: its stage work belongs to the stages (live, classify, watch, releasestate)", statusFile, lines, statusMaxLines)
