@@ -153,7 +153,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 		offline = &OfflineBase{Chart: chart, Values: []string{values}, PostRender: gitops.Renderer(ch.Base.PostRenderers)}
 	}
 	if req.Live {
-		return c.planArgoLive(ctx, req, ch, docOf(head, ch.Head.Object), headChart, opts, offline)
+		return c.planArgoLive(ctx, req, ch, head.Doc(ch.Head.Object), headChart, opts, offline)
 	}
 	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline, Apply: req.Apply})
 	if err != nil {
