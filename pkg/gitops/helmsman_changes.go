@@ -3,9 +3,11 @@ package gitops
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,7 +177,7 @@ func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 	tracked := map[string]bool{}
 	var uninstalls, others []HelmsmanStep
 	var installs []int // of others: new releases, a move's when an old one goes
-	for _, key := range sortedApps(headApps) {
+	for _, key := range slices.Sorted(maps.Keys(headApps)) {
 		hr := headApps[key]
 		tracked[releaseKey(hr.app)] = true
 		step, ok, err := headStep(h, loc, key, hr, installed[releaseKey(hr.app)])
@@ -193,7 +195,7 @@ func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 		others = append(others, step)
 	}
 	gone := map[string]bool{} // app keys whose old release is uninstalled
-	for _, key := range sortedApps(baseApps) {
+	for _, key := range slices.Sorted(maps.Keys(baseApps)) {
 		br := baseApps[key]
 		if br.release == nil || tracked[releaseKey(br.app)] {
 			continue
@@ -284,16 +286,6 @@ func markMoves(others []HelmsmanStep, installs []int, uninstalls []HelmsmanStep,
 			}
 		}
 	}
-}
-
-// sortedApps are the keys of apps, sorted.
-func sortedApps(apps map[string]*hsResolved) []string {
-	out := make([]string, 0, len(apps))
-	for k := range apps {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // protectedNS reports whether the head's state protects namespace ns.
