@@ -80,17 +80,12 @@ func newGuardCommand(f *Factory, runF runFunc) *cobra.Command {
 
 func newGuardVerbCommand(f *Factory, runF runFunc, verb, short string) *cobra.Command {
 	o := &GuardOptions{Factory: f, Verb: verb}
-	cmd := &cobra.Command{
-		Use:           verb,
-		Short:         short,
-		Long:          short + ".\n\n" + guardLong,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+	cmd := verbCommand(&cobra.Command{
+		Use:   verb,
+		Short: short,
+		Long:  short + ".\n\n" + guardLong,
+		Args:  cobra.NoArgs,
+	}, o, runF)
 	f.AddFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	if verb == "install" {
