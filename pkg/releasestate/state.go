@@ -44,8 +44,8 @@ type Recorded struct {
 // come back with --recover before anything is planned against a cluster
 // missing them), reads the Lease (refused, forApply, while another run
 // holds it: ObserveLease), then the history from cfg's storage
-// (ReadHistory) and the apply method recorded with its last revision
-// (RecordedApplyMethod). It sends no write.
+// and the apply method recorded with its last revision (ReadRelease). It
+// sends no write.
 func Read(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration, name, ns string, forApply bool, now time.Time) (*State, error) {
 	return ReadStored(ctx, cluster, cfg, name, ns, ns, forApply, now)
 }
@@ -61,16 +61,7 @@ func ReadStored(ctx context.Context, cluster *live.Cluster, cfg *action.Configur
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Lease: lease}
-	if cfg == nil {
-		return s, nil
-	}
-	s.History, s.From, s.HistoryErr = ReadHistory(cfg.Releases, name)
-	if len(s.History) > 0 && s.History[0].Info.Status != release.StatusUninstalled {
-		last := s.History[0]
-		r := &Recorded{Version: last.Version}
-		r.Method, r.OK, r.Err = RecordedApplyMethod(ctx, cfg, storage, last)
-		s.Recorded = r
-	}
+	s := ReadRelease(ctx, cfg, name, storage)
+	s.Lease = lease
 	return s, nil
 }

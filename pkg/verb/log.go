@@ -12,7 +12,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 )
 
@@ -80,7 +79,7 @@ func (c *Config) readRevisions(ctx context.Context, name string) ([]*release.Rel
 		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 	}
 	if len(hist) == 0 && len(unreadable) == 0 {
-		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, render.ErrReleaseNotFound)
+		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, releasestate.ErrReleaseNotFound)
 	}
 	slices.SortFunc(unreadable, func(a, b *releasestate.UnreadableError) int { return b.Revision - a.Revision })
 	for _, r := range hist {

@@ -28,7 +28,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/watch"
 )
 
@@ -61,17 +60,16 @@ func (c *Config) Status(ctx context.Context, req StatusRequest) (*plan.Status, e
 }
 
 // statusTarget is one release asked: the revision its live objects are
-// compared with and its newest revision.
+// compared with and its newest revision, as releasestate chose them
+// (target, whose apply method is read meanwhile).
 type statusTarget struct {
 	current, last *release.Release
+	target        *releasestate.Target
 	// objects are current's manifest's, parsed once (their content
 	// decoded when needed: Load); the planner shares the parse.
-	objects    *manifest.Set
-	parsed     *manifest.Parsed
-	hooks      map[manifest.ObjectID]bool
-	serverSide bool
-	// methodRead: serverSide was read with the release records.
-	methodRead bool
+	objects *manifest.Set
+	parsed  *manifest.Parsed
+	hooks   map[manifest.ObjectID]bool
 	// unreadable are the release's records older than current that cannot
 	// be read (statusUnreadable).
 	unreadable []*releasestate.UnreadableError
@@ -104,7 +102,7 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 			pods, err = c.statusPods(ctx, targets, req.AllNamespaces)
 			return err
 		})
-		g.Go(func() error { return readApplyMethods(ctx, helm, targets) })
+		g.Go(func() error { return releasestate.ReadApplyMethods(ctx, helm, storedTargets(targets)) })
 		if len(targets) > 1 {
 			// One LIST each rather than two GETs per release.
 			g.Go(func() (err error) {
@@ -156,168 +154,51 @@ func (c *Config) status(ctx context.Context, req StatusRequest) (*plan.Status, e
 	return out, nil
 }
 
-// readTargets reads the releases asked and parses their stored manifests;
-// it returns the configuration the records were read with, and the
-// releases whose newest record cannot be read (statusUnreadable).
+// readTargets reads the releases asked (releasestate.Targets, or with
+// AllNamespaces releasestate.TargetsEverywhere, from Helm's storage of
+// every namespace) and parses their stored manifests; it returns the
+// configuration the records were read with, and the releases whose newest
+// record cannot be read (statusUnreadable).
 func (c *Config) readTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, []plan.ReleaseStatus, error) {
-	helm, targets, unreadable, err := c.statusTargets(ctx, req)
+	helm := c.Helm
+	var found []*releasestate.Target
+	var unreadable []*releasestate.UnreadableError
+	var err error
+	if !req.AllNamespaces {
+		found, err = releasestate.Targets(c.Helm.Releases, c.Namespace, req.Releases)
+	} else if helm, err = releasestate.NewConfiguration(c.Settings.RESTClientGetter(), "", os.Getenv("HELM_DRIVER"), c.Logf); err == nil {
+		found, unreadable, err = releasestate.TargetsEverywhere(ctx, helm, req.Releases)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, t := range targets {
+	targets := make([]*statusTarget, 0, len(found))
+	for _, f := range found {
+		t := &statusTarget{current: f.Current, last: f.Last, target: f}
 		name := fmt.Sprintf("release %q revision %d manifest", t.current.Name, t.current.Version)
 		if t.objects, t.parsed, err = manifest.SplitRemembering(name, t.current.Manifest, t.current.Namespace, c.Cluster); err != nil {
 			return nil, nil, nil, err
 		}
-		t.hooks = hookIDs(t.current)
+		t.hooks = releasestate.HookIDs(t.current)
 		c.Sanitizer.AddManifest(t.current.Manifest)
+		targets = append(targets, t)
 	}
 	targets, broken := c.statusUnreadable(targets, unreadable)
 	return helm, targets, broken, nil
 }
 
-// readApplyMethods reads how each target not read with the release records
-// (statusTargets) was applied (Helm 4 records it beside the release: a GET
-// of its record each), a few at a time.
-func readApplyMethods(ctx context.Context, helm *action.Configuration, targets []*statusTarget) error {
-	var g errgroup.Group
-	g.SetLimit(live.DefaultConcurrency)
-	for _, t := range targets {
-		if t.methodRead {
-			continue
-		}
-		g.Go(func() (err error) {
-			defer panics.Catch(&err)
-			t.serverSide = render.RecordedServerSide(ctx, helm, "", t.current)
-			return nil
-		})
+// storedTargets are the targets as releasestate chose them.
+func storedTargets(targets []*statusTarget) []*releasestate.Target {
+	out := make([]*releasestate.Target, len(targets))
+	for i, t := range targets {
+		out[i] = t.target
 	}
-	return g.Wait()
+	return out
 }
 
 // statusConcurrency bounds the releases planned at once; each plan bounds
 // its own objects' evaluations.
 const statusConcurrency = live.DefaultConcurrency
-
-// statusTargets reads the releases asked from Helm's storage: of the
-// release namespace, or with AllNamespaces of every namespace (Helm's
-// storage lists them all at once, with the apply method each records). It returns the configuration the
-// records were read with, and the records of the releases asked that
-// cannot be read (every namespace only: a release asked by name whose
-// record cannot be read is an error saying so).
-func (c *Config) statusTargets(ctx context.Context, req StatusRequest) (*action.Configuration, []*statusTarget, []*releasestate.UnreadableError, error) {
-	if !req.AllNamespaces {
-		var out []*statusTarget
-		for _, name := range req.Releases {
-			hist, err := releasestate.History(c.Helm.Releases, name)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
-			}
-			t, err := statusTargetOf(name, c.Namespace, hist)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			if t == nil {
-				return nil, nil, nil, fmt.Errorf("release %q in namespace %s: uninstalled (history kept); nothing is deployed", name, c.Namespace)
-			}
-			out = append(out, t)
-		}
-		return c.Helm, out, nil, nil
-	}
-	helm, err := releasestate.NewConfiguration(c.Settings.RESTClientGetter(), "", os.Getenv("HELM_DRIVER"), c.Logf)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	all, methods, unreadable, err := releasestate.ListReleases(ctx, helm)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listing the releases of every namespace: %w", err)
-	}
-	byRelease := map[[2]string][]*release.Release{}
-	for _, r := range all {
-		if len(req.Releases) == 0 || slices.Contains(req.Releases, r.Name) {
-			k := [2]string{r.Namespace, r.Name}
-			byRelease[k] = append(byRelease[k], r)
-		}
-	}
-	keys := make([][2]string, 0, len(byRelease))
-	for k := range byRelease {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
-	var out []*statusTarget
-	found := map[string]bool{}
-	for _, k := range keys {
-		hist := byRelease[k]
-		sort.Slice(hist, func(i, j int) bool { return hist[i].Version > hist[j].Version })
-		t, err := statusTargetOf(k[1], k[0], hist)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if t != nil { // uninstalled with its history kept: nothing deployed
-			if method, ok := methods[t.current]; ok {
-				t.serverSide, t.methodRead = method == plan.ApplyMethodSSA, true
-			}
-			out = append(out, t)
-			found[k[1]] = true
-		}
-	}
-	var asked []*releasestate.UnreadableError
-	for _, u := range unreadable {
-		if len(req.Releases) == 0 || slices.Contains(req.Releases, u.Name) {
-			asked = append(asked, u)
-			found[u.Name] = true
-		}
-	}
-	for _, name := range req.Releases {
-		if !found[name] {
-			return nil, nil, nil, fmt.Errorf("release %q: not found in any namespace: %w", name, render.ErrReleaseNotFound)
-		}
-	}
-	return helm, out, asked, nil
-}
-
-// statusTargetOf picks from hist (newest first) the revision the live
-// objects are compared with: the one the next upgrade starts from, as
-// Helm's prepareUpgrade picks it (the newest deployed, else the last),
-// or the pending one being applied. nil when the release is uninstalled.
-func statusTargetOf(name, ns string, hist []*release.Release) (*statusTarget, error) {
-	if len(hist) == 0 {
-		return nil, fmt.Errorf("release %q: not found in namespace %s: %w", name, ns, render.ErrReleaseNotFound)
-	}
-	last := hist[0]
-	if last.Info == nil {
-		return nil, fmt.Errorf("release %q in namespace %s revision %d: the record holds no status", name, ns, last.Version)
-	}
-	if last.Info.Status == release.StatusUninstalled {
-		return nil, nil
-	}
-	current := last
-	if !last.Info.Status.IsPending() {
-		for _, r := range hist {
-			if r.Info != nil && r.Info.Status == release.StatusDeployed {
-				current = r
-				break
-			}
-		}
-	}
-	return &statusTarget{current: current, last: last}, nil
-}
-
-// hookIDs are the objects of rel's hooks: Helm creates them when their
-// event runs, so they are no stray objects of the release.
-func hookIDs(rel *release.Release) map[manifest.ObjectID]bool {
-	out := map[manifest.ObjectID]bool{}
-	for _, h := range rel.Hooks {
-		set, err := manifest.Split("hook "+h.Name, h.Manifest, rel.Namespace, manifest.StaticScoper{})
-		if err != nil {
-			continue
-		}
-		for _, o := range set.Objects() {
-			out[o.ID] = true
-		}
-	}
-	return out
-}
 
 // inventory LISTs every kind the targets' manifests hold, once: in the
 // release namespace when every object is there, else in every namespace.
@@ -406,7 +287,7 @@ func (c *Config) releaseStatus(ctx context.Context, t *statusTarget, pl *planner
 	if t.last.Info != nil {
 		rs.Updated = t.last.Info.LastDeployed.Time
 	}
-	if t.serverSide {
+	if t.target.ServerSide {
 		rs.ApplyMethod = plan.ApplyMethodSSA
 	}
 	in := planner.Input{
