@@ -110,11 +110,20 @@ func DeployedOf(store *storage.Storage, name, ns string, scoper manifest.Scoper)
 }
 
 // RolledBackTo is the revision rel, a record newer than the attempted
-// one, rolled back to: Helm describes a rollback as "Rollback to N" (both
-// Helm 3 and 4). 0 when rel is not such a rollback.
+// one, rolled back to (RollbackOf). 0 when rel is not such a rollback.
 func RolledBackTo(rel *release.Release, attempted int) int {
+	if rel.Version <= attempted {
+		return 0
+	}
+	return RollbackOf(rel)
+}
+
+// RollbackOf is the revision rel's description says Helm's rollback went
+// back to: Helm describes a rollback as "Rollback to N" (both Helm 3 and
+// 4). 0 for any other revision.
+func RollbackOf(rel *release.Release) int {
 	var to int
-	if rel.Version <= attempted || rel.Info == nil {
+	if rel.Info == nil {
 		return 0
 	}
 	if _, err := fmt.Sscanf(rel.Info.Description, "Rollback to %d", &to); err != nil {
