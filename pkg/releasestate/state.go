@@ -11,16 +11,17 @@ import (
 )
 
 // State is a release's stored state as a plan reads it, once, before it
-// renders: what the plan, the render and the apply then use without
-// reading it again.
+// renders: what the plan, the render (through render.Stored: Revisions,
+// Snapshot, Missing, Upgrade) and the apply then use without reading it
+// again.
 type State struct {
 	// Lease is the release's Lease as read: the apply takes it on
 	// condition that nobody took it since.
 	Lease *LeaseObservation
 	// History is the release's revisions, newest first, and From the
 	// release an upgrade starts from (see ReadHistory); HistoryErr says why
-	// the history could not be read (the render reads it again and
-	// reports it where it always has).
+	// the history could not be read (the render reports it where it
+	// always has).
 	History    []*release.Release
 	From       *release.Release
 	HistoryErr error
