@@ -134,23 +134,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	}
 	start = time.Now()
 	c.progress("Planning against the cluster: reading objects and sending dry-runs")
-	in := plannerInput(res, req.Render.SkipCRDs)
-	in.TakeOwnership = req.Render.TakeOwnership
-	in.HooksDisabled = req.Render.DisableHooks
-	in.SecondRender = again
-	in.PreviousSplit = prevSplit
-	in.Ignore = rules
-	in.RestartStale = req.Apply.RestartStale
-	in.Release.ApplyMethod = plan.ApplyMethodCSA
-	if res.ServerSideApply(req.Render.ServerSide) {
-		in.Release.ApplyMethod = plan.ApplyMethodSSA
-		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
-	}
-	in.Release.ForceConflicts = req.Render.ForceConflicts
-	in.Release.ForceReplace = req.Apply.Force
-	// APIs the cluster no longer serves, in the last release or the new render.
-	minor, _ := apis.ParseMinor(c.ServerVersion)
-	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
+	in := c.liveInput(req, res, again, prevSplit, rules)
 	addHookSecrets(c.Sanitizer, res)
 	pl := c.planner(planner.Live{Cluster: c.Cluster, Observers: live.NewObservers(c.Cluster), Early: early, Schemas: schemas, FieldManager: req.FieldManager}.Parts(), c.ServerVersion)
 	pl.ServerDryRun = req.ServerDryRun
@@ -172,9 +156,46 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	if err := replay.Unmoved(p); err != nil {
 		return nil, err
 	}
+	if err := c.planWide(ctx, req, res, p, lease); err != nil {
+		return nil, err
+	}
+	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
+	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
+}
+
+// liveInput is what the planner is asked of a live plan: the render (or
+// the rollback's revision) with the request's flags, the regenerated
+// fields of a second render (again), the last release's objects split
+// early, the ignore rules, the apply method, and the APIs the cluster no
+// longer serves, in the last release or the new render.
+func (c *Config) liveInput(req PlanRequest, res *render.Result, again string, prevSplit *manifest.Background, rules []planner.IgnoreRule) planner.Input {
+	in := plannerInput(res, req.Render.SkipCRDs)
+	in.TakeOwnership = req.Render.TakeOwnership
+	in.HooksDisabled = req.Render.DisableHooks
+	in.SecondRender = again
+	in.PreviousSplit = prevSplit
+	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if res.ServerSideApply(req.Render.ServerSide) {
+		in.Release.ApplyMethod = plan.ApplyMethodSSA
+		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
+	}
+	in.Release.ForceConflicts = req.Render.ForceConflicts
+	in.Release.ForceReplace = req.Apply.Force
+	minor, _ := apis.ParseMinor(c.ServerVersion)
+	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
+	return in
+}
+
+// planWide adds to p what concerns the whole plan rather than an object:
+// a release record Helm could not store, --force under server-side apply,
+// the Lease's note, a release namespace that does not exist.
+func (c *Config) planWide(ctx context.Context, req PlanRequest, res *render.Result, p *plan.Plan, lease *releasestate.LeaseObservation) error {
 	blocker, err := releasestate.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
@@ -186,13 +207,11 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
 	if blocker, err := c.namespaceBlocker(ctx, res.Next.Namespace, res.Install && req.Render.CreateNamespace); err != nil {
-		return nil, err
+		return err
 	} else if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
 	}
-	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
-	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
+	return nil
 }
 
 // source is what the plan compares with the last release: the chart
