@@ -1,7 +1,8 @@
 // Package helmsdk is the process set-up Helm's SDKs need: what they take
 // only as process-wide state (InitProcess, called once by main and by the
-// TestMain of tests that run the tool in-process), and which SDK version is
-// compiled in (Version, for --version).
+// TestMain of tests that run the tool in-process), which SDK version is
+// compiled in (Version, for --version), and the deep copies of values trees
+// that Helm's actions change in place (values.go).
 package helmsdk
 
 import (

@@ -124,7 +124,7 @@ func (f *fixture) plan(t *testing.T, opts render.Options) *render.Result {
 	if opts.Timeout == 0 {
 		opts.Timeout = render.DefaultTimeout
 	}
-	res, err := render.Render(context.Background(), f.cfg, helmtest.Settings(t), relName, randChart, opts)
+	res, err := render.Render(context.Background(), f.cfg, releasestate.ReadRelease(context.Background(), f.cfg, relName, relNS), helmtest.Settings(t), relName, randChart, opts)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}

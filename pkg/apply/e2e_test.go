@@ -86,7 +86,7 @@ func (e *e2e) options(set ...string) render.Options {
 // plan renders the next revision as the plan stage does.
 func (e *e2e) plan(t *testing.T, opts render.Options) *render.Result {
 	t.Helper()
-	res, err := render.Render(t.Context(), e.cfg, e.settings, e.name, e.chart, opts)
+	res, err := render.Render(t.Context(), e.cfg, releasestate.ReadRelease(t.Context(), e.cfg, e.name, e.ns), e.settings, e.name, e.chart, opts)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}

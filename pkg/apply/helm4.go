@@ -25,8 +25,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // errForceConflictsCSA is Helm 4's refusal of --force-conflicts for a
@@ -106,7 +106,7 @@ func (h *helm4) run(ctx context.Context) (*release.Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := render.PlainValues(req.Rendered.Values)
+	vals := helmsdk.PlainValues(req.Rendered.Values)
 	wait := kube4.HookOnlyStrategy
 	if o.Wait {
 		wait = kube4.StatusWatcherStrategy // helm 4's --wait without a value
@@ -292,7 +292,7 @@ func convertChart(c *chart3.Chart) (*chart4.Chart, error) {
 	if err := json.Unmarshal(data, out); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", c.Name(), err)
 	}
-	out.Values = render.PlainValues(c.Values)
+	out.Values = helmsdk.PlainValues(c.Values)
 	for _, f := range c.Raw {
 		out.Raw = append(out.Raw, &common4.File{Name: f.Name, Data: f.Data})
 	}

@@ -2,8 +2,6 @@ package apply
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -40,15 +38,10 @@ type journal struct {
 	written bool
 }
 
-func manifestDigest(m string) string {
-	sum := sha256.Sum256([]byte(m))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // newJournal records the live objects of targets; nothing is written yet.
 func newJournal(secrets dynamic.ResourceInterface, release, namespace string, revision int, manifest string, targets []*recreateTarget) *journal {
 	j := &journal{secrets: secrets, rec: releasestate.JournalRecord{Release: release, Namespace: namespace, Revision: revision,
-		ManifestDigest: manifestDigest(manifest), Step: releasestate.StepDeleting, Started: time.Now().UTC().Truncate(time.Second)}}
+		ManifestDigest: releasestate.JournalDigest(manifest), Step: releasestate.StepDeleting, Started: time.Now().UTC().Truncate(time.Second)}}
 	for _, t := range targets {
 		if t.live == nil {
 			continue

@@ -101,7 +101,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if err != nil || got == nil {
 		t.Fatalf("readJournal: %v %v", got, err)
 	}
-	if got.rec.Revision != 2 || got.rec.Step != releasestate.StepDeleting || got.rec.ManifestDigest != manifestDigest("manifest") || len(got.rec.Objects) != 1 {
+	if got.rec.Revision != 2 || got.rec.Step != releasestate.StepDeleting || got.rec.ManifestDigest != releasestate.JournalDigest("manifest") || len(got.rec.Objects) != 1 {
 		t.Fatalf("read back %+v", got.rec)
 	}
 	o := got.rec.Objects[0]

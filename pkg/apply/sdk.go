@@ -8,10 +8,10 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
 // sdk is the seam between Apply and the Helm SDK that runs the planned
@@ -98,7 +98,7 @@ func (h *helm3) run(ctx context.Context) (*release.Release, error) {
 		inst.Force = req.Force
 		inst.Replace = req.Rendered.Last != nil
 		inst.PostRenderer = plannedManifest{manifest: next.Manifest}
-		return inst.RunWithContext(ctx, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
+		return inst.RunWithContext(ctx, req.Rendered.Chart, helmsdk.CopyValues(req.Rendered.Values))
 	}
 	if req.Rendered.RollbackTo > 0 {
 		return h.rollback()
@@ -107,7 +107,7 @@ func (h *helm3) run(ctx context.Context) (*release.Release, error) {
 	up.Description = req.description()
 	up.Force = req.Force
 	up.PostRenderer = plannedManifest{manifest: next.Manifest}
-	return up.RunWithContext(ctx, next.Name, req.Rendered.Chart, render.CopyValues(req.Rendered.Values))
+	return up.RunWithContext(ctx, next.Name, req.Rendered.Chart, helmsdk.CopyValues(req.Rendered.Values))
 }
 
 // rollback runs Helm's rollback action to the planned revision

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
@@ -119,7 +120,7 @@ func (o *UninstallOptions) Validate() error {
 // runs it.
 func (o *UninstallOptions) Run(ctx context.Context) error {
 	planned, err := o.Config.PlanUninstall(ctx, o.Request)
-	if o.IgnoreNotFound && errors.Is(err, render.ErrReleaseNotFound) {
+	if o.IgnoreNotFound && errors.Is(err, releasestate.ErrReleaseNotFound) {
 		// As Helm: nothing to do, and its line all the same.
 		fmt.Fprintf(o.Streams.ErrOut, "%s (--ignore-not-found)\n", err)
 		if o.HelmOut != nil {

@@ -242,24 +242,29 @@ func (s *Sanitizer) Object(obj *unstructured.Unstructured) (*unstructured.Unstru
 		return obj, nil
 	}
 	var paths []string
-	content, changed := maskCopies(obj.Object, "", r, &paths)
+	content, changed := mapStrings(obj.Object, "", "", func(_, s string) string { return r.Replace(s) }, &paths)
 	if !changed {
 		return obj, nil
 	}
 	return &unstructured.Unstructured{Object: content.(map[string]interface{})}, paths
 }
 
-// maskCopies returns v with r applied to every string in it, copying only
-// the maps and slices on the way to a change; path is v's field path.
-func maskCopies(v interface{}, path string, r *strings.Replacer, paths *[]string) (interface{}, bool) {
+// mapStrings returns v with f applied to every string in it, copying only
+// the maps and slices on the way to a change: the one walk of a decoded
+// JSON value that changes its strings. key is the name of the field that
+// holds v (an item of a list: the list's); path is v's field path, and
+// paths, when not nil, gets the path of every string f changed.
+func mapStrings(v interface{}, key, path string, f func(key, s string) string, paths *[]string) (interface{}, bool) {
 	switch t := v.(type) {
 	case string:
-		masked := r.Replace(t)
-		if masked == t {
+		mapped := f(key, t)
+		if mapped == t {
 			return v, false
 		}
-		*paths = append(*paths, path)
-		return masked, true
+		if paths != nil {
+			*paths = append(*paths, path)
+		}
+		return mapped, true
 	case map[string]interface{}:
 		var out map[string]interface{}
 		keys := make([]string, 0, len(t))
@@ -272,7 +277,7 @@ func maskCopies(v interface{}, path string, r *strings.Replacer, paths *[]string
 			if path != "" {
 				sub = path + "." + k
 			}
-			x, changed := maskCopies(t[k], sub, r, paths)
+			x, changed := mapStrings(t[k], k, sub, f, paths)
 			if !changed {
 				continue
 			}
@@ -291,14 +296,18 @@ func maskCopies(v interface{}, path string, r *strings.Replacer, paths *[]string
 	case []interface{}:
 		var out []interface{}
 		for i, x := range t {
-			masked, changed := maskCopies(x, fmt.Sprintf("%s[%d]", path, i), r, paths)
+			sub := path
+			if paths != nil {
+				sub = fmt.Sprintf("%s[%d]", path, i)
+			}
+			mapped, changed := mapStrings(x, key, sub, f, paths)
 			if !changed {
 				continue
 			}
 			if out == nil {
 				out = append([]interface{}(nil), t...)
 			}
-			out[i] = masked
+			out[i] = mapped
 		}
 		if out == nil {
 			return v, false

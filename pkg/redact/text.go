@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -116,4 +117,28 @@ func (s *Sanitizer) Lines(text string) string {
 		lines[i] = line
 	}
 	return strings.Join(lines, "")
+}
+
+// JSON is raw, a JSON document from elsewhere (a record's stored report
+// forms), with every string through Text (RecordLimit), a "diff" field's
+// line by line, kept whole (Lines); nil when raw does not decode.
+func (s *Sanitizer) JSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v interface{}
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	v, _ = mapStrings(v, "", "", func(key, text string) string {
+		if key == "diff" {
+			return s.Lines(text)
+		}
+		return s.Text(text, RecordLimit)
+	}, nil)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return out
 }

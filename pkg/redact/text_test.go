@@ -125,3 +125,30 @@ func TestTextNoLimit(t *testing.T) {
 		t.Errorf("NoLimit cut or did not escape: %d bytes ending %q", len(got), got[len(got)-10:])
 	}
 }
+
+// TestJSON: every string of a stored JSON document is escaped and masked
+// (the Secret value the sanitiser knows), a diff's lines one by one and
+// kept whole, in lists too; a document that does not decode is dropped.
+func TestJSON(t *testing.T) {
+	s := NewSanitizer(NewMasker())
+	s.AddValue([]byte("hunter22"))
+	why := s.Text("password hunter22", RecordLimit)
+	if strings.Contains(why, "hunter22") {
+		t.Fatalf("the sanitiser does not mask the value: %s", why)
+	}
+	long := strings.Repeat("x", RecordLimit+10)
+	for _, tc := range []struct{ name, in, want string }{
+		{"escaped", `{"note":"a\u001b[2Jb"}`, `{"note":"a\\x1b[2Jb"}`},
+		{"masked", `{"changes":[{"why":"password hunter22"}]}`, `{"changes":[{"why":"` + why + `"}]}`},
+		{"a diff line by line", `{"diff":"-a\u001b\n+b\n"}`, `{"diff":"-a\\x1b\n+b\n"}`},
+		{"a list of diffs", `{"diff":["x\ry"]}`, `{"diff":["x\\ry"]}`},
+		{"a diff kept whole", `{"diff":"` + long + `"}`, `{"diff":"` + long + `"}`},
+		{"numbers and bools as they are", `{"n":3,"ok":true,"none":null}`, `{"n":3,"none":null,"ok":true}`},
+		{"not JSON", `{"a":`, ``},
+		{"empty", ``, ``},
+	} {
+		if got := string(s.JSON([]byte(tc.in))); got != tc.want {
+			t.Errorf("%s: JSON(%s) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 // Package releasestate is the one home of a release's stored state: Helm's
 // history and release records as stored (history.go, pending.go,
 // record.go, storage.go), the pending revision, the release's Lease (one
-// lifecycle every writing verb uses: lease.go) and the recreate journal
-// (journal.go). It reads the cluster through live; apply writes the
+// lifecycle every writing verb uses: lease.go), the recreate journal
+// (journal.go), and what is chosen from them: what a render starts from
+// and the read-only storage it runs on (from.go, snapshot.go), the
+// revision a rollback goes back to (rollback.go), the revision status
+// compares the live objects with (targets.go). It reads the cluster through live; apply writes the
 // journal and the records through what it exposes. It imports no stage
 // that uses it (test/arch).
 package releasestate
@@ -47,10 +50,9 @@ func HistoryReadable(store *storage.Storage, name string) (hist []*release.Relea
 
 // ReadHistory reads the history of release name from store once, before
 // rendering (the render can then read the same revisions from memory:
-// render.Snapshot), with the release an upgrade would start from (nil when
-// there is none: an install, or a history Render refuses). On error, the
-// render reads the history again and reports the error where it always
-// has.
+// Snapshot), with the release an upgrade would start from (nil when
+// there is none: an install, or a history the render refuses). On error,
+// the render reports the error where it always has.
 func ReadHistory(store *storage.Storage, name string) (hist []*release.Release, from *release.Release, err error) {
 	if store == nil {
 		return nil, nil, nil
@@ -110,11 +112,20 @@ func DeployedOf(store *storage.Storage, name, ns string, scoper manifest.Scoper)
 }
 
 // RolledBackTo is the revision rel, a record newer than the attempted
-// one, rolled back to: Helm describes a rollback as "Rollback to N" (both
-// Helm 3 and 4). 0 when rel is not such a rollback.
+// one, rolled back to (RollbackOf). 0 when rel is not such a rollback.
 func RolledBackTo(rel *release.Release, attempted int) int {
+	if rel.Version <= attempted {
+		return 0
+	}
+	return RollbackOf(rel)
+}
+
+// RollbackOf is the revision rel's description says Helm's rollback went
+// back to: Helm describes a rollback as "Rollback to N" (both Helm 3 and
+// 4). 0 for any other revision.
+func RollbackOf(rel *release.Release) int {
 	var to int
-	if rel.Version <= attempted || rel.Info == nil {
+	if rel.Info == nil {
 		return 0
 	}
 	if _, err := fmt.Sscanf(rel.Info.Description, "Rollback to %d", &to); err != nil {

@@ -29,3 +29,21 @@ func TestRolledBackTo(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackOf: the revision a rollback's description names, whatever
+// its own number (`log` reads every revision); none for any other record.
+func TestRollbackOf(t *testing.T) {
+	for _, tc := range []struct {
+		info *release.Info
+		want int
+	}{
+		{&release.Info{Description: "Rollback to 3"}, 3},
+		{&release.Info{Description: "Upgrade complete"}, 0},
+		{&release.Info{}, 0},
+		{nil, 0},
+	} {
+		if got := RollbackOf(&release.Release{Version: 1, Info: tc.info}); got != tc.want {
+			t.Errorf("RollbackOf(%+v) = %d, want %d", tc.info, got, tc.want)
+		}
+	}
+}

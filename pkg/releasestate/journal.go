@@ -84,7 +84,7 @@ type JournalRecord struct {
 	Release   string `json:"release"`
 	Namespace string `json:"namespace"`
 	// Revision is the revision the apply creates; ManifestDigest the
-	// sha256 of its planned manifest.
+	// digest of its planned manifest (JournalDigest).
 	Revision       int       `json:"revision"`
 	ManifestDigest string    `json:"manifestDigest"`
 	Step           Step      `json:"step"`

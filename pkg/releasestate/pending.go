@@ -7,7 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 )
 
-// ErrReleasePending is matched (errors.Is) by the error Render returns when
+// ErrReleasePending is matched (errors.Is) by the error a render returns when
 // the last revision of the release is pending-install, pending-upgrade or
 // pending-rollback.
 var ErrReleasePending = errors.New("release has an operation in progress")

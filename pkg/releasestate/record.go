@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // A release record is one revision as Helm's storage holds it: Helm 3's
@@ -96,8 +97,15 @@ func driverName(d string) string {
 // record is read again (through live) and decoded here (DecodeRecord), in
 // data "release" of the Secret or ConfigMap
 // "sh.helm.release.v1.NAME.vREVISION". The memory driver holds no Helm 4
-// release; the SQL driver is not read (ok false).
+// release; the SQL driver is not read (ok false). When cfg's storage is a
+// snapshot that holds rel's method as read with the history (Snapshot),
+// that is the answer: a plan reads the record once.
 func RecordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns string, rel *release.Release) (method string, ok bool, err error) {
+	if s, isSnap := cfg.Releases.Driver.(*snapshot); isSnap {
+		if r, held := s.recordedOf(rel); held {
+			return r.Method, r.OK, r.Err
+		}
+	}
 	key := fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version)
 	var data []byte
 	switch cfg.Releases.Name() {
@@ -121,6 +129,18 @@ func RecordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns stri
 		return "", false, &UnreadableError{Key: key, Name: rel.Name, Namespace: ns, Revision: rel.Version, Why: err.Error()}
 	}
 	return method, true, nil
+}
+
+// RecordedServerSide reports whether Helm 4 recorded rel as applied
+// server-side (RecordedApplyMethod): what an upgrade from rel under
+// --server-side=auto applies with, for what a plan prepares before its
+// render; false when it cannot be read.
+func RecordedServerSide(ctx context.Context, cfg *action.Configuration, rel *release.Release) bool {
+	if cfg == nil || cfg.Releases == nil || rel == nil {
+		return false
+	}
+	method, ok, err := RecordedApplyMethod(ctx, cfg, rel.Namespace, rel)
+	return ok && err == nil && method == plan.ApplyMethodSSA
 }
 
 // decodeApplyMethod returns the "apply_method" of an encoded release record

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
 // A revision record is what the tool knew when it made a revision of a
@@ -71,7 +73,7 @@ type RevisionRecord struct {
 	// that reused the number).
 	ManifestDigest string    `json:"manifestDigest"`
 	Recorded       time.Time `json:"recorded"`
-	By             Who       `json:"by"`
+	By             plan.Who  `json:"by"`
 	// Helm is what Helm said of the apply: its status, or its error.
 	Helm string `json:"helm,omitempty"`
 	// Summary, Changes (without noops) and Outcome are pkg/report's JSON.
@@ -82,45 +84,23 @@ type RevisionRecord struct {
 	// Events are what happened to the revision after its apply: a
 	// --recover run that settled it, the uninstall that ended it (with
 	// --keep-history).
-	Events []Event `json:"events,omitempty"`
+	Events []plan.Event `json:"events,omitempty"`
 	// Notes say what the record lacks (cut to its bound).
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Who ran a revision: the user the API server named, the process that
-// called the drop-in helm (an orchestrator), the command line without flag
-// values, and in CI the commit and pipeline run.
-type Who struct {
-	User     string `json:"user,omitempty"`
-	Caller   string `json:"caller,omitempty"`
-	Command  string `json:"command,omitempty"`
-	Tool     string `json:"tool,omitempty"`
-	Commit   string `json:"commit,omitempty"`
-	Pipeline string `json:"pipeline,omitempty"`
-}
-
-// Event is one run on the revision after its apply: its kind
-// (EventRecover, EventUninstall), when, by whom, and what it said it did
-// (restored objects, the revision marked failed; what the uninstall
-// deleted).
-type Event struct {
-	Kind string    `json:"kind"`
-	At   time.Time `json:"at"`
-	By   Who       `json:"by"`
-	Line string    `json:"line"`
-}
-
-// Kinds of Event.
-const (
-	EventRecover   = "recover"
-	EventUninstall = "uninstall"
-)
-
-// ManifestDigest is the digest a record pins its revision's manifest with.
+// ManifestDigest is the one digest of a manifest, its sha256 in hex: a
+// revision record pins its revision's manifest with it as it is, the
+// recreate journal spelled with its algorithm (JournalDigest). Both forms
+// are stored: each stays as records already hold it.
 func ManifestDigest(manifest string) string {
 	sum := sha256.Sum256([]byte(manifest))
 	return hex.EncodeToString(sum[:])
 }
+
+// JournalDigest is ManifestDigest as the recreate journal stores it:
+// "sha256:<hex>".
+func JournalDigest(manifest string) string { return "sha256:" + ManifestDigest(manifest) }
 
 // Encode is the record's JSON within RevisionRecordMaxBytes: when it is
 // larger, the changes' diffs are dropped (cut), then the changes

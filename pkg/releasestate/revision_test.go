@@ -118,3 +118,15 @@ func TestRevisionRecordBound(t *testing.T) {
 		t.Errorf("decoded %+v, %v", back, err)
 	}
 }
+
+// TestDigestSpellings: both stored spellings of a manifest's digest stay
+// as records and journals already hold them.
+func TestDigestSpellings(t *testing.T) {
+	const empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" // sha256 of ""
+	if got := ManifestDigest(""); got != empty {
+		t.Errorf("ManifestDigest = %s, want %s", got, empty)
+	}
+	if got := JournalDigest(""); got != "sha256:"+empty {
+		t.Errorf("JournalDigest = %s, want sha256:%s", got, empty)
+	}
+}

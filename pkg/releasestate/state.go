@@ -11,16 +11,17 @@ import (
 )
 
 // State is a release's stored state as a plan reads it, once, before it
-// renders: what the plan, the render and the apply then use without
-// reading it again.
+// renders: what the plan, the render (through render.Stored: Revisions,
+// Snapshot, Missing, Upgrade) and the apply then use without reading it
+// again.
 type State struct {
 	// Lease is the release's Lease as read: the apply takes it on
 	// condition that nobody took it since.
 	Lease *LeaseObservation
 	// History is the release's revisions, newest first, and From the
 	// release an upgrade starts from (see ReadHistory); HistoryErr says why
-	// the history could not be read (the render reads it again and
-	// reports it where it always has).
+	// the history could not be read (the render reports it where it
+	// always has).
 	History    []*release.Release
 	From       *release.Release
 	HistoryErr error
@@ -44,8 +45,8 @@ type Recorded struct {
 // come back with --recover before anything is planned against a cluster
 // missing them), reads the Lease (refused, forApply, while another run
 // holds it: ObserveLease), then the history from cfg's storage
-// (ReadHistory) and the apply method recorded with its last revision
-// (RecordedApplyMethod). It sends no write.
+// and the apply method recorded with its last revision (ReadRelease). It
+// sends no write.
 func Read(ctx context.Context, cluster *live.Cluster, cfg *action.Configuration, name, ns string, forApply bool, now time.Time) (*State, error) {
 	return ReadStored(ctx, cluster, cfg, name, ns, ns, forApply, now)
 }
@@ -61,16 +62,7 @@ func ReadStored(ctx context.Context, cluster *live.Cluster, cfg *action.Configur
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Lease: lease}
-	if cfg == nil {
-		return s, nil
-	}
-	s.History, s.From, s.HistoryErr = ReadHistory(cfg.Releases, name)
-	if len(s.History) > 0 && s.History[0].Info.Status != release.StatusUninstalled {
-		last := s.History[0]
-		r := &Recorded{Version: last.Version}
-		r.Method, r.OK, r.Err = RecordedApplyMethod(ctx, cfg, storage, last)
-		s.Recorded = r
-	}
+	s := ReadRelease(ctx, cfg, name, storage)
+	s.Lease = lease
 	return s, nil
 }

@@ -1,14 +1,9 @@
 package render
 
 import (
-	"context"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
-
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 )
 
 // Values of Options.ServerSide, Helm 4's --server-side.
@@ -80,32 +75,4 @@ func (r *Result) rollbackMethodWhy(serverSide string) string {
 		return "--server-side=false"
 	}
 	return fmt.Sprintf("--server-side=auto follows revision %d, which Helm did not apply server-side", r.RollbackTo)
-}
-
-// RecordedServerSide reports whether a plan of an upgrade from rel under
-// serverSide (--server-side) will be server-side, reading the apply method
-// Helm 4 recorded with rel as Render does (Result.ServerSideApply): for
-// what a plan prepares before its render, false when it cannot be read.
-func RecordedServerSide(ctx context.Context, cfg *action.Configuration, serverSide string, rel *release.Release) bool {
-	switch serverSide {
-	case ServerSideTrue:
-		return true
-	case ServerSideFalse:
-		return false
-	}
-	if cfg == nil || cfg.Releases == nil || rel == nil {
-		return false
-	}
-	method, ok, err := recordedApplyMethod(ctx, cfg, rel.Namespace, rel)
-	return ok && err == nil && method == plan.ApplyMethodSSA
-}
-
-// recordedApplyMethod is the apply method Helm 4 recorded with rel
-// (releasestate's RecordedApplyMethod): as read with the history when cfg's
-// storage is a snapshot that holds it, so a plan reads the record once.
-func recordedApplyMethod(ctx context.Context, cfg *action.Configuration, ns string, rel *release.Release) (string, bool, error) {
-	if s, ok := cfg.Releases.Driver.(*snapshot); ok && s.recorded != nil && s.recorded.Version == rel.Version {
-		return s.recorded.Method, s.recorded.OK, s.recorded.Err
-	}
-	return releasestate.RecordedApplyMethod(ctx, cfg, ns, rel)
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	helmtime "helm.sh/helm/v3/pkg/time"
 	"io"
+
+	helmtime "helm.sh/helm/v3/pkg/time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -17,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 )
 
@@ -142,7 +144,7 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
 			PostRender: base.PostRender, SkipSchemaValidation: opts.SkipSchemaValidation}
 		baseOpts.Values.ValueFiles = base.Values
-		res, err := Render(ctx, cfg, settings, name, base.Chart, baseOpts)
+		res, err := Render(ctx, cfg, offlineStored{}, settings, name, base.Chart, baseOpts)
 		if err != nil {
 			return nil, fmt.Errorf("base chart %s: %w", base.Chart, err)
 		}
@@ -159,7 +161,11 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	now := helmtime.Now()
 	baseRel.Version = 1
 	baseRel.Info = &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusDeployed, Description: "Install complete"}
-	if err := cfg.Releases.Create(baseRel); err != nil {
+	// Helm's upgrade changes the values of the release it upgrades from
+	// (CoalesceTables): the storage holds a copy, baseRel stays as it was.
+	stored := *baseRel
+	stored.Config = helmsdk.CopyValues(baseRel.Config)
+	if err := cfg.Releases.Create(&stored); err != nil {
 		return nil, fmt.Errorf("storing the base release in memory: %w", err)
 	}
 	// The head's lookup sees the base release's objects.
@@ -169,7 +175,7 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	}
 	defer cluster.Close()
 	cfg.RESTClientGetter = cluster.getter()
-	res, err := Render(ctx, cfg, settings, name, headChart, opts)
+	res, err := Render(ctx, cfg, offlineStored{base: baseRel}, settings, name, headChart, opts)
 	if err != nil {
 		return nil, &HeadError{Base: baseRel, err: fmt.Errorf("head chart %s: %w", headChart, err)}
 	}
@@ -189,7 +195,7 @@ func renderOfflineInstall(ctx context.Context, cfg *action.Configuration, settin
 	defer empty.Close()
 	cfg.RESTClientGetter = empty.getter()
 	opts.Install, opts.ReuseValues, opts.ResetThenReuseValues = true, false, false
-	res, err := Render(ctx, cfg, settings, name, headChart, opts)
+	res, err := Render(ctx, cfg, offlineStored{}, settings, name, headChart, opts)
 	if err != nil {
 		return nil, &HeadError{Base: &release.Release{Name: name, Namespace: ns}, err: fmt.Errorf("head chart %s: %w", headChart, err)}
 	}
@@ -197,4 +203,27 @@ func renderOfflineInstall(ctx context.Context, cfg *action.Configuration, settin
 		return nil, errors.New("head chart " + headChart + ": rendered as an upgrade, not as an install")
 	}
 	return res, nil
+}
+
+// offlineStored is the stored state an offline render starts from, which
+// RenderOffline made in memory: no release (the base's install, or the
+// head's), or the base, installed and deployed by Helm 3 (no apply method
+// recorded). cfg's memory storage holds exactly that.
+type offlineStored struct{ base *release.Release }
+
+func (s offlineStored) Revisions() ([]*release.Release, error) {
+	if s.base == nil {
+		return nil, nil
+	}
+	return []*release.Release{s.base}, nil
+}
+
+func (s offlineStored) Snapshot(cfg *action.Configuration) *action.Configuration { return cfg }
+
+func (s offlineStored) Missing(name, ns string) error {
+	return fmt.Errorf("release %q not found in namespace %s (offline)", name, ns)
+}
+
+func (s offlineStored) Upgrade(string, string) (*release.Release, string, bool, error) {
+	return s.base, "", true, nil
 }

@@ -2,11 +2,13 @@ package render
 
 import (
 	"context"
-	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
+
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -23,7 +25,7 @@ func TestHideSecretStaysOutOfTheRender(t *testing.T) {
 	f := newFixture(t)
 	f.seed(t, chartDir, release.StatusDeployed)
 	o.Namespace, o.Timeout = relNS, DefaultTimeout
-	res, err := Render(context.Background(), f.cfg, helmtest.Settings(t), relName, chartDir, o)
+	res, err := Render(context.Background(), f.cfg, f.stored(t), helmtest.Settings(t), relName, chartDir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +62,13 @@ func TestRenderLabelsNotesDependencies(t *testing.T) {
 	settings := helmtest.Settings(t)
 
 	opts := baseOptions()
-	if _, err := Render(context.Background(), f.cfg, settings, relName, parent, opts); err == nil || !strings.Contains(err.Error(), "--dependency-update") {
+	if _, err := Render(context.Background(), f.cfg, f.stored(t), settings, relName, parent, opts); err == nil || !strings.Contains(err.Error(), "--dependency-update") {
 		t.Fatalf("missing dependency: err = %v", err)
 	}
 	opts.DependencyUpdate = true
 	opts.SubNotes = true
 	opts.Labels = map[string]string{"team": "db"}
-	res, err := Render(context.Background(), f.cfg, settings, relName, parent, opts)
+	res, err := Render(context.Background(), f.cfg, f.stored(t), settings, relName, parent, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestRenderLabelsNotesDependencies(t *testing.T) {
 		t.Errorf("--labels: release labels = %v", res.Next.Labels)
 	}
 	opts.SubNotes = false
-	if res, err = Render(context.Background(), f.cfg, settings, relName, parent, opts); err != nil {
+	if res, err = Render(context.Background(), f.cfg, f.stored(t), settings, relName, parent, opts); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(res.Next.Info.Notes, "sub notes") {

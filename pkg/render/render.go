@@ -17,9 +17,8 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 )
 
 // Result is the rendered next revision of a release and what it was
@@ -75,46 +74,45 @@ type Result struct {
 	helm3Only bool
 }
 
-// ErrReleaseNotFound is matched (errors.Is) by the error Render returns when
-// the release does not exist and Options.Install is not set.
-var ErrReleaseNotFound = errors.New("release not found")
-
 // ErrWriteRefused is returned if Helm's code path tries to write to the
 // cluster or to the release storage during a render. It never should.
 var ErrWriteRefused = errors.New("write refused while planning")
 
-// ReleaseNotFoundError says that a release does not exist (or that all its
-// revisions were uninstalled with --keep-history) and --install was not given.
-type ReleaseNotFoundError struct {
-	Name, Namespace string
-	// Uninstalled is true when the history exists but its last revision is
+// Stored is the release's stored state a render starts from, read once
+// before it (releasestate.State implements it): render reads no release
+// state itself.
+type Stored interface {
+	// Revisions is the release's history, newest first, or why it could
+	// not be read.
+	Revisions() ([]*release.Release, error)
+	// Snapshot is cfg with a read-only release storage holding those
+	// revisions: what Helm's action runs on.
+	Snapshot(cfg *action.Configuration) *action.Configuration
+	// Missing is the refusal of an upgrade, without --install, of release
+	// name in ns, which does not exist or whose every revision was
 	// uninstalled.
-	Uninstalled bool
+	Missing(name, ns string) error
+	// Upgrade is the revision an upgrade of release name in ns starts from
+	// and the apply method Helm 4 recorded with the last revision (known
+	// false: the storage cannot say), or why the upgrade is refused (a
+	// pending last revision, none deployed, the method unreadable).
+	Upgrade(name, ns string) (from *release.Release, method string, known bool, err error)
 }
-
-func (e *ReleaseNotFoundError) Error() string {
-	if e.Uninstalled {
-		return fmt.Sprintf("release %q in namespace %s was uninstalled; use --install to install it again", e.Name, e.Namespace)
-	}
-	return fmt.Sprintf("release %q not found in namespace %s; use --install to install it", e.Name, e.Namespace)
-}
-
-// Unwrap makes errors.Is(err, ErrReleaseNotFound) true.
-func (e *ReleaseNotFoundError) Unwrap() error { return ErrReleaseNotFound }
 
 // Render renders the next revision of releaseName from chartRef as
 // `helm upgrade [--install] --dry-run=server` would, through Helm's own
 // install/upgrade actions (values semantics, hooks, post-renderer, notes,
 // lookup and .Capabilities against the cluster), but on a copy of cfg whose
 // kube client does not build the manifests (see renderClient) and whose
-// release storage is a read-only snapshot of the release's history. It
-// never writes to the cluster or to the storage.
+// release storage is a read-only snapshot of the release's history as
+// stored, read before the render (Stored). It never writes to the cluster
+// or to the storage.
 //
 // cfg must be set up for the release namespace (see releasestate.NewConfiguration);
 // settings gives the repository, registry and plugin environment (nil means
 // cli.New()). When ctx is done, Render returns ctx's error at once.
-func Render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, releaseName, chartRef string, opts Options) (*Result, error) {
-	if cfg == nil || cfg.Releases == nil || cfg.KubeClient == nil {
+func Render(ctx context.Context, cfg *action.Configuration, stored Stored, settings *cli.EnvSettings, releaseName, chartRef string, opts Options) (*Result, error) {
+	if cfg == nil || cfg.Releases == nil || cfg.KubeClient == nil || stored == nil {
 		return nil, errors.New("render: the Helm configuration has no release storage or kube client")
 	}
 	if settings == nil {
@@ -129,7 +127,7 @@ func Render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := render(ctx, cfg, settings, releaseName, chartRef, opts)
+		res, err := render(ctx, cfg, stored, settings, releaseName, chartRef, opts)
 		done <- outcome{res, err}
 	}()
 	select {
@@ -141,7 +139,10 @@ func Render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	}
 }
 
-func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, chartRef string, opts Options) (*Result, error) {
+// render is Render's steps: the configuration Helm's action runs on, the
+// chart and values, then the release's stored state, which says whether
+// it is an install or an upgrade and from which revision.
+func render(ctx context.Context, cfg *action.Configuration, stored Stored, settings *cli.EnvSettings, name, chartRef string, opts Options) (*Result, error) {
 	ns := opts.Namespace
 	if ns == "" {
 		ns = settings.Namespace()
@@ -149,9 +150,54 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("release name %q is invalid: %w", name, err)
 	}
+	run, cpo, post, err := actionConfig(cfg, settings, chartRef, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, vals, err := loadChart(run, settings, chartRef, cpo, opts)
+	if err != nil {
+		return nil, err
+	}
 
-	// The configuration the action runs on: the kube client does not build
-	// manifests and refuses writes; Log must not be nil (Helm calls it).
+	// The release's history, read once; the action reads the same snapshot.
+	if err := cfg.KubeClient.IsReachable(); err != nil {
+		return nil, err
+	}
+	hist, err := stored.Revisions()
+	if err != nil {
+		storage := ns
+		if opts.StorageNamespace != "" {
+			storage = opts.StorageNamespace
+		}
+		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, storage, err)
+	}
+	if len(hist) > 0 {
+		res.Last = hist[0]
+	}
+	run.Releases = stored.Snapshot(cfg).Releases
+
+	if res.Last == nil || res.Last.Info.Status == release.StatusUninstalled {
+		if !opts.Install {
+			return nil, stored.Missing(name, ns)
+		}
+		return renderInstall(ctx, run, res, name, ns, cpo, post, vals, opts)
+	}
+	from, method, known, err := stored.Upgrade(name, ns)
+	if err != nil {
+		return nil, err
+	}
+	if !known && opts.ServerSide != ServerSideTrue && opts.ServerSide != ServerSideFalse {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the apply method Helm 4 records cannot be read from the %s release storage: planned as client-side; pass --server-side=true for a release Helm 4 applied server-side", cfg.Releases.Name()))
+	}
+	res.ApplyMethod, res.Previous = method, from
+	return renderUpgrade(ctx, run, res, name, ns, cpo, post, vals, opts)
+}
+
+// actionConfig is the configuration Helm's action runs on (its kube
+// client does not build manifests and refuses writes; Log must not be nil:
+// Helm calls it), with a registry client for an OCI chart, the chart's
+// path options and the post-renderer.
+func actionConfig(cfg *action.Configuration, settings *cli.EnvSettings, chartRef string, opts Options) (*action.Configuration, action.ChartPathOptions, postrender.PostRenderer, error) {
 	run := *cfg
 	run.KubeClient = &renderClient{Interface: cfg.KubeClient}
 	if opts.SecretLookups != nil && cfg.RESTClientGetter != nil {
@@ -171,7 +217,7 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if run.RegistryClient == nil && (registry.IsOCI(chartRef) || registry.IsOCI(cpo.RepoURL)) {
 		rc, err := newRegistryClient(cpo, settings)
 		if err != nil {
-			return nil, fmt.Errorf("registry client for chart %q: %w", chartRef, err)
+			return nil, cpo, nil, fmt.Errorf("registry client for chart %q: %w", chartRef, err)
 		}
 		run.RegistryClient = rc
 	}
@@ -180,78 +226,42 @@ func render(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSet
 	if opts.PostRenderer != "" {
 		pr, err := postrender.NewExec(opts.PostRenderer, opts.PostRendererArgs...)
 		if err != nil {
-			return nil, fmt.Errorf("post-renderer %q: %w", opts.PostRenderer, err)
+			return nil, cpo, nil, fmt.Errorf("post-renderer %q: %w", opts.PostRenderer, err)
 		}
 		post = pr
 	}
+	return &run, cpo, post, nil
+}
 
-	// Chart and values, as cmd/helm/upgrade.go reads them.
-	locator := action.NewInstall(&run)
+// loadChart locates and loads the chart and merges the values, as
+// cmd/helm/upgrade.go reads them: the Result to fill, and the values.
+func loadChart(run *action.Configuration, settings *cli.EnvSettings, chartRef string, cpo action.ChartPathOptions, opts Options) (*Result, map[string]interface{}, error) {
+	locator := action.NewInstall(run)
 	locator.ChartPathOptions = cpo
 	locator.SetRegistryClient(run.RegistryClient)
 	chartPath, err := locator.LocateChart(chartRef, settings)
 	if err != nil {
-		return nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
+		return nil, nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
 	}
 	if err := checkValueFiles(opts.Values); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	vals, err := opts.Values.MergeValues(getter.All(settings))
 	if err != nil {
-		return nil, fmt.Errorf("reading values: %w", err)
+		return nil, nil, fmt.Errorf("reading values: %w", err)
 	}
 	ch, err := loader.Load(chartPath)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
+		return nil, nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
 	}
 	if ch, err = checkDependencies(ch, chartPath, settings, opts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res := &Result{Chart: ch, ChartPath: chartPath, Values: CopyValues(vals)}
+	res := &Result{Chart: ch, ChartPath: chartPath, Values: helmsdk.CopyValues(vals)}
 	if ch.Metadata.Deprecated {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s is deprecated", ch.Name()))
 	}
-
-	// The release's history, read once; the action reads the same snapshot.
-	if err := cfg.KubeClient.IsReachable(); err != nil {
-		return nil, err
-	}
-	hist, err := releasestate.History(cfg.Releases, name)
-	if err != nil {
-		storage := ns
-		if opts.StorageNamespace != "" {
-			storage = opts.StorageNamespace
-		}
-		return nil, fmt.Errorf("reading the history of release %q in namespace %s: %w", name, storage, err)
-	}
-	if len(hist) > 0 {
-		res.Last = hist[0]
-	}
-	run.Releases = Snapshot(cfg, hist, nil).Releases
-
-	if res.Last == nil || res.Last.Info.Status == release.StatusUninstalled {
-		if !opts.Install {
-			return nil, &ReleaseNotFoundError{Name: name, Namespace: ns, Uninstalled: res.Last != nil}
-		}
-		return renderInstall(ctx, &run, res, name, ns, cpo, post, vals, opts)
-	}
-	if err := releasestate.CheckPending(hist, name, ns); err != nil {
-		return nil, err
-	}
-	method, ok, err := recordedApplyMethod(ctx, cfg, ns, res.Last)
-	if err != nil {
-		return nil, fmt.Errorf("release %q in namespace %s: reading its apply method: %w", name, ns, err)
-	}
-	if !ok && opts.ServerSide != ServerSideTrue && opts.ServerSide != ServerSideFalse {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the apply method Helm 4 records cannot be read from the %s release storage: planned as client-side; pass --server-side=true for a release Helm 4 applied server-side", cfg.Releases.Name()))
-	}
-	res.ApplyMethod = method
-	res.Previous = releasestate.Current(hist)
-	if res.Previous == nil {
-		return nil, fmt.Errorf("release %q in namespace %s: last revision %d is %s and no revision is deployed: %w",
-			name, ns, res.Last.Version, res.Last.Info.Status, driver.ErrNoDeployedReleases)
-	}
-	return renderUpgrade(ctx, &run, res, name, ns, cpo, post, vals, opts)
+	return res, vals, nil
 }
 
 // checkDependencies checks that the chart's charts/ directory satisfies
@@ -354,48 +364,4 @@ func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*r
 		opts = append(opts, registry.ClientOptPlainHTTP())
 	}
 	return registry.NewClient(opts...)
-}
-
-// CopyValues deep-copies a values tree (maps and slices of YAML/JSON
-// values), keeping Helm 3's chartutil.Values maps as they are: Helm merges
-// the previous release's values into the map it is given (--reuse-values),
-// and the plan must stay as it was.
-func CopyValues(v map[string]interface{}) map[string]interface{} {
-	m, _ := copyValue(v, false).(map[string]interface{})
-	return m
-}
-
-// PlainValues is CopyValues for Helm 4, which does not know Helm 3's
-// chartutil.Values type: every map becomes a plain one.
-func PlainValues(v map[string]interface{}) map[string]interface{} {
-	m, _ := copyValue(v, true).(map[string]interface{})
-	return m
-}
-
-func copyValue(x interface{}, plain bool) interface{} {
-	switch t := x.(type) {
-	case chartutil.Values:
-		if plain {
-			return copyValue(map[string]interface{}(t), plain)
-		}
-		m, _ := copyValue(map[string]interface{}(t), plain).(map[string]interface{})
-		return chartutil.Values(m)
-	case map[string]interface{}:
-		if t == nil {
-			return map[string]interface{}(nil)
-		}
-		out := make(map[string]interface{}, len(t))
-		for k, e := range t {
-			out[k] = copyValue(e, plain)
-		}
-		return out
-	case []interface{}:
-		out := make([]interface{}, len(t))
-		for i, e := range t {
-			out[i] = copyValue(e, plain)
-		}
-		return out
-	default:
-		return x
-	}
 }

@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,6 +81,13 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// stored is the release's stored state as a plan reads it before it
+// renders.
+func (f *fixture) stored(t *testing.T) Stored {
+	t.Helper()
+	return releasestate.ReadRelease(context.Background(), f.cfg, relName, relNS)
+}
+
 // seed stores a revision rendered by Render itself (a real install or
 // upgrade record), with the given status.
 func (f *fixture) seed(t *testing.T, chart string, status release.Status, set ...string) *release.Release {
@@ -89,7 +95,7 @@ func (f *fixture) seed(t *testing.T, chart string, status release.Status, set ..
 	opts := baseOptions()
 	opts.Install = true
 	opts.Values.Values = set
-	res, err := Render(context.Background(), f.cfg, helmtest.Settings(t), relName, chart, opts)
+	res, err := Render(context.Background(), f.cfg, f.stored(t), helmtest.Settings(t), relName, chart, opts)
 	if err != nil {
 		t.Fatalf("seed render: %v", err)
 	}
@@ -181,7 +187,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name:      "release not found without --install",
-			wantErrIs: ErrReleaseNotFound,
+			wantErrIs: releasestate.ErrReleaseNotFound,
 			wantErr:   []string{`release "app" not found in namespace demo; use --install to install it`},
 		},
 		{
@@ -359,7 +365,7 @@ func TestRender(t *testing.T) {
 			setup: func(t *testing.T, f *fixture) {
 				f.seed(t, chartDir, release.StatusUninstalled)
 			},
-			wantErrIs: ErrReleaseNotFound,
+			wantErrIs: releasestate.ErrReleaseNotFound,
 			wantErr:   []string{"was uninstalled; use --install"},
 		},
 		{
@@ -461,7 +467,7 @@ func TestRender(t *testing.T) {
 			f.kube.reachable.Store(0)
 			origKube, origStore := f.cfg.KubeClient, f.cfg.Releases
 
-			res, err := Render(context.Background(), f.cfg, helmtest.Settings(t), relName, chart, opts)
+			res, err := Render(context.Background(), f.cfg, f.stored(t), helmtest.Settings(t), relName, chart, opts)
 
 			switch {
 			case tt.wantErr != nil || tt.wantErrIs != nil:
@@ -519,7 +525,7 @@ func TestRenderContextDone(t *testing.T) {
 	cancel()
 	opts := baseOptions()
 	opts.Install = true
-	_, err := Render(ctx, f.cfg, helmtest.Settings(t), relName, chartDir, opts)
+	_, err := Render(ctx, f.cfg, f.stored(t), helmtest.Settings(t), relName, chartDir, opts)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -529,7 +535,7 @@ func TestRenderBadReleaseName(t *testing.T) {
 	f := newFixture(t)
 	opts := baseOptions()
 	opts.Install = true
-	_, err := Render(context.Background(), f.cfg, helmtest.Settings(t), "Bad_Name", chartDir, opts)
+	_, err := Render(context.Background(), f.cfg, f.stored(t), helmtest.Settings(t), "Bad_Name", chartDir, opts)
 	if err == nil || !strings.Contains(err.Error(), `"Bad_Name"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -549,14 +555,4 @@ func TestPlanClientRefusesWrites(t *testing.T) {
 	if _, errs := c.Delete(nil); len(errs) != 1 || !errors.Is(errs[0], ErrWriteRefused) {
 		t.Errorf("Delete errs = %v", errs)
 	}
-	s := newSnapshot("Secret", nil)
-	if err := s.Create("k", nil); !errors.Is(err, ErrWriteRefused) {
-		t.Errorf("snapshot Create err = %v", err)
-	}
-}
-
-func ExampleReleaseNotFoundError() {
-	err := fmt.Errorf("plan: %w", &ReleaseNotFoundError{Name: "web", Namespace: "prod"})
-	fmt.Println(errors.Is(err, ErrReleaseNotFound), err)
-	// Output: true plan: release "web" not found in namespace prod; use --install to install it
 }

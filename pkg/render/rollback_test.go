@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 )
 
@@ -46,7 +48,7 @@ func TestRollback(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, err := Rollback(context.Background(), cfg, "db", "ns", tt.revision)
+			res, err := rollbackOf(cfg, tt.revision)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err %v, want %q", err, tt.err)
@@ -77,8 +79,20 @@ func TestRollback(t *testing.T) {
 	}
 	t.Run("no release", func(t *testing.T) {
 		cfg := helmtest.Config(t, helmtest.NewCountingDriver("ns"), nil)
-		if _, err := Rollback(context.Background(), cfg, "db", "ns", 0); err == nil || !errors.Is(err, ErrReleaseNotFound) || !strings.Contains(err.Error(), `release "db" not found in namespace ns: no revision to roll back to`) {
+		if _, err := rollbackOf(cfg, 0); err == nil || !errors.Is(err, releasestate.ErrReleaseNotFound) || !strings.Contains(err.Error(), `release "db" not found in namespace ns: no revision to roll back to`) {
 			t.Errorf("err %v", err)
 		}
 	})
+}
+
+// rollbackOf is the rollback of release db in namespace ns to version, as
+// the verb makes it: the revisions read (releasestate.ReadRollback), then
+// the next one made of them.
+func rollbackOf(cfg *action.Configuration, version int) (*Result, error) {
+	rb, err := releasestate.ReadRollback(context.Background(), cfg, "db", "ns", version)
+	if err != nil {
+		return nil, err
+	}
+	return Rollback(Revision{Release: rb.Last, Method: rb.LastMethod.Method, Known: rb.LastMethod.OK},
+		Revision{Release: rb.Target, Method: rb.TargetMethod.Method, Known: rb.TargetMethod.OK}, cfg.Releases.Name()), nil
 }

@@ -96,33 +96,14 @@ type LogEntry struct {
 	// why there is no record ("" for none: plain helm).
 	Computed bool
 	Why      string
-	By       LogWho
+	By       plan.Who
 	// Helm is what Helm said of the apply, as recorded.
 	Helm string
 	// Summary, Changes and Outcome are RecordForm's.
 	Summary, Changes, Outcome json.RawMessage
 	Recreated                 []string
-	Events                    []LogEvent
+	Events                    []plan.Event
 	Notes                     []string
-}
-
-// LogWho is who ran a revision, as its record says.
-type LogWho struct {
-	User     string `json:"user,omitempty"`
-	Caller   string `json:"caller,omitempty"`
-	Command  string `json:"command,omitempty"`
-	Tool     string `json:"tool,omitempty"`
-	Commit   string `json:"commit,omitempty"`
-	Pipeline string `json:"pipeline,omitempty"`
-}
-
-// LogEvent is a run on a revision after its apply: kind recover (a
-// --recover that settled it) or uninstall.
-type LogEvent struct {
-	Kind string    `json:"kind"`
-	At   time.Time `json:"at"`
-	By   LogWho    `json:"by"`
-	Line string    `json:"line"`
 }
 
 // LogOptions are how the log is written.
@@ -154,13 +135,13 @@ type jsonLogEntry struct {
 	RollbackTo  int          `json:"rollbackTo,omitempty"`
 	Computed    bool         `json:"computed"`
 	Why         string       `json:"why,omitempty"`
-	By          *LogWho      `json:"by,omitempty"`
+	By          *plan.Who    `json:"by,omitempty"`
 	Helm        string       `json:"helm,omitempty"`
 	Summary     *jsonSummary `json:"summary,omitempty"`
 	Changes     []jsonChange `json:"changes"`
 	Outcome     *jsonOutcome `json:"outcome,omitempty"`
 	Recreated   []string     `json:"recreated,omitempty"`
-	Events      []LogEvent   `json:"events,omitempty"`
+	Events      []plan.Event `json:"events,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
 }
 
@@ -170,7 +151,7 @@ func (e *LogEntry) decoded() jsonLogEntry {
 	je := jsonLogEntry{Revision: e.Revision, Updated: e.Updated.UTC(), Chart: e.Chart, AppVersion: e.AppVersion, Status: e.Status,
 		Description: e.Description, Operation: e.Operation, RollbackTo: e.RollbackTo, Computed: e.Computed, Why: e.Why, Helm: e.Helm,
 		Recreated: e.Recreated, Events: e.Events, Notes: e.Notes, Changes: []jsonChange{}}
-	if e.By != (LogWho{}) {
+	if e.By != (plan.Who{}) {
 		by := e.By
 		je.By = &by
 	}
@@ -306,7 +287,7 @@ func logFields(e *jsonLogEntry) [][2]string {
 }
 
 // whoLine is "alice, through helmfile (the drop-in helm), commit abc, pipeline 42".
-func whoLine(w LogWho) string {
+func whoLine(w plan.Who) string {
 	var parts []string
 	if w.User != "" {
 		parts = append(parts, w.User)

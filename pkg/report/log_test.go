@@ -40,12 +40,12 @@ func fixtureLog(t *testing.T) []LogEntry {
 	e3.Summary, e3.Changes, _ = form(rollbackPlan())
 	e2 := LogEntry{Revision: 8, Updated: at.Add(time.Hour), Chart: "shop-2.0.0", AppVersion: "2.0", Status: "failed",
 		Description: "Rollout failed after the upgrade: Deployment.apps/shop/web failed", Operation: "upgrade",
-		By:   LogWho{User: "alice", Caller: "helmfile", Command: "helm safe-upgrade shop ./shop --ack-file", Commit: "0123abc", Pipeline: "42"},
+		By:   plan.Who{User: "alice", Caller: "helmfile", Command: "helm safe-upgrade shop ./shop --ack-file", Commit: "0123abc", Pipeline: "42"},
 		Helm: "applied: deployed", Recreated: []string{"StatefulSet.apps/shop/postgres"}}
 	e2.Summary, e2.Changes, e2.Outcome = form(applied)
 	e1 := LogEntry{Revision: 7, Updated: at, Chart: "shop-1.0.0", Status: "failed", Operation: "upgrade", Computed: true,
 		Why: "the apply did not record its changes (interrupted)", Description: "safe-upgrade --recover: the apply was interrupted",
-		Events: []LogEvent{{Kind: "recover", At: at.Add(30 * time.Minute), By: LogWho{User: "bob"}, Line: "safe-upgrade --recover: the apply was interrupted; restored StatefulSet.apps/shop/postgres"}}}
+		Events: []plan.Event{{Kind: "recover", At: at.Add(30 * time.Minute), By: plan.Who{User: "bob"}, Line: "safe-upgrade --recover: the apply was interrupted; restored StatefulSet.apps/shop/postgres"}}}
 	e1.Summary, e1.Changes, _ = form(&plan.Plan{Release: plan.Release{Name: "shop", Namespace: "shop"}})
 	return []LogEntry{e3, e2, e1}
 }

@@ -2,7 +2,6 @@ package verb
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 )
 
@@ -80,7 +78,7 @@ func (c *Config) readRevisions(ctx context.Context, name string) ([]*release.Rel
 		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: reading its history: %w", name, c.Namespace, err)
 	}
 	if len(hist) == 0 && len(unreadable) == 0 {
-		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, render.ErrReleaseNotFound)
+		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, c.Namespace, releasestate.ErrReleaseNotFound)
 	}
 	slices.SortFunc(unreadable, func(a, b *releasestate.UnreadableError) int { return b.Revision - a.Revision })
 	for _, r := range hist {
@@ -142,60 +140,24 @@ func (c *Config) logEntry(ctx context.Context, prev, rel *release.Release, rec *
 // is a ConfigMap anyone who may write them in the namespace can write.
 func (c *Config) fromRecord(e *report.LogEntry, rec *releasestate.RevisionRecord) {
 	text := func(s string) string { return c.Sanitizer.Text(s, redact.RecordLimit) }
-	who := func(w releasestate.Who) report.LogWho {
-		return report.LogWho{User: text(w.User), Caller: text(w.Caller), Command: text(w.Command), Tool: text(w.Tool),
+	who := func(w plan.Who) plan.Who {
+		return plan.Who{User: text(w.User), Caller: text(w.Caller), Command: text(w.Command), Tool: text(w.Tool),
 			Commit: text(w.Commit), Pipeline: text(w.Pipeline)}
 	}
 	e.Operation, e.RollbackTo = text(rec.Operation), rec.RollbackTo
 	e.By, e.Helm = who(rec.By), text(rec.Helm)
-	e.Summary = cleanJSON(rec.Summary, c.Sanitizer)
-	e.Changes = cleanJSON(rec.Changes, c.Sanitizer)
-	e.Outcome = cleanJSON(rec.Outcome, c.Sanitizer)
+	e.Summary = c.Sanitizer.JSON(rec.Summary)
+	e.Changes = c.Sanitizer.JSON(rec.Changes)
+	e.Outcome = c.Sanitizer.JSON(rec.Outcome)
 	for _, r := range rec.Recreated {
 		e.Recreated = append(e.Recreated, text(r))
 	}
 	for _, ev := range rec.Events {
-		e.Events = append(e.Events, report.LogEvent{Kind: text(ev.Kind), At: ev.At, By: who(ev.By), Line: text(ev.Line)})
+		e.Events = append(e.Events, plan.Event{Kind: text(ev.Kind), At: ev.At, By: who(ev.By), Line: text(ev.Line)})
 	}
 	for _, n := range rec.Notes {
 		e.Notes = append(e.Notes, text(n))
 	}
-}
-
-// cleanJSON is raw with every string through the sanitiser's Text (a
-// diff's lines one by one, kept whole); nil when raw does not decode.
-func cleanJSON(raw json.RawMessage, san *redact.Sanitizer) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var v interface{}
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	out, err := json.Marshal(cleanValue(v, "", san))
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-func cleanValue(v interface{}, key string, san *redact.Sanitizer) interface{} {
-	switch x := v.(type) {
-	case string:
-		if key != "diff" {
-			return san.Text(x, redact.RecordLimit)
-		}
-		return san.Lines(x)
-	case map[string]interface{}:
-		for k, val := range x {
-			x[k] = cleanValue(val, k, san)
-		}
-	case []interface{}:
-		for i, val := range x {
-			x[i] = cleanValue(val, key, san)
-		}
-	}
-	return v
 }
 
 // revisionPlan classifies what going from prev's stored manifest to rel's
@@ -209,7 +171,7 @@ func (c *Config) revisionPlan(ctx context.Context, prev, rel *release.Release) (
 		NextManifest: rel.Manifest,
 		Hooks:        hookManifests(rel.Hooks),
 	}
-	if to := rollbackTarget(rel); to > 0 {
+	if to := releasestate.RollbackOf(rel); to > 0 {
 		in.Release.Operation, in.Release.RollbackTo = plan.OperationRollback, to
 	}
 	if prev != nil {
@@ -219,17 +181,4 @@ func (c *Config) revisionPlan(ctx context.Context, prev, rel *release.Release) (
 	in.PreviousName = "revision " + fmt.Sprint(in.Release.CurrentRevision)
 	offline := planner.Offline{Release: rel.Name, Namespace: rel.Namespace}
 	return c.planner(offline.Parts(), "").Plan(ctx, in)
-}
-
-// rollbackTarget is the revision rel's description says Helm's rollback
-// went back to ("Rollback to 3"); 0 for any other revision.
-func rollbackTarget(rel *release.Release) int {
-	if rel.Info == nil {
-		return 0
-	}
-	var to int
-	if _, err := fmt.Sscanf(rel.Info.Description, "Rollback to %d", &to); err != nil {
-		return 0
-	}
-	return to
 }

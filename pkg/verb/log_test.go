@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
@@ -29,8 +30,8 @@ func TestFromRecordHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &releasestate.RevisionRecord{Operation: "upgrade", Helm: hostile, Changes: changes,
-		By:     releasestate.Who{User: hostile, Command: hostile},
-		Events: []releasestate.Event{{Kind: "recover", Line: hostile}}, Notes: []string{hostile}}
+		By:     plan.Who{User: hostile, Command: hostile},
+		Events: []plan.Event{{Kind: "recover", Line: hostile}}, Notes: []string{hostile}}
 	var entry report.LogEntry
 	c.fromRecord(&entry, rec)
 	all, err := json.Marshal(entry)

@@ -100,7 +100,7 @@ func (c *Config) recordRecovery(ctx context.Context, name, user, before string) 
 		return // nothing was settled (no journal, or the upgrade had finished)
 	}
 	if err == nil {
-		err = c.addEvent(ctx, hist[0], releasestate.EventRecover, user, firstLine(hist[0].Info.Description))
+		err = c.addEvent(ctx, hist[0], plan.EventRecover, user, firstLine(hist[0].Info.Description))
 	}
 	if err != nil {
 		fmt.Fprintf(c.Out, "warning: recording the recovery of release %q: %s\n", name, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
@@ -123,7 +123,7 @@ func (c *Config) recordUninstall(ctx context.Context, planned *PlannedUninstall,
 		if err != nil {
 			return err
 		}
-		return c.addEvent(ctx, rel, releasestate.EventUninstall, user, report.AuditLine(planned.Plan, ""))
+		return c.addEvent(ctx, rel, plan.EventUninstall, user, report.AuditLine(planned.Plan, ""))
 	}()
 	if err != nil {
 		fmt.Fprintf(c.Out, "warning: recording the uninstall of release %q: %s\n", name, c.Sanitizer.Text(err.Error(), redact.MessageLimit))
@@ -145,7 +145,7 @@ func (c *Config) addEvent(ctx context.Context, rel *release.Release, kind, user,
 	if rec == nil || rec.ManifestDigest != digest {
 		rec = &releasestate.RevisionRecord{Release: rel.Name, Namespace: c.Namespace, Revision: rel.Version, ManifestDigest: digest}
 	}
-	rec.Events = append(rec.Events, releasestate.Event{Kind: kind, At: c.Now().UTC(), By: c.who(user),
+	rec.Events = append(rec.Events, plan.Event{Kind: kind, At: c.Now().UTC(), By: c.who(user),
 		Line: c.Sanitizer.Text(line, redact.RecordLimit)})
 	data, err := rec.Encode(report.WithoutDiffs)
 	if err != nil {
@@ -166,9 +166,9 @@ func firstLine(s string) string {
 // who is who runs this apply: user (as the API server named them), the
 // drop-in helm's caller, the command line without flag values, and in CI
 // the commit and pipeline run.
-func (c *Config) who(user string) releasestate.Who {
+func (c *Config) who(user string) plan.Who {
 	ci := savedplan.ProvenanceFrom("", os.Getenv)
-	return releasestate.Who{User: user, Caller: c.Caller, Command: c.Command, Commit: ci.Commit, Pipeline: ci.Pipeline}
+	return plan.Who{User: user, Caller: c.Caller, Command: c.Command, Commit: ci.Commit, Pipeline: ci.Pipeline}
 }
 
 // recordTimeout bounds writing a record: one request's bound, as the

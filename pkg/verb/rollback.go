@@ -6,6 +6,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
@@ -33,17 +34,20 @@ func RollbackRequest(release string, to Rollback, opts render.Options, apply App
 }
 
 // rollbackSource reads the revision req.Rollback goes back to from helm's
-// release storage, and refuses the flags Helm would refuse for it
+// release storage (releasestate.ReadRollback), makes the next revision of
+// it (render.Rollback), and refuses the flags Helm would refuse for it
 // (Result.CheckRollbackFlags). A rollback Helm 4 applies server-side
 // (--server-side=true, or under "auto" a target revision Helm 4 applied
 // server-side) is planned server-side and applied through Helm 4's
 // rollback action (pkg/apply).
 func (c *Config) rollbackSource(ctx context.Context, req PlanRequest, helm *action.Configuration) (*render.Result, error) {
 	c.progress("Reading the revisions of release %s", req.ReleaseName)
-	res, err := render.Rollback(ctx, helm, req.ReleaseName, c.Namespace, req.Rollback.Revision)
+	rb, err := releasestate.ReadRollback(ctx, helm, req.ReleaseName, c.Namespace, req.Rollback.Revision)
 	if err != nil {
 		return nil, err
 	}
+	res := render.Rollback(render.Revision{Release: rb.Last, Method: rb.LastMethod.Method, Known: rb.LastMethod.OK},
+		render.Revision{Release: rb.Target, Method: rb.TargetMethod.Method, Known: rb.TargetMethod.OK}, helm.Releases.Name())
 	if err := res.CheckRollbackFlags(req.Render.ServerSide, req.Render.ForceConflicts); err != nil {
 		return nil, err
 	}

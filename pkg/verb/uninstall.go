@@ -21,7 +21,6 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/savedplan"
 )
@@ -127,12 +126,12 @@ func (c *Config) planUninstall(ctx context.Context, req UninstallRequest) (*Plan
 // lastRevision is the revision helm uninstall deletes: the newest, whatever
 // its status, refused when the release is not installed.
 // noReleaseError is the error of an uninstall of a release without
-// history: it matches render.ErrReleaseNotFound, which helm uninstall
+// history: it matches releasestate.ErrReleaseNotFound, which helm uninstall
 // --ignore-not-found treats as success.
 type noReleaseError string
 
 func (e noReleaseError) Error() string { return string(e) }
-func (noReleaseError) Unwrap() error   { return render.ErrReleaseNotFound }
+func (noReleaseError) Unwrap() error   { return releasestate.ErrReleaseNotFound }
 
 func (c *Config) lastRevision(name string, state *releasestate.State) (*release.Release, error) {
 	hist, err := state.History, state.HistoryErr

@@ -34,9 +34,9 @@ func (c *Config) statusUnreadable(targets []*statusTarget, unreadable []*release
 	}
 	kept := targets[:0]
 	for _, t := range targets {
-		k := [2]string{t.current.Namespace, t.current.Name}
+		k := [2]string{t.Current.Namespace, t.Current.Name}
 		recs := byRelease[k]
-		newer := slices.ContainsFunc(recs, func(u *releasestate.UnreadableError) bool { return u.Revision == 0 || u.Revision > t.last.Version })
+		newer := slices.ContainsFunc(recs, func(u *releasestate.UnreadableError) bool { return u.Revision == 0 || u.Revision > t.Last.Version })
 		if newer {
 			continue // shown unplanned below
 		}

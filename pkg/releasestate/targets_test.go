@@ -1,21 +1,18 @@
-package verb
+package releasestate
 
 import (
 	"errors"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/release"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
-func revision(v int, s release.Status) *release.Release {
-	return &release.Release{Name: "app", Namespace: "prod", Version: v, Info: &release.Info{Status: s}}
-}
-
-// TestStatusTargetOf: the revision status compares the live objects with
+// TestTargetOf: the revision `status` compares the live objects with
 // is the one the next upgrade starts from.
-func TestStatusTargetOf(t *testing.T) {
+func TestTargetOf(t *testing.T) {
+	revision := func(v int, s release.Status) *release.Release {
+		return &release.Release{Name: "app", Namespace: "prod", Version: v, Info: &release.Info{Status: s}}
+	}
 	tests := []struct {
 		name          string
 		hist          []*release.Release // newest first
@@ -31,9 +28,9 @@ func TestStatusTargetOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := statusTargetOf("app", "prod", tt.hist)
+			got, err := TargetOf("app", "prod", tt.hist)
 			if tt.notFound {
-				if !errors.Is(err, render.ErrReleaseNotFound) {
+				if !errors.Is(err, ErrReleaseNotFound) {
 					t.Fatalf("err %v, want release not found", err)
 				}
 				return
@@ -43,11 +40,11 @@ func TestStatusTargetOf(t *testing.T) {
 			}
 			if tt.current == 0 {
 				if got != nil {
-					t.Fatalf("target revision %d, want none", got.current.Version)
+					t.Fatalf("target revision %d, want none", got.Current.Version)
 				}
 				return
 			}
-			if got == nil || got.current.Version != tt.current || got.last.Version != tt.last {
+			if got == nil || got.Current.Version != tt.current || got.Last.Version != tt.last {
 				t.Fatalf("target %+v, want current %d, last %d", got, tt.current, tt.last)
 			}
 		})
