@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -12,7 +13,7 @@ import (
 // predicted workload (server defaults included when the server answered).
 func rollout(kind schema.GroupKind, obj map[string]interface{}) *plan.Rollout {
 	replicas := int64(1)
-	if n, ok := number(Lookup(obj, "spec.replicas")); ok {
+	if n, ok := jsonvalue.Number(Lookup(obj, "spec.replicas")); ok {
 		replicas = int64(n)
 	}
 	str := func(path, def string) string {
@@ -41,7 +42,7 @@ func rollout(kind schema.GroupKind, obj map[string]interface{}) *plan.Rollout {
 			break
 		}
 		partition := int64(0)
-		if n, ok := number(Lookup(obj, "spec.updateStrategy.rollingUpdate.partition")); ok {
+		if n, ok := jsonvalue.Number(Lookup(obj, "spec.updateStrategy.rollingUpdate.partition")); ok {
 			partition = int64(n)
 		}
 		affected := replicas - partition

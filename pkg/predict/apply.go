@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -216,7 +217,7 @@ func sameObject(before, after *unstructured.Unstructured) bool {
 	}
 	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
 	unstructured.RemoveNestedField(a.Object, "metadata", "managedFields")
-	return equality.Semantic.DeepEqual(b.Object, a.Object)
+	return jsonvalue.SemanticEqual(b.Object, a.Object)
 }
 
 // storedForm turns obj, merged, into what the API server stores: a v1
@@ -344,14 +345,14 @@ func mergePatch(a, b map[string]interface{}) map[string]interface{} {
 			into[key] = bv
 			continue
 		}
-		am, aMap := jsonValue(av).(map[string]interface{})
-		bm, bMap := jsonValue(bv).(map[string]interface{})
+		am, _ := av.(map[string]interface{}) // a nil map is null
+		bm, _ := bv.(map[string]interface{})
 		switch {
-		case aMap && bMap:
+		case am != nil && bm != nil:
 			if d := mergePatch(am, bm); len(d) > 0 {
 				into[key] = d
 			}
-		case !jsonEqual(av, bv):
+		case !jsonvalue.DecodedEqual(av, bv):
 			into[key] = bv
 		}
 	}
@@ -361,81 +362,6 @@ func mergePatch(a, b map[string]interface{}) map[string]interface{} {
 		}
 	}
 	return into
-}
-
-// jsonEqual reports whether a and b, unstructured values, decode from JSON
-// into the same interface{} value (jsonpatch's matchesValue): numbers as
-// float64, objects key by key, arrays element by element.
-func jsonEqual(a, b interface{}) bool {
-	a, b = jsonValue(a), jsonValue(b)
-	if af, ok := jsonNumber(a); ok {
-		bf, ok := jsonNumber(b)
-		return ok && af == bf
-	}
-	switch at := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bt, ok := b.(string)
-		return ok && at == bt
-	case bool:
-		bt, ok := b.(bool)
-		return ok && at == bt
-	case map[string]interface{}:
-		bt, ok := b.(map[string]interface{})
-		if !ok || len(at) != len(bt) {
-			return false
-		}
-		for k, av := range at {
-			bv, ok := bt[k]
-			if !ok || !jsonEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		bt, ok := b.([]interface{})
-		if !ok || len(at) != len(bt) {
-			return false
-		}
-		for i := range at {
-			if !jsonEqual(at[i], bt[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// jsonValue is v as JSON decodes its encoding: a nil map or slice is null.
-func jsonValue(v interface{}) interface{} {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		if t == nil {
-			return nil
-		}
-	case []interface{}:
-		if t == nil {
-			return nil
-		}
-	}
-	return v
-}
-
-// jsonNumber is n as JSON decodes it into interface{}: a float64.
-func jsonNumber(n interface{}) (float64, bool) {
-	switch v := n.(type) {
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	}
-	return 0, false
 }
 
 // Derivable reports whether Derive may predict some change of kind gk: the
