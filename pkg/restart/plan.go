@@ -1,4 +1,9 @@
-package planner
+// Package restart is --restart-stale, one feature the stages call: the
+// planner marks the release's stale readers restarted (Plan), the apply
+// patches them once Helm's upgrade succeeded (Apply); the plan model
+// (plan.Plan.Restarts) and the saved plan's pin of them (savedplan) only
+// carry its answer.
+package restart
 
 import (
 	"slices"
@@ -12,7 +17,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// restartStale plans, when on (--restart-stale), the restart of every
+// Plan plans, when on (--restart-stale), the restart of every
 // workload of the release whose running pods would keep a changed
 // ConfigMap's or Secret's old value (plan.SightStale) and whose controller
 // replaces its pods for a new template (classify.Restartable): its change
@@ -21,7 +26,7 @@ import (
 // restarted. Readers outside the release are not the release's to
 // restart, and stay stale. It drops the live objects change kept for a
 // restart that is not planned (a noop's objects are not kept).
-func restartStale(changes []plan.Change, on bool) {
+func Plan(changes []plan.Change, on bool) {
 	if !on {
 		return
 	}
@@ -51,7 +56,7 @@ func restartStale(changes []plan.Change, on bool) {
 		c := &changes[i]
 		switch {
 		case len(c.RestartedFor) > 0:
-			restart(c)
+			asRestart(c)
 		case c.Action == plan.ActionNoop:
 			c.Before = nil
 		}
@@ -77,9 +82,9 @@ func notRestartable(u *plan.Consumer, w *plan.Change) string {
 	return ""
 }
 
-// restart makes c, a workload the apply restarts, a rolling update of its
+// asRestart makes c, a workload the apply restarts, a rolling update of its
 // pod template's restartedAt annotation, whose value is the apply's time.
-func restart(c *plan.Change) {
+func asRestart(c *plan.Change) {
 	after := c.After
 	if after == nil {
 		after = c.Before
