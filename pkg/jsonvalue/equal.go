@@ -36,21 +36,23 @@ const (
 func Equal(a, b interface{}) bool { return equal(a, b, exact) }
 
 // SemanticEqual reports whether a and b are equal as
-// equality.Semantic.DeepEqual says (a nil map or slice equals an empty
-// one): what the API server's own comparisons of objects use, so a
-// configuration that differs only there is no change.
+// equality.Semantic.DeepEqual says, which apimachinery's comparisons of
+// objects use: a nil map or slice equals an empty one (a typed object's
+// omitempty field drops both), so the planner finds no configuration
+// change where only that differs.
 func SemanticEqual(a, b interface{}) bool { return equal(a, b, semantic) }
 
 // DecodedEqual reports whether a and b decode from their JSON encodings
 // into the same value (jsonpatch's matchesValue): numbers as float64, a nil
-// map or slice as null. A JSON merge patch, which the server computes from
-// encodings, compares so.
+// map or slice as null, other types unequal. predict's merge patch is the
+// one jsonpatch.CreateMergePatch computes from the encodings, so it
+// compares so.
 func DecodedEqual(a, b interface{}) bool { return equal(a, b, decoded) }
 
 // LeafEqual is Equal, but a number equals the same number in another form
-// (int64, float64, int) at the top: field values compared one by one come
-// from different decodings of the same object (an int64 from YAML, a
-// float64 from a JSON round trip), which must not show as a change. Below
+// (int64, float64, int) at the top: unstructured decoding yields either
+// form for the same number, and classify's changed paths and drift, which
+// compare field values one by one, must not show that as a change. Below
 // the top, values compare as Equal.
 func LeafEqual(a, b interface{}) bool {
 	if af, ok := Number(a); ok {
