@@ -106,7 +106,22 @@ func equal(a, b interface{}, r rules) bool {
 	switch av := a.(type) {
 	case map[string]interface{}:
 		bv, ok := b.(map[string]interface{})
-		return ok && equalMaps(av, bv, r)
+		if !ok || len(av) != len(bv) || r == exact && (av == nil) != (bv == nil) {
+			return false
+		}
+		// The same map is equal to itself, as equality.Semantic's walk
+		// says; content the previous and next manifests share is compared
+		// by reference.
+		if r == semantic && (len(av) == 0 || reflect.ValueOf(av).UnsafePointer() == reflect.ValueOf(bv).UnsafePointer()) {
+			return true
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok || !equal(x, y, r) {
+				return false
+			}
+		}
+		return true
 	case []interface{}:
 		bv, ok := b.([]interface{})
 		if !ok || len(av) != len(bv) || r == exact && (av == nil) != (bv == nil) {
@@ -128,24 +143,6 @@ func equal(a, b interface{}, r rules) bool {
 		return equality.Semantic.DeepEqual(a, b)
 	}
 	return false
-}
-
-func equalMaps(a, b map[string]interface{}, r rules) bool {
-	if len(a) != len(b) || r == exact && (a == nil) != (b == nil) {
-		return false
-	}
-	// The same map is equal to itself, as the reflective walks say; content
-	// the previous and next manifests share is compared by reference.
-	if r != decoded && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()) {
-		return true
-	}
-	for k, x := range a {
-		y, ok := b[k]
-		if !ok || !equal(x, y, r) {
-			return false
-		}
-	}
-	return true
 }
 
 // null is v as JSON decodes its encoding: a nil map or slice is null.
