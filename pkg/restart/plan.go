@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
@@ -72,7 +71,7 @@ func notRestartable(u *plan.Consumer, w *plan.Change) string {
 	switch {
 	case u.Outside || w == nil:
 		return "outside the release"
-	case !classify.Restartable(schema.GroupKind{Group: w.ID.Group, Kind: w.ID.Kind}):
+	case !classify.Restartable(w.ID.GroupKind()):
 		return "a new template replaces no pod of a " + w.ID.Kind
 	case w.Before == nil:
 		return "not in the cluster"
@@ -102,7 +101,7 @@ func asRestart(c *plan.Change) {
 	}
 	c.Action, c.Class, c.After = plan.ActionUpdate, plan.ClassRolling, after
 	c.Regenerated, c.Ignored = false, false // the restart counts, whatever else changes
-	c.Rollout = classify.Rollout(schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}, after.Object)
+	c.Rollout = classify.Rollout(c.ID.GroupKind(), after.Object)
 	c.Reasons = append(c.Reasons, plan.Reason{Path: plan.RestartedAtPath, Source: plan.SourceDerived, After: plan.RestartedAtPending,
 		Message: "restarted for " + strings.Join(c.RestartedFor, ", ") + " (--restart-stale): the tool sets this annotation after Helm's upgrade, as kubectl rollout restart does, so that the new pods read the new value"})
 }
