@@ -184,7 +184,7 @@ func templateChanged(gk schema.GroupKind, changed []string, source plan.Source, 
 	return Verdict{
 		Class:   plan.ClassRolling,
 		Reasons: pathReasons(template, "pod template changed", source, live, predicted),
-		Rollout: rollout(gk, predicted),
+		Rollout: Rollout(gk, predicted),
 	}, true
 }
 

@@ -3,6 +3,7 @@ package classify
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 )
@@ -41,7 +42,7 @@ func drift(original, live, target, predicted *unstructured.Unstructured) []plan.
 		}
 		if want != nil {
 			w, g := Lookup(want, p), Lookup(got, p)
-			d.Reverted = w != nil && equalValues(w, g) && !equalValues(g, Lookup(cur, p))
+			d.Reverted = w != nil && jsonvalue.LeafEqual(w, g) && !jsonvalue.LeafEqual(g, Lookup(cur, p))
 		}
 		out = append(out, d)
 	}
@@ -61,46 +62,15 @@ func within(original, live *unstructured.Unstructured) bool {
 		var payload, livePayload map[string]interface{}
 		o, payload = predict.SecretPayload(o)
 		l, livePayload = predict.SecretPayload(l)
-		if !subset(payload, livePayload) {
+		if !jsonvalue.Subset(payload, livePayload) {
 			return false
 		}
 	}
-	return subset(o, l)
+	return jsonvalue.Subset(o, l)
 }
 
 func isSecret(obj *unstructured.Unstructured) bool {
 	return obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == ""
-}
-
-// subset reports whether JSON value a is b or, for maps, has a subset of
-// b's keys each with a value that is a subset of b's.
-func subset(a, b interface{}) bool {
-	switch at := a.(type) {
-	case map[string]interface{}:
-		bt, ok := b.(map[string]interface{})
-		if !ok {
-			return false
-		}
-		for k, v := range at {
-			bv, ok := bt[k]
-			if !ok || !subset(v, bv) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		bt, ok := b.([]interface{})
-		if !ok || len(at) != len(bt) {
-			return false
-		}
-		for i := range at {
-			if !subset(at[i], bt[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return equalValues(a, b)
 }
 
 // setBy reports whether the release's manifest raw set the field at path

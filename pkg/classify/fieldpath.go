@@ -2,12 +2,13 @@ package classify
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 )
 
 // identifier matches map keys printed as ".key"; others print as "[key]",
@@ -58,31 +59,9 @@ func diffValue(path string, a, b interface{}, out *[]string) {
 		}
 		return
 	}
-	if !equalValues(a, b) {
+	if !jsonvalue.LeafEqual(a, b) {
 		*out = append(*out, path)
 	}
-}
-
-// equalValues compares JSON values, treating int64 and float64 forms of the
-// same number as equal (unstructured decoding yields either).
-func equalValues(a, b interface{}) bool {
-	if af, ok := number(a); ok {
-		bf, ok := number(b)
-		return ok && af == bf
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func number(v interface{}) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 // Under reports whether path is prefix itself or lies below it.

@@ -5,14 +5,26 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// rollout describes which pods a template change replaces, from the
-// predicted workload (server defaults included when the server answered).
-func rollout(kind schema.GroupKind, obj map[string]interface{}) *plan.Rollout {
+// Restartable reports whether a new pod template annotation makes the
+// controller of kind replace its pods (what `kubectl rollout restart`
+// restarts): a Deployment, StatefulSet or DaemonSet. A ReplicaSet keeps
+// its pods whatever its template; a Pod has no template; a Job's pods
+// already read the value when they start.
+func Restartable(gk schema.GroupKind) bool {
+	return gk.Group == "apps" && (gk.Kind == "Deployment" || gk.Kind == "StatefulSet" || gk.Kind == "DaemonSet")
+}
+
+// Rollout describes which pods a change of the pod template of obj, a
+// workload of kind, replaces and how (as a rolling verdict says it), from
+// the predicted workload (server defaults included when the server
+// answered).
+func Rollout(kind schema.GroupKind, obj map[string]interface{}) *plan.Rollout {
 	replicas := int64(1)
-	if n, ok := number(Lookup(obj, "spec.replicas")); ok {
+	if n, ok := jsonvalue.Number(Lookup(obj, "spec.replicas")); ok {
 		replicas = int64(n)
 	}
 	str := func(path, def string) string {
@@ -41,7 +53,7 @@ func rollout(kind schema.GroupKind, obj map[string]interface{}) *plan.Rollout {
 			break
 		}
 		partition := int64(0)
-		if n, ok := number(Lookup(obj, "spec.updateStrategy.rollingUpdate.partition")); ok {
+		if n, ok := jsonvalue.Number(Lookup(obj, "spec.updateStrategy.rollingUpdate.partition")); ok {
 			partition = int64(n)
 		}
 		affected := replicas - partition

@@ -34,7 +34,7 @@ func TestRolloutImpact(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tt.spec), &spec); err != nil {
 				t.Fatal(err)
 			}
-			r := rollout(schema.GroupKind{Group: "apps", Kind: tt.kind}, map[string]interface{}{"spec": spec})
+			r := Rollout(schema.GroupKind{Group: "apps", Kind: tt.kind}, map[string]interface{}{"spec": spec})
 			if r.Replicas != tt.replicas || r.Strategy != tt.strategy || !strings.HasPrefix(r.Impact, tt.impact) {
 				t.Errorf("got %+v\nwant replicas %d strategy %s impact %q", r, tt.replicas, tt.strategy, tt.impact)
 			}

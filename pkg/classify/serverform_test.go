@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -283,7 +284,7 @@ func TestServerForm(t *testing.T) {
 		t.Fatal("ServerForm(nil) != nil")
 	}
 	cr := obj(t, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1024Mi, extra: {}}\n")
-	if got := predict.ServerForm(cr); !equalValues(got.Object, cr.Object) {
+	if got := predict.ServerForm(cr); !jsonvalue.Equal(got.Object, cr.Object) {
 		t.Fatalf("custom resource changed: %v", got.Object)
 	}
 	// A value the typed struct cannot hold: left as is (the server rejects it).
@@ -294,7 +295,7 @@ func TestServerForm(t *testing.T) {
 	in := obj(t, churnSTS)
 	before := in.DeepCopy()
 	out := predict.ServerForm(in)
-	if !equalValues(in.Object, before.Object) {
+	if !jsonvalue.Equal(in.Object, before.Object) {
 		t.Fatal("ServerForm modified its argument")
 	}
 	if out.GetAPIVersion() != "apps/v1" || out.GetKind() != "StatefulSet" {

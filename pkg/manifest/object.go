@@ -32,6 +32,11 @@ func (id ObjectID) String() string {
 	return kind + "/" + id.Namespace + "/" + id.Name
 }
 
+// GroupKind is the ID's group and kind, as the tables of kinds key them.
+func (id ObjectID) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: id.Group, Kind: id.Kind}
+}
+
 // Less orders IDs by kind, namespace and name for stable output.
 func (id ObjectID) Less(o ObjectID) bool {
 	if id.Kind != o.Kind {

@@ -183,7 +183,7 @@ type Change struct {
 	Consumers []Consumer
 	// RestartedFor, on a workload --restart-stale restarts after Helm's
 	// upgrade, names the changed ConfigMaps and Secrets its running pods
-	// would not see otherwise ("ConfigMap settings"); see restart.go.
+	// would not see otherwise ("ConfigMap settings"); see pkg/restart.
 	RestartedFor []string
 }
 

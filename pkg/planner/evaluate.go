@@ -180,7 +180,7 @@ func (p *Planner) deletion(ctx context.Context, op plan.Operation, applier *Appl
 	}
 	c.Destructive = destructive
 	c.Reasons = []plan.Reason{{Message: msg, Source: plan.SourceHelm}}
-	more, err := p.retention(ctx, c.ID, liveObj)
+	more, err := p.retention(ctx, d, c.ID, liveObj)
 	c.Reasons = append(c.Reasons, more...)
 	if op == plan.OperationUninstall {
 		// Nothing of the release comes back but by a re-install: what

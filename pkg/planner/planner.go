@@ -20,6 +20,7 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/restart"
 )
 
 // Input is what the render stage hands over.
@@ -71,7 +72,7 @@ type Input struct {
 	BaseCRDsUnknown    bool
 	// RestartStale is --restart-stale: the workloads whose running pods
 	// would keep a changed ConfigMap's or Secret's old value are planned
-	// to be restarted after Helm's upgrade (restartStale).
+	// to be restarted after Helm's upgrade (restart.Plan).
 	RestartStale bool
 	// Applier, when set, is what applies the render instead of Helm (Argo
 	// CD): see Applier. nil: Helm.
@@ -231,7 +232,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		}
 	}
 	readNotes := p.configConsumers(ctx, ns, changes, inside, san)
-	restartStale(changes, in.RestartStale)
+	restart.Plan(changes, in.RestartStale)
 	for i := range changes {
 		if changes[i].Destructive {
 			changes[i].Fingerprint = plan.Fingerprint(changes[i])

@@ -10,20 +10,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// retention says what else a deletion takes with it: the claims of a
-// StatefulSet whose persistentVolumeClaimRetentionPolicy.whenDeleted is
-// Delete, and the volume of a claim or the storage of a volume as their
-// reclaim policy decides.
-func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *unstructured.Unstructured) ([]plan.Reason, error) {
-	switch {
-	case id.Group == "apps" && id.Kind == "StatefulSet":
+// retention says what else a deletion takes with it, for the kinds of the
+// one table of destructive kinds (d, the deleted object's row; the zero
+// row for another kind) whose deletion reaches beyond the object: the
+// claims of a StatefulSet whose persistentVolumeClaimRetentionPolicy.
+// whenDeleted is Delete, the volume of a claim or the storage of a volume
+// as their reclaim policy decides, a CRD's resources, a Namespace's claims.
+func (p *Planner) retention(ctx context.Context, d classify.Destructive, id manifest.ObjectID, liveObj *unstructured.Unstructured) ([]plan.Reason, error) {
+	switch d.Resource {
+	case "statefulsets":
 		return p.statefulSetClaims(ctx, id, liveObj)
-	case id.Group == "" && id.Kind == "PersistentVolumeClaim":
+	case "persistentvolumeclaims":
 		claims, err := p.Cluster.Claims.Claims(ctx, id.Namespace, func(n string) bool { return n == id.Name })
 		if err != nil {
 			return nil, ignoreNoServer(err) // the deletion's own reason still says the data goes
@@ -33,15 +36,15 @@ func (p *Planner) retention(ctx context.Context, id manifest.ObjectID, liveObj *
 				return []plan.Reason{{Path: "spec.volumeName", Source: plan.SourceServer, Message: volumeFate(c.Volume, c.Size, c.ReclaimPolicy)}}, nil
 			}
 		}
-	case id.Group == crdGK.Group && id.Kind == crdGK.Kind:
+	case "customresourcedefinitions":
 		// Deleting the CRD deletes every resource of its kind: how many.
 		var crd apiextv1.CustomResourceDefinition
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(liveObj.Object, &crd) == nil {
 			return []plan.Reason{p.countResources(ctx, &crd)}, nil
 		}
-	case id.Group == "" && id.Kind == "Namespace":
+	case "namespaces":
 		return p.namespaceClaims(ctx, id.Name)
-	case id.Group == "" && id.Kind == "PersistentVolume":
+	case "persistentvolumes":
 		policy, _, _ := unstructured.NestedString(liveObj.Object, "spec", "persistentVolumeReclaimPolicy")
 		size, _, _ := unstructured.NestedString(liveObj.Object, "spec", "capacity", "storage")
 		return []plan.Reason{{Path: "spec.persistentVolumeReclaimPolicy", Source: plan.SourceServer, Message: volumeFate(id.Name, size, policy)}}, nil

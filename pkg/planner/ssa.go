@@ -3,12 +3,11 @@ package planner
 import (
 	"context"
 	"maps"
-	"reflect"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/predict"
@@ -89,53 +88,13 @@ func configurationChange(prev, next *manifest.Object, rel plan.Release) (changed
 	// level is enough to leave prev as it is.
 	was := &unstructured.Unstructured{Object: maps.Clone(prev.Obj.Object)}
 	addHelmMetadata(was, rel.Name, rel.Namespace)
-	if sameContent(was.Object, next.Obj.Object) {
+	if jsonvalue.SemanticEqual(was.Object, next.Obj.Object) {
 		return false, false
 	}
 	if !predict.Derivable(next.GVK.GroupKind()) {
 		return true, false
 	}
-	return true, sameContent(predict.Underivable(was.Object), predict.Underivable(next.Obj.Object))
-}
-
-// sameContent is equality.Semantic.DeepEqual for unstructured content
-// (maps, slices, strings, numbers, booleans, nil: an empty map or slice
-// equals a nil one, numbers of different types differ), without reflection
-// for those, and content prev and next share (manifest.SplitSharing)
-// compared by reference: the reflective walk was most of what deciding a
-// Helm 4 release's objects cost beside the typed merge.
-func sameContent(a, b interface{}) bool {
-	switch av := a.(type) {
-	case map[string]interface{}:
-		bv, ok := b.(map[string]interface{})
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		if len(av) == 0 || reflect.ValueOf(av).UnsafePointer() == reflect.ValueOf(bv).UnsafePointer() {
-			return true
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok || !sameContent(x, y) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		bv, ok := b.([]interface{})
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if !sameContent(av[i], bv[i]) {
-				return false
-			}
-		}
-		return true
-	case string, bool, int64, float64, nil:
-		return a == b
-	}
-	return equality.Semantic.DeepEqual(a, b)
+	return true, jsonvalue.SemanticEqual(predict.Underivable(was.Object), predict.Underivable(next.Obj.Object))
 }
 
 // applyNoop makes c the no-op decideApply found: nothing is sent, and the

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -173,44 +172,5 @@ func TestSSACreate(t *testing.T) {
 	_, cl = planSSA(t, next, plan.ApplyMethodCSA, false)
 	if cl.Creates != 1 || len(cl.Applies) != 0 {
 		t.Errorf("csa: %d creates, applies %v; want one create", cl.Creates, cl.Applies)
-	}
-}
-
-// TestSameContentIsSemanticDeepEqual: sameContent answers as
-// equality.Semantic.DeepEqual, which configurationChange used before, on
-// the values unstructured content holds.
-func TestSameContentIsSemanticDeepEqual(t *testing.T) {
-	type m = map[string]interface{}
-	type l = []interface{}
-	shared := m{"a": l{"x", int64(1)}}
-	cases := []struct {
-		name string
-		a, b interface{}
-	}{
-		{"equal maps", m{"a": "x", "n": int64(1)}, m{"a": "x", "n": int64(1)}},
-		{"shared map", shared, shared},
-		{"value differs", m{"a": "x"}, m{"a": "y"}},
-		{"int and float", m{"n": int64(1)}, m{"n": float64(1)}},
-		{"key differs", m{"a": "x"}, m{"b": "x"}},
-		{"nil and empty map", m{"a": m(nil)}, m{"a": m{}}},
-		{"nil and empty slice", m{"a": l(nil)}, m{"a": l{}}},
-		{"null and empty map", m{"a": nil}, m{"a": m{}}},
-		{"empty map and null", m{"a": m{}}, m{"a": nil}},
-		{"slices equal", l{m{"a": true}, "s"}, l{m{"a": true}, "s"}},
-		{"slices reordered", l{"a", "b"}, l{"b", "a"}},
-		{"string and map", m{"a": "x"}, m{"a": m{"x": "y"}}},
-		{"bools", m{"a": true}, m{"a": false}},
-		{"other types", m{"a": []string{"x"}}, m{"a": []string{"x"}}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			want := equality.Semantic.DeepEqual(c.a, c.b)
-			if got := sameContent(c.a, c.b); got != want {
-				t.Errorf("sameContent %v, equality.Semantic.DeepEqual %v", got, want)
-			}
-			if got := sameContent(c.b, c.a); got != want {
-				t.Errorf("reversed: sameContent %v, equality.Semantic.DeepEqual %v", got, want)
-			}
-		})
 	}
 }

@@ -1,22 +1,16 @@
 package predict
 
 import (
-	"bytes"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"sort"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 )
 
 // ApplyVerdict is what a server-side apply's dry-run must answer, decided
@@ -93,34 +87,10 @@ func decideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 	if tc == nil {
 		return ask("no schema to type the object")
 	}
-	gvk := config.GroupVersionKind()
 	entries := liveObj.GetManagedFields()
-	if len(entries) == 0 {
-		return ask("no managed fields")
-	}
-	if liveObj.GroupVersionKind() != gvk {
-		return ask("live object of %s, applied as %s", liveObj.GroupVersionKind(), gvk)
-	}
-	var helm []metav1.ManagedFieldsEntry
-	for _, e := range entries {
-		if e.Manager == FieldManager {
-			helm = append(helm, e)
-		}
-	}
-	if len(helm) != 1 || helm[0].Operation != metav1.ManagedFieldsOperationApply || helm[0].Subresource != "" || helm[0].APIVersion != gvk.GroupVersion().String() {
-		return ask("helm's managed fields are not one Apply entry of %s", gvk.GroupVersion())
-	}
-	// Every other manager's entry is of config's version: nothing is
-	// converted, as the server would have to.
-	others := map[string][]metav1.ManagedFieldsEntry{}
-	for _, e := range entries {
-		if e.Manager == FieldManager {
-			continue
-		}
-		if e.APIVersion != gvk.GroupVersion().String() {
-			return ask("manager %q's fields are of %s", e.Manager, e.APIVersion)
-		}
-		others[e.Manager] = append(others[e.Manager], e)
+	others, why := otherManagers(liveObj, entries, config.GroupVersionKind())
+	if why != "" {
+		return ApplyDecision{Verdict: ApplyAsk, Why: why}
 	}
 	// The common cases, an object the chart and everyone else left alone
 	// and one whose fields helm alone sets changed, without the field
@@ -130,174 +100,41 @@ func decideApply(tc managedfields.TypeConverter, liveObj, config *unstructured.U
 			return d
 		}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
-	if err != nil {
-		return ask("no field manager for %s", gvk)
+	return applyByFieldManager(tc, liveObj, config, entries, others)
+}
+
+// otherManagers returns liveObj's managed-fields entries of managers other
+// than helm, by manager, when the field manager's answer can be
+// decided locally: helm's fields are one Apply entry of config's version
+// gvk, and every other manager's entry is of that version too, so nothing
+// is converted, as the server would have to. Otherwise it says why not.
+func otherManagers(liveObj *unstructured.Unstructured, entries []metav1.ManagedFieldsEntry, gvk schema.GroupVersionKind) (map[string][]metav1.ManagedFieldsEntry, string) {
+	if len(entries) == 0 {
+		return nil, "no managed fields"
 	}
-	result, err := fm.Apply(liveObj.DeepCopy(), config.DeepCopy(), FieldManager, false)
-	if err != nil {
-		conflicts := Conflicts(err)
-		if len(conflicts) == 0 {
-			return ask("the local apply fails")
-		}
-		for _, cf := range conflicts {
-			if es := others[cf.Manager]; len(es) == 0 || slices.ContainsFunc(es, func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" }) {
-				return ask("manager %q of a subresource owns fields the chart sets", cf.Manager)
-			}
-		}
-		return ApplyDecision{Verdict: ApplyConflict, Conflicts: conflicts, Err: err}
+	if liveObj.GroupVersionKind() != gvk {
+		return nil, fmt.Sprintf("live object of %s, applied as %s", liveObj.GroupVersionKind(), gvk)
 	}
-	after, ok := result.(*unstructured.Unstructured)
-	if !ok {
-		return ask("the local apply returns no object")
-	}
-	// The fields config sets, as the field manager recorded them for helm.
-	var applied *fieldpath.Set
-	for _, e := range after.GetManagedFields() {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			if applied, err = fieldSet(e); err != nil {
-				return ask("helm's new managed fields cannot be read")
-			}
+	var helm []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if e.Manager == FieldManager {
+			helm = append(helm, e)
 		}
 	}
-	if applied == nil {
-		return ask("the local apply records no fields for helm")
+	if len(helm) != 1 || helm[0].Operation != metav1.ManagedFieldsOperationApply || helm[0].Subresource != "" || helm[0].APIVersion != gvk.GroupVersion().String() {
+		return nil, fmt.Sprintf("helm's managed fields are not one Apply entry of %s", gvk.GroupVersion())
 	}
-	// Fields config sets that another manager owns too (shared at the same
-	// value, or through a subresource): the server's bookkeeping of shared
-	// ownership is not decided here.
-	var shared []string
+	others := map[string][]metav1.ManagedFieldsEntry{}
 	for _, e := range entries {
 		if e.Manager == FieldManager {
 			continue
 		}
-		set, err := fieldSet(e)
-		if err != nil {
-			return ask("manager %q's managed fields cannot be read", e.Manager)
+		if e.APIVersion != gvk.GroupVersion().String() {
+			return nil, fmt.Sprintf("manager %q's fields are of %s", e.Manager, e.APIVersion)
 		}
-		if set.Intersection(applied).Empty() {
-			continue
-		}
-		if e.Subresource != "" {
-			return ask("manager %q of subresource %s owns fields the chart sets", e.Manager, e.Subresource)
-		}
-		shared = append(shared, e.Manager)
+		others[e.Manager] = append(others[e.Manager], e)
 	}
-	if len(shared) > 0 {
-		slices.Sort(shared)
-		return ask("fields the chart sets are shared with %s", strings.Join(slices.Compact(shared), ", "))
-	}
-	if !sameObject(liveObj, after) {
-		storedForm(after)
-		return ApplyDecision{Verdict: ApplyChange, Merged: after}
-	}
-	return ApplyDecision{Verdict: ApplyNoop}
-}
-
-// fieldSet decodes a managed-fields entry's field set.
-func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
-	if e.FieldsV1 == nil {
-		return nil, errors.New("no fieldsV1")
-	}
-	set := &fieldpath.Set{}
-	return set, set.FromJSON(bytes.NewReader(e.FieldsV1.Raw))
-}
-
-// sameObject reports whether the server stores after as before: the
-// content as stored (storedForm) and the managed fields but their times,
-// which the field manager moves for an applier whose merge differs from
-// the live object, and which the API server puts back when nothing else
-// changed (its IgnoreManagedFieldsTimestampsTransformer).
-func sameObject(before, after *unstructured.Unstructured) bool {
-	b, a := before.DeepCopy(), after.DeepCopy()
-	storedForm(a)
-	if !equality.Semantic.DeepEqual(timeless(b.GetManagedFields()), timeless(a.GetManagedFields())) {
-		return false
-	}
-	unstructured.RemoveNestedField(b.Object, "metadata", "managedFields")
-	unstructured.RemoveNestedField(a.Object, "metadata", "managedFields")
-	return equality.Semantic.DeepEqual(b.Object, a.Object)
-}
-
-// storedForm turns obj, merged, into what the API server stores: a v1
-// Secret's stringData is write-only, folded into data by the conversion to
-// the internal version (for a key in both, stringData's value wins). A
-// value that is not a string is left, so the comparison fails and the
-// server is asked.
-func storedForm(obj *unstructured.Unstructured) {
-	if obj.GroupVersionKind() != (schema.GroupVersionKind{Version: "v1", Kind: "Secret"}) {
-		return
-	}
-	sd, ok := obj.Object["stringData"].(map[string]interface{})
-	if !ok {
-		return
-	}
-	data, _ := obj.Object["data"].(map[string]interface{})
-	if data == nil {
-		data = map[string]interface{}{}
-	}
-	for k, v := range sd {
-		str, ok := v.(string)
-		if !ok {
-			return
-		}
-		data[k] = base64.StdEncoding.EncodeToString([]byte(str))
-	}
-	obj.Object["data"] = data
-	delete(obj.Object, "stringData")
-}
-
-// timeless is es (a copy) in a fixed order without times: no decision
-// reads either.
-func timeless(es []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
-	es = slices.Clone(es)
-	sortEntries(es)
-	for i := range es {
-		es[i].Time = nil
-	}
-	return es
-}
-
-func sortEntries(es []metav1.ManagedFieldsEntry) {
-	sort.SliceStable(es, func(i, j int) bool {
-		return es[i].Manager+"\x00"+string(es[i].Operation)+"\x00"+es[i].Subresource < es[j].Manager+"\x00"+string(es[j].Operation)+"\x00"+es[j].Subresource
-	})
-}
-
-// sameVersion is the field manager's object converter for objects that are
-// never converted: the live object, the configuration and every manager
-// are of one version (DecideApply asks the server otherwise).
-type sameVersion struct{}
-
-func (sameVersion) Convert(in, out, _ interface{}) error {
-	return errors.New("conversion is not done locally")
-}
-
-func (sameVersion) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
-	gvk := in.GetObjectKind().GroupVersionKind()
-	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); ok && target == gvk {
-		return in, nil
-	}
-	return nil, fmt.Errorf("converting %s is not done locally", gvk)
-}
-
-func (sameVersion) ConvertFieldLabel(schema.GroupVersionKind, string, string) (string, string, error) {
-	return "", "", errors.New("field labels are not converted locally")
-}
-
-// noDefaults leaves the merged object undefaulted: a no-op merge is the
-// live object, which the server defaulted already.
-type noDefaults struct{}
-
-func (noDefaults) Default(runtime.Object) {}
-
-// unstructuredCreater makes the empty objects the field manager asks for.
-type unstructuredCreater struct{}
-
-func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(kind)
-	return u, nil
+	return others, ""
 }
 
 // DeriveApply returns the object the API server would store for
@@ -344,14 +181,14 @@ func mergePatch(a, b map[string]interface{}) map[string]interface{} {
 			into[key] = bv
 			continue
 		}
-		am, aMap := jsonValue(av).(map[string]interface{})
-		bm, bMap := jsonValue(bv).(map[string]interface{})
+		am, _ := av.(map[string]interface{}) // a nil map is null
+		bm, _ := bv.(map[string]interface{})
 		switch {
-		case aMap && bMap:
+		case am != nil && bm != nil:
 			if d := mergePatch(am, bm); len(d) > 0 {
 				into[key] = d
 			}
-		case !jsonEqual(av, bv):
+		case !jsonvalue.DecodedEqual(av, bv):
 			into[key] = bv
 		}
 	}
@@ -361,81 +198,6 @@ func mergePatch(a, b map[string]interface{}) map[string]interface{} {
 		}
 	}
 	return into
-}
-
-// jsonEqual reports whether a and b, unstructured values, decode from JSON
-// into the same interface{} value (jsonpatch's matchesValue): numbers as
-// float64, objects key by key, arrays element by element.
-func jsonEqual(a, b interface{}) bool {
-	a, b = jsonValue(a), jsonValue(b)
-	if af, ok := jsonNumber(a); ok {
-		bf, ok := jsonNumber(b)
-		return ok && af == bf
-	}
-	switch at := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bt, ok := b.(string)
-		return ok && at == bt
-	case bool:
-		bt, ok := b.(bool)
-		return ok && at == bt
-	case map[string]interface{}:
-		bt, ok := b.(map[string]interface{})
-		if !ok || len(at) != len(bt) {
-			return false
-		}
-		for k, av := range at {
-			bv, ok := bt[k]
-			if !ok || !jsonEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		bt, ok := b.([]interface{})
-		if !ok || len(at) != len(bt) {
-			return false
-		}
-		for i := range at {
-			if !jsonEqual(at[i], bt[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// jsonValue is v as JSON decodes its encoding: a nil map or slice is null.
-func jsonValue(v interface{}) interface{} {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		if t == nil {
-			return nil
-		}
-	case []interface{}:
-		if t == nil {
-			return nil
-		}
-	}
-	return v
-}
-
-// jsonNumber is n as JSON decodes it into interface{}: a float64.
-func jsonNumber(n interface{}) (float64, bool) {
-	switch v := n.(type) {
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	}
-	return 0, false
 }
 
 // Derivable reports whether Derive may predict some change of kind gk: the

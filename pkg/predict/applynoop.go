@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -83,7 +82,6 @@ var notShown = ApplyDecision{Verdict: ApplyAsk, Why: "not shown from field sets"
 // decoded (entries) by the caller.
 func applyByFieldSets(tc managedfields.TypeConverter, liveObj, config *unstructured.Unstructured, entries []metav1.ManagedFieldsEntry) ApplyDecision {
 	gvk := config.GroupVersionKind()
-	version := gvk.GroupVersion().String()
 	if tc == nil || len(entries) == 0 || liveObj.GroupVersionKind() != gvk {
 		return notShown
 	}
@@ -100,36 +98,12 @@ func applyByFieldSets(tc managedfields.TypeConverter, liveObj, config *unstructu
 	if err != nil {
 		return notShown
 	}
-	helm := 0
-	var others []*fieldpath.Set
-	for _, e := range entries {
-		if e.APIVersion != version {
-			return notShown
-		}
-		owned, err := fieldSet(e)
-		if err != nil || owned.Empty() {
-			return notShown
-		}
-		if reconciled, err := typed.ReconcileFieldSetWithSchema(owned, live); err != nil || reconciled != nil {
-			return notShown
-		}
-		if e.Manager != FieldManager {
-			if !owned.Intersection(set).Empty() {
-				return notShown
-			}
-			others = append(others, owned)
-			continue
-		}
-		helm++
-		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || !owned.Equals(set) {
-			return notShown
-		}
-	}
-	if helm != 1 {
+	others, ok := othersByFieldSets(entries, gvk.GroupVersion().String(), set, live)
+	if !ok {
 		return notShown
 	}
 	stored := cfg
-	if gvk == (schema.GroupVersionKind{Version: "v1", Kind: "Secret"}) {
+	if gvk == secretV1 {
 		s := config.DeepCopy()
 		storedForm(s)
 		if stored, err = tc.ObjectToTyped(s); err != nil {
@@ -153,6 +127,15 @@ func applyByFieldSets(tc managedfields.TypeConverter, liveObj, config *unstructu
 			return notShown
 		}
 	}
+	return changeByFieldSets(live, merged, others, entries)
+}
+
+// changeByFieldSets is ApplyByFieldSets' change: merged, config merged into
+// live as the field manager merges it, when the merge changes, adds and
+// removes no field another manager owns (others), and removes none at all;
+// the merged object as stored carries the managed fields entries, helm's
+// with a new time.
+func changeByFieldSets(live, merged *typed.TypedValue, others []*fieldpath.Set, entries []metav1.ManagedFieldsEntry) ApplyDecision {
 	cmp, err := live.Compare(merged)
 	if err != nil || !cmp.Removed.Empty() {
 		return notShown
@@ -178,6 +161,42 @@ func applyByFieldSets(tc managedfields.TypeConverter, liveObj, config *unstructu
 	}
 	out.SetManagedFields(managed)
 	return ApplyDecision{Verdict: ApplyChange, Merged: out}
+}
+
+// othersByFieldSets returns the field sets of the managers other than helm
+// in entries, when each entry is of version, readable, not empty and left
+// as it is by the server's schema reconciliation with live, helm's is one
+// Apply entry equal to set (config's), and no other manager owns a field of
+// set; ok false otherwise.
+func othersByFieldSets(entries []metav1.ManagedFieldsEntry, version string, set *fieldpath.Set, live *typed.TypedValue) (others []*fieldpath.Set, ok bool) {
+	helm := 0
+	for _, e := range entries {
+		if e.APIVersion != version {
+			return nil, false
+		}
+		owned, err := fieldSet(e)
+		if err != nil || owned.Empty() {
+			return nil, false
+		}
+		if reconciled, err := typed.ReconcileFieldSetWithSchema(owned, live); err != nil || reconciled != nil {
+			return nil, false
+		}
+		if e.Manager != FieldManager {
+			if !owned.Intersection(set).Empty() {
+				return nil, false
+			}
+			others = append(others, owned)
+			continue
+		}
+		helm++
+		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || !owned.Equals(set) {
+			return nil, false
+		}
+	}
+	if helm != 1 {
+		return nil, false
+	}
+	return others, true
 }
 
 // unmanagedFields are the fields the API server's field manager never

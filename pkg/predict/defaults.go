@@ -27,64 +27,11 @@ import (
 func setDefaults(obj runtime.Object) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		s := &o.Spec
-		defaultReplicas(&s.Replicas)
-		if s.Strategy.Type == "" {
-			s.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
-		}
-		if s.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
-			if s.Strategy.RollingUpdate == nil {
-				s.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
-			}
-			defaultIntOrString(&s.Strategy.RollingUpdate.MaxUnavailable, intstr.FromString("25%"))
-			defaultIntOrString(&s.Strategy.RollingUpdate.MaxSurge, intstr.FromString("25%"))
-		}
-		defaultInt32(&s.RevisionHistoryLimit, 10)
-		defaultInt32(&s.ProgressDeadlineSeconds, 600)
-		defaultPodTemplate(&s.Template)
+		defaultDeployment(&o.Spec)
 	case *appsv1.StatefulSet:
-		s := &o.Spec
-		if s.PodManagementPolicy == "" {
-			s.PodManagementPolicy = appsv1.OrderedReadyPodManagement
-		}
-		if s.UpdateStrategy.Type == "" {
-			s.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
-			if s.UpdateStrategy.RollingUpdate == nil {
-				s.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
-			}
-		}
-		if s.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && s.UpdateStrategy.RollingUpdate != nil {
-			defaultInt32(&s.UpdateStrategy.RollingUpdate.Partition, 0)
-		}
-		if s.PersistentVolumeClaimRetentionPolicy == nil {
-			s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
-		}
-		if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
-			p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-		}
-		if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
-			p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-		}
-		defaultReplicas(&s.Replicas)
-		defaultInt32(&s.RevisionHistoryLimit, 10)
-		defaultPodTemplate(&s.Template)
-		for i := range s.VolumeClaimTemplates {
-			defaultClaim(&s.VolumeClaimTemplates[i])
-		}
+		defaultStatefulSet(&o.Spec)
 	case *appsv1.DaemonSet:
-		s := &o.Spec
-		if s.UpdateStrategy.Type == "" {
-			s.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
-		}
-		if s.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
-			if s.UpdateStrategy.RollingUpdate == nil {
-				s.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
-			}
-			defaultIntOrString(&s.UpdateStrategy.RollingUpdate.MaxUnavailable, intstr.FromInt32(1))
-			defaultIntOrString(&s.UpdateStrategy.RollingUpdate.MaxSurge, intstr.FromInt32(0))
-		}
-		defaultInt32(&s.RevisionHistoryLimit, 10)
-		defaultPodTemplate(&s.Template)
+		defaultDaemonSet(&o.Spec)
 	case *appsv1.ReplicaSet:
 		defaultReplicas(&o.Spec.Replicas)
 		defaultPodTemplate(&o.Spec.Template)
@@ -94,34 +41,9 @@ func setDefaults(obj runtime.Object) {
 			o.Labels = o.Spec.Template.Labels
 		}
 	case *batchv1.CronJob:
-		s := &o.Spec
-		if s.ConcurrencyPolicy == "" {
-			s.ConcurrencyPolicy = batchv1.AllowConcurrent
-		}
-		if s.Suspend == nil {
-			s.Suspend = ptr.To(false)
-		}
-		defaultInt32(&s.SuccessfulJobsHistoryLimit, 3)
-		defaultInt32(&s.FailedJobsHistoryLimit, 1)
-		defaultPodTemplate(&s.JobTemplate.Spec.Template)
+		defaultCronJob(&o.Spec)
 	case *corev1.Pod:
-		defaultPodSpec(&o.Spec)
-		if o.Spec.EnableServiceLinks == nil {
-			o.Spec.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
-		}
-		for _, cs := range [][]corev1.Container{o.Spec.Containers, o.Spec.InitContainers} {
-			for i := range cs {
-				r := &cs[i].Resources
-				for k, v := range r.Limits {
-					if r.Requests == nil {
-						r.Requests = corev1.ResourceList{}
-					}
-					if _, ok := r.Requests[k]; !ok {
-						r.Requests[k] = v.DeepCopy()
-					}
-				}
-			}
-		}
+		defaultPod(&o.Spec)
 	case *corev1.PodTemplate:
 		defaultPodTemplate(&o.Template)
 	case *corev1.ReplicationController:
@@ -134,13 +56,7 @@ func setDefaults(obj runtime.Object) {
 	case *corev1.PersistentVolumeClaim:
 		defaultClaim(o)
 	case *corev1.PersistentVolume:
-		if o.Spec.PersistentVolumeReclaimPolicy == "" {
-			o.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-		}
-		if o.Spec.VolumeMode == nil {
-			o.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-		}
-		defaultResources(o.Spec.Capacity)
+		defaultPersistentVolume(&o.Spec)
 	case *corev1.Secret:
 		if o.Type == "" {
 			o.Type = corev1.SecretTypeOpaque
@@ -156,19 +72,7 @@ func setDefaults(obj runtime.Object) {
 		defaultRoleRef(&o.RoleRef)
 		defaultSubjects(o.Subjects)
 	case *networkingv1.NetworkPolicy:
-		s := &o.Spec
-		if len(s.PolicyTypes) == 0 {
-			s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
-			if len(s.Egress) != 0 {
-				s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
-			}
-		}
-		for i := range s.Ingress {
-			defaultPolicyPorts(s.Ingress[i].Ports)
-		}
-		for i := range s.Egress {
-			defaultPolicyPorts(s.Egress[i].Ports)
-		}
+		defaultNetworkPolicy(&o.Spec)
 	case *storagev1.StorageClass:
 		if o.ReclaimPolicy == nil {
 			o.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
@@ -176,6 +80,127 @@ func setDefaults(obj runtime.Object) {
 		if o.VolumeBindingMode == nil {
 			o.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
 		}
+	}
+}
+
+func defaultDeployment(s *appsv1.DeploymentSpec) {
+	defaultReplicas(&s.Replicas)
+	if s.Strategy.Type == "" {
+		s.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if s.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if s.Strategy.RollingUpdate == nil {
+			s.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		defaultIntOrString(&s.Strategy.RollingUpdate.MaxUnavailable, intstr.FromString("25%"))
+		defaultIntOrString(&s.Strategy.RollingUpdate.MaxSurge, intstr.FromString("25%"))
+	}
+	defaultInt32(&s.RevisionHistoryLimit, 10)
+	defaultInt32(&s.ProgressDeadlineSeconds, 600)
+	defaultPodTemplate(&s.Template)
+}
+
+func defaultStatefulSet(s *appsv1.StatefulSetSpec) {
+	if s.PodManagementPolicy == "" {
+		s.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	if s.UpdateStrategy.Type == "" {
+		s.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+		if s.UpdateStrategy.RollingUpdate == nil {
+			s.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+	}
+	if s.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && s.UpdateStrategy.RollingUpdate != nil {
+		defaultInt32(&s.UpdateStrategy.RollingUpdate.Partition, 0)
+	}
+	if s.PersistentVolumeClaimRetentionPolicy == nil {
+		s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
+		p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
+		p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	defaultReplicas(&s.Replicas)
+	defaultInt32(&s.RevisionHistoryLimit, 10)
+	defaultPodTemplate(&s.Template)
+	for i := range s.VolumeClaimTemplates {
+		defaultClaim(&s.VolumeClaimTemplates[i])
+	}
+}
+
+func defaultDaemonSet(s *appsv1.DaemonSetSpec) {
+	if s.UpdateStrategy.Type == "" {
+		s.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
+	}
+	if s.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		if s.UpdateStrategy.RollingUpdate == nil {
+			s.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
+		}
+		defaultIntOrString(&s.UpdateStrategy.RollingUpdate.MaxUnavailable, intstr.FromInt32(1))
+		defaultIntOrString(&s.UpdateStrategy.RollingUpdate.MaxSurge, intstr.FromInt32(0))
+	}
+	defaultInt32(&s.RevisionHistoryLimit, 10)
+	defaultPodTemplate(&s.Template)
+}
+
+func defaultCronJob(s *batchv1.CronJobSpec) {
+	if s.ConcurrencyPolicy == "" {
+		s.ConcurrencyPolicy = batchv1.AllowConcurrent
+	}
+	if s.Suspend == nil {
+		s.Suspend = ptr.To(false)
+	}
+	defaultInt32(&s.SuccessfulJobsHistoryLimit, 3)
+	defaultInt32(&s.FailedJobsHistoryLimit, 1)
+	defaultPodTemplate(&s.JobTemplate.Spec.Template)
+}
+
+// defaultPod is a bare Pod's: its template's, service links, and each
+// container's requests defaulted to its limits.
+func defaultPod(s *corev1.PodSpec) {
+	defaultPodSpec(s)
+	if s.EnableServiceLinks == nil {
+		s.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
+	}
+	for _, cs := range [][]corev1.Container{s.Containers, s.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for k, v := range r.Limits {
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				if _, ok := r.Requests[k]; !ok {
+					r.Requests[k] = v.DeepCopy()
+				}
+			}
+		}
+	}
+}
+
+func defaultPersistentVolume(s *corev1.PersistentVolumeSpec) {
+	if s.PersistentVolumeReclaimPolicy == "" {
+		s.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	}
+	if s.VolumeMode == nil {
+		s.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+	}
+	defaultResources(s.Capacity)
+}
+
+func defaultNetworkPolicy(s *networkingv1.NetworkPolicySpec) {
+	if len(s.PolicyTypes) == 0 {
+		s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(s.Egress) != 0 {
+			s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	for i := range s.Ingress {
+		defaultPolicyPorts(s.Ingress[i].Ports)
+	}
+	for i := range s.Egress {
+		defaultPolicyPorts(s.Egress[i].Ports)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -97,7 +98,7 @@ func onlyImages(live, next map[string]interface{}) (bool, string) {
 	if a.why != "" || b.why != "" {
 		return false, a.why + b.why
 	}
-	if !jsonEqual(a.spec, b.spec) {
+	if !jsonvalue.DecodedEqual(a.spec, b.spec) {
 		return false, "patch sets spec beyond container images"
 	}
 	changed := false

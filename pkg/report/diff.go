@@ -3,7 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 )
@@ -198,7 +198,7 @@ func yamlPair(c *plan.Change, before, after *unstructured.Unstructured) ([]strin
 func equalField(before, after map[string]interface{}, key string) bool {
 	bv, inBefore := before[key]
 	av, inAfter := after[key]
-	return inBefore && inAfter && equalJSON(bv, av)
+	return inBefore && inAfter && jsonvalue.Equal(bv, av)
 }
 
 // pick returns the fields of m named by keys that m has.
@@ -210,50 +210,6 @@ func pick(m map[string]interface{}, keys []string) map[string]interface{} {
 		}
 	}
 	return out
-}
-
-// equalJSON is reflect.DeepEqual for the values of unstructured content
-// (maps, slices, strings, numbers, booleans, nil), without reflection for
-// those: reflect.DeepEqual was a fifth of yamlPair's time. Other types go
-// to reflect.DeepEqual.
-func equalJSON(a, b interface{}) bool {
-	switch av := a.(type) {
-	case map[string]interface{}:
-		bv, ok := b.(map[string]interface{})
-		if !ok || av == nil != (bv == nil) || len(av) != len(bv) {
-			return false
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok || !equalJSON(x, y) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		bv, ok := b.([]interface{})
-		if !ok || av == nil != (bv == nil) || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if !equalJSON(av[i], bv[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		bv, ok := b.(string)
-		return ok && av == bv
-	case bool:
-		bv, ok := b.(bool)
-		return ok && av == bv
-	case int64:
-		bv, ok := b.(int64)
-		return ok && av == bv
-	case nil:
-		return b == nil
-	}
-	return reflect.DeepEqual(a, b)
 }
 
 // letterKeys returns the keys of both maps, sorted, if each is made of ASCII

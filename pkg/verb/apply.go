@@ -30,7 +30,7 @@ type ApplyMode struct {
 	Force bool
 	// RestartStale is --restart-stale: the workloads the plan restarts
 	// (plan.Plan.Restarts) are restarted once Helm's upgrade succeeded
-	// (see restart.go); saved plans pin it.
+	// (restartStale, through pkg/restart); saved plans pin it.
 	RestartStale bool
 	// Watch is whether and how long the rollout is watched after Helm
 	// returns (not pinned by saved plans: it writes nothing).

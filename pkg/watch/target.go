@@ -2,12 +2,12 @@ package watch
 
 import (
 	"fmt"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/jsonvalue"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
@@ -132,5 +132,5 @@ func fieldChanged(ch *plan.Change, path ...string) bool {
 	}
 	before, _, _ := unstructured.NestedFieldNoCopy(ch.Before.Object, path...)
 	after, _, _ := unstructured.NestedFieldNoCopy(ch.After.Object, path...)
-	return !reflect.DeepEqual(before, after)
+	return !jsonvalue.Equal(before, after)
 }

@@ -9,8 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/restart"
 	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
@@ -93,8 +93,8 @@ func staleRestart(t *testing.T, c *testcluster.Cluster, ns, password string, hel
 		}
 	}
 	for _, name := range []string{"a", "b"} {
-		if managers := restartManagers(t, c, ns, name); len(managers) != 1 || managers[0] != apply.RestartManager {
-			t.Errorf("Deployment/%s: the restartedAt annotation is managed by %v, want %s alone", name, managers, apply.RestartManager)
+		if managers := restartManagers(t, c, ns, name); len(managers) != 1 || managers[0] != restart.Manager {
+			t.Errorf("Deployment/%s: the restartedAt annotation is managed by %v, want %s alone", name, managers, restart.Manager)
 		}
 	}
 
@@ -114,7 +114,7 @@ func staleRestart(t *testing.T, c *testcluster.Cluster, ns, password string, hel
 	helm("upgrade", "app", staleChart, "-n", ns, "--set", "password="+password, "--set", "greeting=hi", "--set", "image=registry.example/app:2")
 	for _, name := range []string{"a", "b"} {
 		if managers := restartManagers(t, c, ns, name); len(managers) != 1 {
-			t.Errorf("Deployment/%s: after Helm's next upgrade the restartedAt annotation is managed by %v, want kept by %s", name, managers, apply.RestartManager)
+			t.Errorf("Deployment/%s: after Helm's next upgrade the restartedAt annotation is managed by %v, want kept by %s", name, managers, restart.Manager)
 		}
 	}
 }

@@ -1,18 +1,22 @@
-package planner
+// Package restart is --restart-stale, one feature the stages call: the
+// planner marks the release's stale readers restarted (Plan), the apply
+// patches them once Helm's upgrade succeeded (Apply); the plan model
+// (plan.Plan.Restarts) and the saved plan's pin of them (savedplan) only
+// carry its answer.
+package restart
 
 import (
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// restartStale plans, when on (--restart-stale), the restart of every
+// Plan plans, when on (--restart-stale), the restart of every
 // workload of the release whose running pods would keep a changed
 // ConfigMap's or Secret's old value (plan.SightStale) and whose controller
 // replaces its pods for a new template (classify.Restartable): its change
@@ -21,7 +25,7 @@ import (
 // restarted. Readers outside the release are not the release's to
 // restart, and stay stale. It drops the live objects change kept for a
 // restart that is not planned (a noop's objects are not kept).
-func restartStale(changes []plan.Change, on bool) {
+func Plan(changes []plan.Change, on bool) {
 	if !on {
 		return
 	}
@@ -51,7 +55,7 @@ func restartStale(changes []plan.Change, on bool) {
 		c := &changes[i]
 		switch {
 		case len(c.RestartedFor) > 0:
-			restart(c)
+			asRestart(c)
 		case c.Action == plan.ActionNoop:
 			c.Before = nil
 		}
@@ -67,7 +71,7 @@ func notRestartable(u *plan.Consumer, w *plan.Change) string {
 	switch {
 	case u.Outside || w == nil:
 		return "outside the release"
-	case !classify.Restartable(schema.GroupKind{Group: w.ID.Group, Kind: w.ID.Kind}):
+	case !classify.Restartable(w.ID.GroupKind()):
 		return "a new template replaces no pod of a " + w.ID.Kind
 	case w.Before == nil:
 		return "not in the cluster"
@@ -77,9 +81,9 @@ func notRestartable(u *plan.Consumer, w *plan.Change) string {
 	return ""
 }
 
-// restart makes c, a workload the apply restarts, a rolling update of its
+// asRestart makes c, a workload the apply restarts, a rolling update of its
 // pod template's restartedAt annotation, whose value is the apply's time.
-func restart(c *plan.Change) {
+func asRestart(c *plan.Change) {
 	after := c.After
 	if after == nil {
 		after = c.Before
@@ -97,7 +101,7 @@ func restart(c *plan.Change) {
 	}
 	c.Action, c.Class, c.After = plan.ActionUpdate, plan.ClassRolling, after
 	c.Regenerated, c.Ignored = false, false // the restart counts, whatever else changes
-	c.Rollout = classify.Rollout(schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind}, after.Object)
+	c.Rollout = classify.Rollout(c.ID.GroupKind(), after.Object)
 	c.Reasons = append(c.Reasons, plan.Reason{Path: plan.RestartedAtPath, Source: plan.SourceDerived, After: plan.RestartedAtPending,
 		Message: "restarted for " + strings.Join(c.RestartedFor, ", ") + " (--restart-stale): the tool sets this annotation after Helm's upgrade, as kubectl rollout restart does, so that the new pods read the new value"})
 }
