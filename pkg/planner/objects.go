@@ -8,6 +8,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/classify"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -55,4 +56,54 @@ func (p *Planner) objects(ctx context.Context, in Input, ids []manifest.ObjectID
 		return nil, nil, san.Error(err)
 	}
 	return changes, reads, nil
+}
+
+// evaluation is what one change is evaluated from: the object's
+// last-release and new forms (either may be nil) and, when a LIST read it
+// already, its live state, still encoded.
+type evaluation struct {
+	prev, next *manifest.Object
+	prefetched *live.State
+}
+
+// evaluations pairs each of ids with its forms and prefetched live state.
+// Nothing else holds them once the sets are dropped, so each object's
+// parsed and live forms become garbage as soon as its change is evaluated:
+// memory grows with the changes, not with the release. A live object is
+// decoded by its evaluation (change); those that may hold a Secret value
+// are decoded once before, for san: a server's answer about one object (a
+// warning is printed as it comes) may quote another.
+func (p *Planner) evaluations(ctx context.Context, ids []manifest.ObjectID, prev, next *manifest.Set, ssa bool, san *redact.Sanitizer) []evaluation {
+	work := make([]evaluation, len(ids))
+	objs := make([]*manifest.Object, 0, len(ids))
+	for i, id := range ids {
+		work[i] = evaluation{prev: prev.Get(id), next: next.Get(id)}
+		if o := work[i].next; o != nil {
+			objs = append(objs, o)
+		} else {
+			objs = append(objs, work[i].prev)
+		}
+	}
+	prefetched := p.Cluster.Objects.Prefetch(redact.WithReadsSanitized(ctx), objs, leanLive(prev, ssa))
+	for i, id := range ids {
+		if st, ok := prefetched[id]; ok {
+			work[i].prefetched = &st
+			if apiVersion, kind, data, encoded := st.Encoded(); encoded && redact.MayHoldSecrets(apiVersion, kind, data) {
+				san.Add(st.Decode().Obj)
+			}
+		}
+	}
+	return work
+}
+
+// leanLive drops from the live objects what a client-side (Helm 3) plan
+// never reads: metadata.managedFields, server-side apply's field ownership,
+// often more than half of an object. A Helm 4 server-side apply reads them
+// (conflicts, owners of drift), and so does an object without a last-release
+// form, which Helm diffs against the live object itself.
+func leanLive(prev *manifest.Set, ssa bool) live.Lean {
+	if ssa {
+		return nil
+	}
+	return func(o *manifest.Object) bool { return prev.Get(o.ID) != nil }
 }
