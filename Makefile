@@ -51,7 +51,7 @@ snapshot: shiptools
 USE_CLUSTER ?=
 
 # -count=1: end-to-end results depend on the cluster, never reuse cached ones.
-# One package: make test PKGS=./internal/testkit/testcluster TESTFLAGS=-v
+# One package: make test PKGS=./test/kit/testcluster TESTFLAGS=-v
 ifeq ($(USE_CLUSTER),1)
 test: shiptools
 	SAFE_UPGRADE_USE_CLUSTER=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +24,7 @@ type DiffOptions struct {
 // newDiffCommand is `diff RELEASE REV1 REV2 [-o text|json|markdown]`.
 func newDiffCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &DiffOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
-	cmd := &cobra.Command{
+	cmd := verbCommand(&cobra.Command{
 		Use:   "diff RELEASE REV1 REV2",
 		Short: "What going from revision REV1 to REV2 of the release changes, classified (helm-diff's diff revision, with verdicts)",
 		Long: `Classify what changes from the manifest Helm stored for revision REV1 to
@@ -33,13 +32,8 @@ revision REV2's, with the offline verdicts of the plan (the catalogue of
 immutable fields; no live state): each object created, deleted, changed in
 place, rolled or recreate-required, with its reasons and diff, Secrets
 masked. Nothing is written.`,
-		Args:          diffArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: diffArgs,
+	}, o, runF)
 	o.addFlags(cmd.Flags(), "report format: "+logFormatList(), render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	cmd.Flags().IntVar(&o.DiffContext, "diff-context", report.DefaultContext, "lines of context in diffs")
 	return cmd
@@ -69,11 +63,7 @@ func diffArgs(_ *cobra.Command, args []string) error {
 
 // revisionArg is a revision number: 1 or more.
 func revisionArg(a string) (int, error) {
-	n, err := strconv.Atoi(a)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("diff: revision %q: want a revision number (1 or more)", a)
-	}
-	return n, nil
+	return revisionNumber(a, 1, "diff: revision %q: want a revision number (1 or more)")
 }
 
 // Complete takes the release and revisions and makes the run's

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
@@ -80,6 +81,15 @@ func (f *Factory) RunConfig(timeout time.Duration) *verb.Config {
 	}
 	f.config = c
 	return c
+}
+
+// prompter is p, the prompt a test set, or else the one that asks on the
+// terminal for the acknowledgements (or the release name) missing.
+func (f *Factory) prompter(p gate.Prompter) gate.Prompter {
+	if p != nil {
+		return p
+	}
+	return gate.NewLinePrompter(f.Streams.In, f.Streams.ErrOut)
 }
 
 // execute runs cmd with args and returns the exit code. Any panic ends in

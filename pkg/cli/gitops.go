@@ -53,8 +53,7 @@ type GitOpsOptions struct {
 // newGitOpsCommand is `gitops BASE HEAD`.
 func newGitOpsCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &GitOpsOptions{Factory: f}
-	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
-	cmd := &cobra.Command{
+	cmd := verbCommand(&cobra.Command{
 		Use:   "gitops BASE HEAD",
 		Short: "Plan, offline, every Flux HelmRelease and Argo CD Application a pull request changes (BASE and HEAD: the two checkouts, a file or a directory each)",
 		Long: `Plan, without any cluster, what merging a GitOps pull request does: every Flux
@@ -86,18 +85,8 @@ its syncPolicy says.
 Exit codes: 0 nothing changes, 2 blocked by the gate, 3 with --detailed-exitcode
 when changes pass, 1 error (a missing valuesFrom ConfigMap, a chart that
 cannot be fetched, a malformed object: named with its file and field).`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return fmt.Errorf("gitops expects BASE and HEAD, got %d argument(s); see --help", len(args))
-			}
-			return nil
-		},
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: exactArgs(2, "gitops expects BASE and HEAD, got %d argument(s); see --help"),
+	}, o, runF)
 	fs := cmd.Flags()
 	f.AddFlags(fs) // Helm's: --repository-config, --registry-config, --repository-cache, --debug, …
 	addReportFlags(fs, &o.Report)

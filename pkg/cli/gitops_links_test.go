@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // TestGitOpsChartLinkOutside: a chart folder of the checkout whose file

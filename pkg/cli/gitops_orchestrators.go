@@ -11,13 +11,25 @@ import (
 func addHelmsmanFlags(fs *pflag.FlagSet, o *gitops.HelmsmanOptions) {
 	fs.StringArrayVar(&o.Files, "helmsman-file", nil, "a Helmsman desired state file the job runs helmsman -f with, relative to each checkout (repeatable, merged in order as helmsman merges them; default: every TOML or YAML file shaped like a DSF, each on its own)")
 	fs.StringVar(&o.Spec, "helmsman-spec", "", "Helmsman's --spec file, relative to each checkout: its stateFiles are merged after the --helmsman-file ones")
-	fs.BoolVar(&o.SubstEnvValues, "helmsman-subst-env-values", false, "Helmsman runs with --subst-env-values: the job's environment variables are substituted into the apps' values files")
-	fs.BoolVar(&o.NoEnvSubst, "helmsman-no-env-subst", false, "Helmsman runs with --no-env-subst: no environment variable is substituted")
-	fs.BoolVar(&o.NoRecursiveEnvExpand, "helmsman-no-recursive-env-expand", false, "Helmsman runs with --no-recursive-env-expand")
-	fs.BoolVar(&o.SkipValidation, "helmsman-skip-validation", false, "Helmsman runs with --skip-validation: an unset environment variable is substituted empty instead of stopping it")
-	fs.BoolVar(&o.KeepUntracked, "helmsman-keep-untracked-releases", false, "Helmsman runs with --keep-untracked-releases: an app removed from the DSF is not uninstalled")
-	fs.BoolVar(&o.ReplaceOnRename, "helmsman-replace-on-rename", false, "Helmsman runs with --replace-on-rename: a chart whose name changes is an uninstall and an install")
-	fs.BoolVar(&o.ForceUpgrades, "helmsman-force-upgrades", false, "Helmsman runs with --force-upgrades: every upgrade is helm upgrade --force")
+	// Each --helmsman-X says the job runs Helmsman with its --X.
+	for _, b := range []struct {
+		on         *bool
+		flag, does string
+	}{
+		{&o.SubstEnvValues, "subst-env-values", "the job's environment variables are substituted into the apps' values files"},
+		{&o.NoEnvSubst, "no-env-subst", "no environment variable is substituted"},
+		{&o.NoRecursiveEnvExpand, "no-recursive-env-expand", ""},
+		{&o.SkipValidation, "skip-validation", "an unset environment variable is substituted empty instead of stopping it"},
+		{&o.KeepUntracked, "keep-untracked-releases", "an app removed from the DSF is not uninstalled"},
+		{&o.ReplaceOnRename, "replace-on-rename", "a chart whose name changes is an uninstall and an install"},
+		{&o.ForceUpgrades, "force-upgrades", "every upgrade is helm upgrade --force"},
+	} {
+		help := "Helmsman runs with --" + b.flag
+		if b.does != "" {
+			help += ": " + b.does
+		}
+		fs.BoolVar(b.on, "helmsman-"+b.flag, false, help)
+	}
 }
 
 // addHelmfileFlags adds the flags that say how the job runs helmfile.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // gitopsRepo is a GitOps repository's base and head: a HelmRelease of the

@@ -80,17 +80,12 @@ func newGuardCommand(f *Factory, runF runFunc) *cobra.Command {
 
 func newGuardVerbCommand(f *Factory, runF runFunc, verb, short string) *cobra.Command {
 	o := &GuardOptions{Factory: f, Verb: verb}
-	cmd := &cobra.Command{
-		Use:           verb,
-		Short:         short,
-		Long:          short + ".\n\n" + guardLong,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+	cmd := verbCommand(&cobra.Command{
+		Use:   verb,
+		Short: short,
+		Long:  short + ".\n\n" + guardLong,
+		Args:  cobra.NoArgs,
+	}, o, runF)
 	f.AddFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	if verb == "install" {
@@ -169,7 +164,12 @@ func (o *GuardOptions) withCoverage(act guardAction, mark bool) guardAction {
 		if err != nil {
 			return append(lines, o.Config.Sanitizer.Text("what the guard protects could not be read: "+err.Error(), redact.MessageLimit)), nil
 		}
-		return append(lines, cov.Lines()...), nil
+		// A line may quote the API server (why a claim could not be
+		// labelled): text from elsewhere, printed through the one printer.
+		for _, l := range cov.Lines() {
+			lines = append(lines, o.Config.Sanitizer.Text(l, redact.MessageLimit))
+		}
+		return lines, nil
 	}
 }
 

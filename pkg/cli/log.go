@@ -34,7 +34,7 @@ func logFormatList() string { return strings.Join(logFormats(), ", ") }
 // newLogCommand is `log RELEASE [-p] [--max-count N] [-o text|json|markdown]`.
 func newLogCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &LogOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
-	cmd := &cobra.Command{
+	cmd := verbCommand(&cobra.Command{
 		Use:   "log RELEASE",
 		Short: "The release's revisions, newest first: who ran each, what it changed (classified), what was acknowledged, how the rollout went",
 		Long: `One entry per revision, newest first, as git log reads: revision, date, chart
@@ -49,13 +49,8 @@ A revision the tool applied is read from the record it wrote beside Helm's;
 one made by plain helm (or before the tool was used) is computed from the
 manifests Helm stored for it and the revision before, offline, and marked
 computed. Nothing is written.`,
-		Args:          releaseArg("log"),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: releaseArg("log"),
+	}, o, runF)
 	o.addFlags(cmd.Flags(), "format: "+logFormatList(), render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	cmd.Flags().BoolVarP(&o.Patch, "patch", "p", false, "show each change's verdict, reasons and diff")
 	// Not -n, git log's: -n is the namespace, as in every helm command.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -30,7 +29,7 @@ type RecoverOptions struct {
 // newRecoverCommand is `recover RELEASE`.
 func newRecoverCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &RecoverOptions{Factory: f}
-	cmd := &cobra.Command{
+	cmd := recordedCommand(&cobra.Command{
 		Use:   "recover RELEASE",
 		Short: "After an interrupted apply: restore what it deleted for recreation, settle its pending revision",
 		Long: `After an apply that was interrupted (killed mid-way): restore the objects it
@@ -39,32 +38,12 @@ deployed revision first), mark the revision it left pending as failed, and
 remove the journal. What it will do is printed first; on a terminal it asks
 for the release name, elsewhere it needs --yes. It holds the release's Lease
 meanwhile. The same as RELEASE --recover.`,
-		Args:          releaseArg("recover"),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(displayName(cmd.Root())+" recover", args, cmd.Flags())
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: releaseArg("recover"),
+	}, f, "recover", o, runF)
 	f.AddFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", render.DefaultTimeout, "time to wait for any individual Kubernetes operation")
 	cmd.Flags().BoolVar(&o.Yes, "yes", false, "restore without asking (CI); what it re-creates is still printed first")
 	return cmd
-}
-
-// releaseArg accepts exactly one argument, a valid Helm release name: what
-// a verb that takes RELEASE takes (see route).
-func releaseArg(verb string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) != 1 {
-			return fmt.Errorf("%s expects RELEASE, got %d argument(s); see --help", verb, len(args))
-		}
-		if err := chartutil.ValidateReleaseName(args[0]); err != nil {
-			return fmt.Errorf("%s %q: %w", verb, args[0], err)
-		}
-		return nil
-	}
 }
 
 // Complete takes the release and makes the run's configuration.
@@ -72,9 +51,7 @@ func (o *RecoverOptions) Complete(args []string) error {
 	o.Release = args[0]
 	opts := o.render()
 	o.Config = o.RunConfig(opts.TimeLimit())
-	if o.Prompter == nil {
-		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
-	}
+	o.Prompter = o.prompter(o.Prompter)
 	return nil
 }
 

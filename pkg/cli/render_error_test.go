@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/injection"
 )
 
 // TestRenderErrorsKeepSecrets (issue 10): a template whose `fail` echoes a

@@ -3,14 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/report"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/verb"
@@ -40,8 +37,7 @@ type RollbackOptions struct {
 // newRollbackCommand is `rollback RELEASE [REVISION]`.
 func newRollbackCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &RollbackOptions{Factory: f}
-	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
-	cmd := &cobra.Command{
+	cmd := recordedCommand(&cobra.Command{
 		Use:   "rollback RELEASE [REVISION]",
 		Short: "Plan, gate and apply helm rollback of RELEASE to REVISION (default: the previous revision)",
 		Long: `Roll RELEASE back to REVISION (default: the revision before the last, as
@@ -54,15 +50,8 @@ immutable one is recreate-required. Destructive changes block until
 acknowledged (--ack, --ack-file, or the release name typed at the prompt);
 --dry-run plans and writes nothing. The history then reads "Rollback to
 REVISION", and the rollout is watched as after an upgrade.`,
-		Args:          rollbackArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(displayName(cmd.Root())+" rollback", args, cmd.Flags())
-			o.Program = displayName(cmd.Root())
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: rollbackArgs,
+	}, f, "rollback", o, runF)
 	o.addFlags(cmd.Flags())
 	return cmd
 }
@@ -111,11 +100,7 @@ func rollbackArgs(_ *cobra.Command, args []string) error {
 // parseRevision reads REVISION as helm rollback does: a whole number, 0
 // meaning the previous revision.
 func parseRevision(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("rollback: REVISION %q is not a revision number (1 or more; 0 for the previous revision)", s)
-	}
-	return n, nil
+	return revisionNumber(s, 0, "rollback: REVISION %q is not a revision number (1 or more; 0 for the previous revision)")
 }
 
 // Complete reads the arguments and builds the upgrade's Options that run
@@ -131,27 +116,12 @@ func (o *RollbackOptions) Complete(args []string) error {
 	}
 	u := newUpgradeOptions(o.Factory)
 	u.Render, u.runFlags, u.Report, u.Gate = o.Render, o.runFlags, o.Report, o.Gate
-	u.Config = o.RunConfig(o.Render.TimeLimit())
-	u.Render.Namespace = u.Config.Namespace
-	u.completePlanKeys()
-	acks, err := o.Gate.collect()
-	if err != nil {
-		return err
-	}
-	u.AckSet = acks
-	u.Request = verb.RollbackRequest(o.Release, verb.Rollback{Revision: o.Revision}, u.Render, o.Apply, !o.DryRun)
-	if u.Request.ServerDryRun, err = planner.ParseServerDryRun(o.ServerDryRun); err != nil {
-		return err
-	}
+	o.Upgrade = u
 	// A saved plan of this rollback (--plan): the same revision, the
 	// release unmoved (savedplan pins the operation).
-	u.Request.SavedMaxAge = o.PlanMaxAge
-	if err := u.readSaved(o.Release, &u.Request); err != nil {
-		return err
-	}
-	u.addSavedAcks(acks)
-	o.Upgrade = u
-	return u.completePrompter()
+	return u.completeRequest(func() verb.PlanRequest {
+		return verb.RollbackRequest(o.Release, verb.Rollback{Revision: o.Revision}, u.Render, o.Apply, !o.DryRun)
+	})
 }
 
 // Validate checks the flags as the upgrade's.

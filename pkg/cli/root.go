@@ -3,7 +3,9 @@
 // shim_install.go; the drop-in helm in shim.go), each with Options whose
 // Complete → Validate → Run turn the flags into the plain requests the
 // actions of pkg/verb only read. What the verbs share (Helm's settings,
-// the run's configuration, the exit code) is the Factory. It owns every
+// the run's configuration, the exit code) is the Factory; how a verb's
+// command runs its Options is command.go's, and the writing verbs' order
+// of report, gate and write is gated.go's. It owns every
 // flag (the upgrade's in upgradeflags.go) and holds no logic of its own
 // beyond the flags and wiring the stages together.
 package cli

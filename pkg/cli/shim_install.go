@@ -50,7 +50,7 @@ func newShimCommand(f *Factory, runF runFunc) *cobra.Command {
 // newShimInstallCommand is `shim install DIR`.
 func newShimInstallCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &ShimInstallOptions{Streams: f.Streams, Getenv: os.Getenv}
-	return &cobra.Command{
+	return verbCommand(&cobra.Command{
 		Use:   "install DIR",
 		Short: "Put the drop-in helm (a helm that gates upgrades) into DIR",
 		Long: `Put the drop-in helm into DIR: a link named helm to the small dispatcher
@@ -59,13 +59,8 @@ upgrade to this binary beside it and every other command to the real helm. With 
 first on PATH (or helmfile's helmBinary pointing at DIR/helm), helm upgrade
 goes through the safe-upgrade gate and every other command runs the real
 helm: the next helm on PATH, or ` + shim.HelmEnv + `. See docs/orchestrators.md.`,
-		Args:          cobra.ExactArgs(1),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: cobra.ExactArgs(1),
+	}, o, runF)
 }
 
 // Complete resolves DIR, this binary and the dispatcher beside it.

@@ -30,7 +30,7 @@ type ShowPlanOptions struct {
 // newShowPlanCommand is `show-plan FILE [-o text|json|markdown]`.
 func newShowPlanCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &ShowPlanOptions{Streams: f.Streams}
-	cmd := &cobra.Command{
+	cmd := verbCommand(&cobra.Command{
 		Use:   "show-plan FILE",
 		Short: "Print the report a saved plan (--plan-out) was reviewed with, without contacting the cluster",
 		Long: `Print the report a saved plan was reviewed with: the plan job's report, masked,
@@ -38,18 +38,8 @@ byte for byte as it printed it (without colour). The plan is decrypted with
 ` + savedplan.EnvIdentity + ` (an identity file or the key) or ` + savedplan.EnvPassphrase + `,
 and refused, exit 1, when it was edited, truncated or is not for that key.
 Who made it (tool, time, cluster, CI commit and pipeline) goes to stderr.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return fmt.Errorf("show-plan expects FILE, got %d argument(s)", len(args))
-			}
-			return nil
-		},
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: exactArgs(1, "show-plan expects FILE, got %d argument(s)"),
+	}, o, runF)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatText, "report format: "+strings.Join(report.SavedFormats(), ", "))
 	cmd.Flags().BoolVar(&o.Unencrypted, "plan-unencrypted", false, "accept a plan saved in clear (--plan-out --plan-unencrypted)")
 	return cmd

@@ -27,7 +27,7 @@ type StatusOptions struct {
 // newStatusCommand is `status RELEASE [RELEASE…]`.
 func newStatusCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &StatusOptions{readOnlyOptions: readOnlyOptions{Factory: f}}
-	cmd := &cobra.Command{
+	cmd := recordedCommand(&cobra.Command{
 		Use:   "status RELEASE [RELEASE...]",
 		Short: "Show what is deployed: each release's live objects against its stored manifest, drift classified, and the release's health",
 		Long: `Compare the live objects of each RELEASE (-A: of every release of every
@@ -52,14 +52,8 @@ Exit codes:
   0  success (with --detailed-exitcode: every object in sync)
   1  error
   3  with --detailed-exitcode: an object drifted or is missing`,
-		Args:          statusArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(displayName(cmd.Root())+" status", args, cmd.Flags())
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: statusArgs,
+	}, f, "status", o, runF)
 	fs := cmd.Flags()
 	o.addFlags(fs, "report format: "+report.FormatList(), 5*time.Minute, "time the whole status may take")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every release of every namespace, or the RELEASEs named in any namespace")

@@ -46,8 +46,7 @@ var cascades = []string{"background", "orphan", "foreground"}
 // newUninstallCommand is `uninstall RELEASE`.
 func newUninstallCommand(f *Factory, runF runFunc) *cobra.Command {
 	o := &UninstallOptions{Factory: f}
-	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
-	cmd := &cobra.Command{
+	cmd := recordedCommand(&cobra.Command{
 		Use:   "uninstall RELEASE",
 		Short: "Plan, gate and run helm uninstall of RELEASE: what it deletes (data lost or recreatable), what it leaves and why",
 		Long: `Plan helm uninstall of RELEASE: every object of its last revision that Helm
@@ -61,14 +60,8 @@ an upgrade. Then Helm's own uninstall runs, holding the release's Lease, and
 each planned deletion is read back: an object still there (a finalizer, a
 failed delete) is named with why, and the exit code is 1. What is left in
 the cluster is printed last.`,
-		Args:          releaseArg("uninstall"),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(displayName(cmd.Root())+" uninstall", args, cmd.Flags())
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+		Args: releaseArg("uninstall"),
+	}, f, "uninstall", o, runF)
 	fs := cmd.Flags()
 	f.AddFlags(fs)
 	addReportFlags(fs, &o.Report)
@@ -98,21 +91,11 @@ func (o *UninstallOptions) Complete(args []string) error {
 	o.Request = verb.UninstallRequest{ReleaseName: args[0], KeepHistory: o.KeepHistory, Cascade: o.Cascade,
 		DisableHooks: o.DisableHooks, Wait: o.Wait, Timeout: o.Timeout, Description: o.Description, ForApply: !o.DryRun,
 		SavedMaxAge: o.Saved.PlanMaxAge}
+	o.Prompter = o.prompter(o.Prompter)
 	// The saved plan's keys and, with --plan, the plan and its
 	// acknowledgements, read as the upgrade reads them.
-	u := &UpgradeOptions{Factory: o.Factory, runFlags: o.Saved}
-	u.Render.Namespace = o.Config.Namespace
-	u.completePlanKeys()
-	o.Saved.PlanKeys = u.PlanKeys
-	if err := u.readSaved(args[0], &u.Request); err != nil {
-		return err
-	}
-	o.Request.Saved = u.Request.Saved
-	u.addSavedAcks(acks)
-	if o.Prompter == nil {
-		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
-	}
-	return nil
+	o.Request.Saved, err = o.Saved.completeSaved(o.Streams.ErrOut, args[0], o.Config.Namespace, acks)
+	return err
 }
 
 // Validate checks the flags' values.
@@ -148,36 +131,27 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
-	write := func() error {
-		return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false)
-	}
-	// The JSON document of an applied uninstall carries what it left
-	// (uninstalled): it is written once the uninstall was read back, or
-	// the run stopped before.
-	if !o.DryRun && o.Report.Output == report.FormatJSON {
-		err := o.gateAndUninstall(ctx, planned, decision)
-		if werr := write(); err == nil {
-			err = werr
-		}
-		return err
-	}
-	if err := write(); err != nil {
-		return err
-	}
-	if o.DryRun {
-		if err := o.savePlan(ctx, planned); err != nil {
-			return err
-		}
-		if err := dryRunExit(o.Streams.ErrOut, decision, o.DetailedExitcode && planned.Plan.HasChanges()); err != nil {
-			return err
-		}
-		if o.HelmOut != nil {
-			// helm uninstall --dry-run prints the same line.
-			fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
-		}
-		return nil
-	}
-	return o.gateAndUninstall(ctx, planned, decision)
+	return writeRun{
+		report: func() error {
+			return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), "", false)
+		},
+		save: func() error { return o.savePlan(ctx, planned) },
+		dryRunEnd: func() error {
+			if err := dryRunExit(o.Streams.ErrOut, decision, o.DetailedExitcode && planned.Plan.HasChanges()); err != nil {
+				return err
+			}
+			if o.HelmOut != nil {
+				// helm uninstall --dry-run prints the same line.
+				fmt.Fprintln(o.HelmOut, uninstalledLine(o.Request.ReleaseName))
+			}
+			return nil
+		},
+		gateAndWrite: func() error { return o.gateAndUninstall(ctx, planned, decision) },
+		dryRun:       o.DryRun,
+		// The JSON document of an applied uninstall carries what it left
+		// (uninstalled): it is written once the uninstall was read back.
+		reportAfter: o.Report.Output == report.FormatJSON,
+	}.run()
 }
 
 // gateAndUninstall asks for the acknowledgements still missing (on a

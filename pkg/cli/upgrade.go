@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -43,11 +41,7 @@ func NewUpgradeOptions(streams iostreams.Streams) *UpgradeOptions {
 	return newUpgradeOptions(NewFactory(streams))
 }
 
-func newUpgradeOptions(f *Factory) *UpgradeOptions {
-	o := &UpgradeOptions{Factory: f}
-	o.Report.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
-	return o
-}
+func newUpgradeOptions(f *Factory) *UpgradeOptions { return &UpgradeOptions{Factory: f} }
 
 // newUpgradeCommand is `upgrade RELEASE CHART`: always an upgrade, whatever
 // the release is called (see route).
@@ -60,10 +54,8 @@ func newUpgradeCommand(f *Factory, runF runFunc) *cobra.Command {
 // upgradeCommand is the upgrade over o, used as use: the root's
 // `RELEASE CHART`, the `upgrade` verb, and the drop-in helm's gate.
 func upgradeCommand(o *UpgradeOptions, use string, runF runFunc) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:           use,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+	cmd := recordedCommand(&cobra.Command{
+		Use: use,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 2:
@@ -75,12 +67,7 @@ func upgradeCommand(o *UpgradeOptions, use string, runF runFunc) *cobra.Command 
 			}
 			return fmt.Errorf("expected RELEASE and CHART, got %d argument(s); see --help", len(args))
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Command = commandLine(displayName(cmd.Root()), args, cmd.Flags())
-			o.Program = displayName(cmd.Root())
-			return runVerb(cmd.Context(), o, args, runF)
-		},
-	}
+	}, o.Factory, "", o, runF)
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -99,62 +86,36 @@ func (o *UpgradeOptions) addFlagsTo(fs *pflag.FlagSet) {
 
 // Complete fills the fields Run needs from flags and arguments.
 func (o *UpgradeOptions) Complete(args []string) error {
-	o.Config = o.RunConfig(o.Render.TimeLimit())
-	o.Render.Namespace = o.Config.Namespace
-	o.completePlanKeys()
-	acks, err := o.Gate.collect()
-	if err != nil {
-		return err
-	}
 	chart := "" // none with --recover RELEASE (Args)
 	if len(args) > 1 {
 		chart = args[1]
 	}
-	if o.Request, err = o.planRequest(args[0], chart); err != nil {
+	return o.completeRequest(func() verb.PlanRequest { return o.planRequest(args[0], chart) })
+}
+
+// completeRequest fills what Run needs around the plan request that
+// request makes once the release namespace is known: the run's
+// configuration, the acknowledgements (--ack, --ack-file, then the saved
+// plan's), the prompt, and in the request what every plan takes from the
+// flags: --server-dry-run and the saved plan (--plan, --plan-max-age).
+// The upgrade and the rollback complete so.
+func (o *UpgradeOptions) completeRequest(request func() verb.PlanRequest) error {
+	o.Config = o.RunConfig(o.Render.TimeLimit())
+	o.Render.Namespace = o.Config.Namespace
+	acks, err := o.Gate.collect()
+	if err != nil {
 		return err
 	}
-	o.addSavedAcks(acks)
 	o.AckSet = acks
-	return o.completePrompter()
-}
-
-// completePlanKeys sets the saved plan's keys: --plan-recipient,
-// --plan-unencrypted and the environment's.
-func (o *UpgradeOptions) completePlanKeys() {
-	o.PlanKeys = savedplan.KeysFromEnv(os.Getenv, o.PlanRecipients, o.PlanUnencrypted)
-	o.PlanKeys.Warnings = o.Streams.ErrOut
-}
-
-// readSaved reads the saved plan --plan names into req, checked for
-// release in the release namespace (see savedplan.Verify); nothing without
-// --plan.
-func (o *UpgradeOptions) readSaved(release string, req *verb.PlanRequest) error {
-	if o.SavedPlanToRead == "" {
-		return nil
+	o.Request = request()
+	o.Request.SavedMaxAge = o.PlanMaxAge
+	if o.Request.ServerDryRun, err = planner.ParseServerDryRun(o.ServerDryRun); err != nil {
+		return err
 	}
-	saved, err := savedplan.Verify(o.SavedPlanToRead, o.PlanKeys, release, o.Render.Namespace)
-	req.Saved = saved
-	return err
-}
-
-// addSavedAcks adds the acknowledgements the saved plan recorded to acks,
-// warning when the plan was not encrypted.
-func (o *UpgradeOptions) addSavedAcks(acks *gate.Acks) {
-	if o.Request.Saved == nil {
-		return
+	if o.Request.Saved, err = o.completeSaved(o.Streams.ErrOut, o.Request.ReleaseName, o.Render.Namespace, acks); err != nil {
+		return err
 	}
-	if o.Request.Saved.InClear {
-		fmt.Fprintf(o.Streams.ErrOut, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", o.SavedPlanToRead)
-	}
-	acks.Add(o.Request.Saved.Acks())
-}
-
-// completePrompter sets the prompt for missing acknowledgements, unless a
-// test set one.
-func (o *UpgradeOptions) completePrompter() error {
-	if o.Prompter == nil {
-		o.Prompter = gate.NewLinePrompter(o.Streams.In, o.Streams.ErrOut)
-	}
+	o.Prompter = o.prompter(o.Prompter)
 	return nil
 }
 
@@ -167,25 +128,19 @@ func (o *UpgradeOptions) Validate() error {
 }
 
 // planRequest is the plan request of release from chart that the flags
-// ask for; with --plan it carries the saved plan, read and checked for
-// release in the release namespace. Offline plans are never applied:
-// --offline implies --dry-run.
-func (o *UpgradeOptions) planRequest(release, chart string) (verb.PlanRequest, error) {
+// ask for (completeRequest adds what every plan takes). Offline plans are
+// never applied: --offline implies --dry-run.
+func (o *UpgradeOptions) planRequest(release, chart string) verb.PlanRequest {
 	if o.Offline {
 		o.DryRun = true
 	}
 	req := verb.PlanRequest{ReleaseName: release, ChartRef: chart, Render: o.Render, Rules: o.Rules,
-		Apply: o.Apply, SavedMaxAge: o.PlanMaxAge, ForApply: !o.DryRun && !o.Recover}
+		Apply: o.Apply, ForApply: !o.DryRun && !o.Recover}
 	if o.Offline {
 		from := o.From
 		req.Offline = &from
 	}
-	dryRuns, err := planner.ParseServerDryRun(o.ServerDryRun)
-	if err != nil {
-		return req, err
-	}
-	req.ServerDryRun = dryRuns
-	return req, o.readSaved(release, &req)
+	return req
 }
 
 // Run plans the upgrade, reports it, gates it and (without --dry-run) applies it.
@@ -205,31 +160,23 @@ func (o *UpgradeOptions) Run(ctx context.Context) error {
 		planned.Plan.Blockers = append(planned.Plan.Blockers, line+" (--fail-on-stale-config)")
 	}
 	decision := gate.Evaluate(planned.Plan, o.AckSet, o.Gate.All)
-	write := func() error {
-		return o.Config.Stage("report", func() error {
-			return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), o.Request.ChartRef, o.Render.HideSecret)
-		})
-	}
-	// The JSON document of an applied plan carries the rollout's outcome:
-	// it is written once the watch ended (or the run stopped before).
-	if !o.DryRun && o.Report.Output == report.FormatJSON && !o.Apply.Watch.Off {
-		err := o.gateAndApply(ctx, planned, decision)
-		if werr := write(); err == nil {
-			err = werr
-		}
-		return err
-	}
-	if err := write(); err != nil {
-		return err
-	}
-	if o.DryRun {
-		if err := o.savePlan(ctx, planned); err != nil {
-			return err
-		}
-		return dryRunExit(o.Streams.ErrOut, decision,
-			o.DetailedExitcode && (planned.Plan.HasChanges() || o.FailOnRegenerated && planned.Plan.HasRegenerated()))
-	}
-	return o.gateAndApply(ctx, planned, decision)
+	return writeRun{
+		report: func() error {
+			return o.Config.Stage("report", func() error {
+				return o.Report.Write(o.Streams.Out, o.Streams.ErrOut, planned.Plan, o.Streams.Color(), o.Request.ChartRef, o.Render.HideSecret)
+			})
+		},
+		save: func() error { return o.savePlan(ctx, planned) },
+		dryRunEnd: func() error {
+			return dryRunExit(o.Streams.ErrOut, decision,
+				o.DetailedExitcode && (planned.Plan.HasChanges() || o.FailOnRegenerated && planned.Plan.HasRegenerated()))
+		},
+		gateAndWrite: func() error { return o.gateAndApply(ctx, planned, decision) },
+		dryRun:       o.DryRun,
+		// The JSON document of an applied plan carries the rollout's
+		// outcome: it is written once the watch ended.
+		reportAfter: o.Report.Output == report.FormatJSON && !o.Apply.Watch.Off,
+	}.run()
 }
 
 // gateAndApply asks for the acknowledgements still missing (on a terminal),
@@ -254,56 +201,4 @@ func (o *UpgradeOptions) savePlan(ctx context.Context, planned *verb.Planned) er
 	}
 	return o.Config.SavePlan(ctx, verb.SaveRequest{Path: o.SavedPlanToWrite, Keys: o.PlanKeys,
 		PlannedBy: savedplan.ProvenanceFrom(o.UserAgent, os.Getenv), Reports: reports}, planned)
-}
-
-// passGate is what a writing verb (upgrade, uninstall) does between its
-// report and its first write: ask, on a terminal, for the acknowledgements
-// the decision still misses, print the gate's messages, return the blocked
-// exit when it does not let the operation through, save the plan (save:
-// --plan-out; after the prompt, so the acknowledgements given there are
-// kept), and stop if the run was interrupted meanwhile. doing names the
-// write in that error.
-func passGate(ctx context.Context, streams iostreams.Streams, prompter gate.Prompter, release string, decision gate.Decision, save func() error, doing string) error {
-	if len(decision.Unacked) > 0 && len(decision.Refused) == 0 && streams.CanPrompt() {
-		ok, err := gate.Confirm(prompter, streams.ErrOut, release, &decision)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return withExitCode(ExitBlocked, errors.New("aborted at the prompt; nothing was written"))
-		}
-	}
-	printDecision(streams.ErrOut, decision)
-	if decision.Blocked() {
-		return withExitCode(ExitBlocked, nil)
-	}
-	if err := save(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("interrupted before %s; nothing was written: %w", doing, err)
-	}
-	return nil
-}
-
-// dryRunExit ends a dry-run whose plan was reported: it prints the gate's
-// messages and returns the blocked exit when the gate would not let the
-// operation through, else the pending exit (--detailed-exitcode with
-// changes) when pending.
-func dryRunExit(w io.Writer, decision gate.Decision, pending bool) error {
-	printDecision(w, decision)
-	switch {
-	case decision.Blocked():
-		return withExitCode(ExitBlocked, nil)
-	case pending:
-		return withExitCode(ExitPending, nil)
-	}
-	return nil
-}
-
-// printDecision prints the gate's messages on w.
-func printDecision(w io.Writer, d gate.Decision) {
-	for _, msg := range d.Messages() {
-		fmt.Fprintln(w, msg)
-	}
 }

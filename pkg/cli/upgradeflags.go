@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,6 +94,28 @@ func (f *runFlags) addSavedPlanFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.PlanRecipients, "plan-recipient", nil, "with --plan-out: an age recipient (age1…) to encrypt the saved plan to (repeatable; added to "+savedplan.EnvRecipients+")")
 	fs.BoolVar(&f.PlanUnencrypted, "plan-unencrypted", false, "with --plan-out: save the plan in clear (Secret values readable, edits detectable only by a checksum); with --plan: accept such a plan")
 	fs.DurationVar(&f.PlanMaxAge, "plan-max-age", 0, "with --plan: refuse a saved plan older than this (e.g. 1h); 0: no limit")
+}
+
+// completeSaved sets the saved plan's keys (--plan-recipient,
+// --plan-unencrypted and the environment's) and, with --plan, returns the
+// saved plan, checked for release in namespace (savedplan.Verify), with
+// the acknowledgements it recorded added to acks; a plan saved in clear
+// is warned about on w. Without --plan it returns nil.
+func (f *runFlags) completeSaved(w io.Writer, release, namespace string, acks *gate.Acks) (*savedplan.Plan, error) {
+	f.PlanKeys = savedplan.KeysFromEnv(os.Getenv, f.PlanRecipients, f.PlanUnencrypted)
+	f.PlanKeys.Warnings = w
+	if f.SavedPlanToRead == "" {
+		return nil, nil
+	}
+	saved, err := savedplan.Verify(f.SavedPlanToRead, f.PlanKeys, release, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if saved.InClear {
+		fmt.Fprintf(w, "WARNING: --plan-unencrypted: %s is not encrypted; only its checksum says it was not edited\n", f.SavedPlanToRead)
+	}
+	acks.Add(saved.Acks())
+	return saved, nil
 }
 
 // addPlanFlags registers the flags of every verb that plans before it
@@ -225,8 +248,11 @@ func (f *dryRunFlag) Set(v string) error {
 func (f *dryRunFlag) Type() string { return "string" }
 
 // addReportFlags registers -o/--output, --diff-context and -p/--diff with
-// their defaults.
+// their defaults, and takes GITHUB_ACTIONS (in a GitHub Actions job the
+// report adds the job's annotations), as Helm's flags take HELM_*: every
+// verb that writes a plan's report takes the same.
 func addReportFlags(fs *pflag.FlagSet, r *report.Request) {
+	r.GitHubActions = os.Getenv("GITHUB_ACTIONS") == "true"
 	fs.StringVarP(&r.Output, "output", "o", report.FormatText, "report format: "+report.FormatList())
 	fs.IntVar(&r.DiffContext, "diff-context", report.DefaultContext, "lines of context in diffs")
 	fs.BoolVarP(&r.WholeObjects, "diff", "p", false, "show the whole manifest of each object to create or delete too (the text and Markdown reports leave them out; JSON has them always)")

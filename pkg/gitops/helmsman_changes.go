@@ -3,9 +3,11 @@ package gitops
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,72 +163,41 @@ func rootSide(root string) *Side {
 // name or namespace changes is so a new release installed and an old one
 // untracked: a move.
 func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
-	baseApps := map[string]*hsResolved{}
-	if b.st != nil && !b.st.missing {
-		var err error
-		if baseApps, err = b.resolveApps(); err != nil {
-			return nil, fmt.Errorf("base %w", err)
-		}
-	}
-	headApps, err := h.resolveApps()
+	baseApps, headApps, err := resolvePair(b, h)
 	if err != nil {
-		return nil, fmt.Errorf("head %w", err)
+		return nil, err
 	}
-	relKey := func(a *hsApp) string { return a.Namespace + "/" + a.Name }
 	installed := map[string]*hsResolved{} // the base's releases
 	for _, br := range baseApps {
 		if br.release != nil {
-			installed[relKey(br.app)] = br
+			installed[releaseKey(br.app)] = br
 		}
 	}
 	loc := &locator{base: b, head: h}
 	tracked := map[string]bool{}
 	var uninstalls, others []HelmsmanStep
 	var installs []int // of others: new releases, a move's when an old one goes
-	for _, key := range sortedApps(headApps) {
+	for _, key := range slices.Sorted(maps.Keys(headApps)) {
 		hr := headApps[key]
-		rk := relKey(hr.app)
-		tracked[rk] = true
-		br := installed[rk]
-		if br == nil {
-			if hr.release == nil {
-				continue // disabled, and not installed
-			}
-			if hr.refused != nil {
-				return nil, hr.refused
-			}
-			file, line := loc.where(key, hr)
+		tracked[releaseKey(hr.app)] = true
+		step, ok, err := headStep(h, loc, key, hr, installed[releaseKey(hr.app)])
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
+			continue
+		case step.Op == HelmsmanUninstall:
+			uninstalls = append(uninstalls, step)
+			continue
+		case step.Op == HelmsmanInstall:
 			installs = append(installs, len(others))
-			others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Head: hr.release, File: file, Line: line}, Op: HelmsmanInstall,
-				NoHooks: hr.noHooks, Decision: fmt.Sprintf("Helmsman installs release %s in namespace %s (chart %s)", hr.release.Name, hr.release.Namespace, hr.release.Chart)})
-			continue
 		}
-		if hr.release != nil && Same(br.release, hr.release) && br.extra == hr.extra {
-			continue
-		}
-		file, line := loc.where(key, hr)
-		if hr.protected || h.protectedNS(hr.app.Namespace) {
-			others = append(others, protectedStep(br, file, line))
-			continue
-		}
-		if hr.release == nil {
-			uninstalls = append(uninstalls, uninstallStep(br, file, line, false,
-				fmt.Sprintf("enabled: false: Helmsman uninstalls release %s from namespace %s", br.release.Name, br.release.Namespace)))
-			continue
-		}
-		for _, r := range []*hsResolved{hr, br} {
-			if r.refused != nil {
-				return nil, r.refused
-			}
-		}
-		others = append(others, HelmsmanStep{Change: Change{Ref: hr.release.Object, Base: br.release, Head: hr.release, File: file, Line: line}, Op: HelmsmanUpgrade,
-			NoHooks: hr.noHooks, Force: hr.force || h.opts.ForceUpgrades, ReplaceOnRename: h.opts.ReplaceOnRename,
-			Decision: fmt.Sprintf("Helmsman upgrades release %s in namespace %s: chart %s → %s", hr.release.Name, hr.release.Namespace, br.release.Chart, hr.release.Chart)})
+		others = append(others, step)
 	}
 	gone := map[string]bool{} // app keys whose old release is uninstalled
-	for _, key := range sortedApps(baseApps) {
+	for _, key := range slices.Sorted(maps.Keys(baseApps)) {
 		br := baseApps[key]
-		if br.release == nil || tracked[relKey(br.app)] {
+		if br.release == nil || tracked[releaseKey(br.app)] {
 			continue
 		}
 		step := untracked(br, h, loc, key)
@@ -235,8 +206,69 @@ func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 		}
 		uninstalls = append(uninstalls, step)
 	}
-	// A release whose app's key stays but whose name or namespace changes
-	// moves: the install follows the old one's uninstall.
+	markMoves(others, installs, uninstalls, gone, loc, headApps)
+	return append(uninstalls, others...), nil
+}
+
+// resolvePair resolves the apps of base (none when it has no state) and
+// of head.
+func resolvePair(b, h *hsSide) (baseApps, headApps map[string]*hsResolved, err error) {
+	baseApps = map[string]*hsResolved{}
+	if b.st != nil && !b.st.missing {
+		if baseApps, err = b.resolveApps(); err != nil {
+			return nil, nil, fmt.Errorf("base %w", err)
+		}
+	}
+	if headApps, err = h.resolveApps(); err != nil {
+		return nil, nil, fmt.Errorf("head %w", err)
+	}
+	return baseApps, headApps, nil
+}
+
+// releaseKey is the release of app a as Helmsman keys it: namespace/name.
+func releaseKey(a *hsApp) string { return a.Namespace + "/" + a.Name }
+
+// headStep is what Helmsman does for the head's app key (hr), whose
+// release the base installed as br (nil when it did not): ok is false when
+// it does nothing (not installed and disabled, or unchanged).
+func headStep(h *hsSide, loc *locator, key string, hr, br *hsResolved) (step HelmsmanStep, ok bool, err error) {
+	if br == nil {
+		if hr.release == nil {
+			return step, false, nil // disabled, and not installed
+		}
+		if hr.refused != nil {
+			return step, false, hr.refused
+		}
+		file, line := loc.where(key, hr)
+		return HelmsmanStep{Change: Change{Ref: hr.release.Object, Head: hr.release, File: file, Line: line}, Op: HelmsmanInstall,
+			NoHooks: hr.noHooks, Decision: fmt.Sprintf("Helmsman installs release %s in namespace %s (chart %s)", hr.release.Name, hr.release.Namespace, hr.release.Chart)}, true, nil
+	}
+	if hr.release != nil && Same(br.release, hr.release) && br.extra == hr.extra {
+		return step, false, nil
+	}
+	file, line := loc.where(key, hr)
+	if hr.protected || h.protectedNS(hr.app.Namespace) {
+		return protectedStep(br, file, line), true, nil
+	}
+	if hr.release == nil {
+		return uninstallStep(br, file, line, false,
+			fmt.Sprintf("enabled: false: Helmsman uninstalls release %s from namespace %s", br.release.Name, br.release.Namespace)), true, nil
+	}
+	for _, r := range []*hsResolved{hr, br} {
+		if r.refused != nil {
+			return step, false, r.refused
+		}
+	}
+	return HelmsmanStep{Change: Change{Ref: hr.release.Object, Base: br.release, Head: hr.release, File: file, Line: line}, Op: HelmsmanUpgrade,
+		NoHooks: hr.noHooks, Force: hr.force || h.opts.ForceUpgrades, ReplaceOnRename: h.opts.ReplaceOnRename,
+		Decision: fmt.Sprintf("Helmsman upgrades release %s in namespace %s: chart %s → %s", hr.release.Name, hr.release.Namespace, br.release.Chart, hr.release.Chart)}, true, nil
+}
+
+// markMoves marks the moves among the installs (indexes of others): a
+// release whose app's key stays but whose name or namespace changes moves,
+// its install following the old one's uninstall (gone: the app keys whose
+// old release is uninstalled).
+func markMoves(others []HelmsmanStep, installs []int, uninstalls []HelmsmanStep, gone map[string]bool, loc *locator, headApps map[string]*hsResolved) {
 	for _, i := range installs {
 		in := &others[i]
 		if !gone[in.Ref.Name] {
@@ -254,17 +286,6 @@ func helmsmanPair(b, h *hsSide) ([]HelmsmanStep, error) {
 			}
 		}
 	}
-	return append(uninstalls, others...), nil
-}
-
-// sortedApps are the keys of apps, sorted.
-func sortedApps(apps map[string]*hsResolved) []string {
-	out := make([]string, 0, len(apps))
-	for k := range apps {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // protectedNS reports whether the head's state protects namespace ns.

@@ -3,9 +3,11 @@ package gitops
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -285,17 +287,17 @@ func (h *hsSide) values(key string, a *hsApp) (map[string]interface{}, error) {
 		out = mergeMaps(out, m)
 	}
 	escape := func(v string) string { return strings.ReplaceAll(v, ",", `\,`) }
-	for _, k := range sortedKeys(a.Set) {
+	for _, k := range slices.Sorted(maps.Keys(a.Set)) {
 		if err := strvals.ParseInto(k+"="+escape(a.Set[k]), out); err != nil {
 			return nil, appError(a, key, "set."+k, "%v", err)
 		}
 	}
-	for _, k := range sortedKeys(a.SetString) {
+	for _, k := range slices.Sorted(maps.Keys(a.SetString)) {
 		if err := strvals.ParseIntoString(k+"="+escape(a.SetString[k]), out); err != nil {
 			return nil, appError(a, key, "setString."+k, "%v", err)
 		}
 	}
-	for _, k := range sortedKeys(a.SetFile) {
+	for _, k := range slices.Sorted(maps.Keys(a.SetFile)) {
 		// helm reads the file relative to where Helmsman runs: the
 		// checkout's root.
 		reader := func(rs []rune) (interface{}, error) {
@@ -329,13 +331,4 @@ func (h *hsSide) readFile(a *hsApp, key, field, f string) ([]byte, error) {
 		return nil, appError(a, key, field, "%v", err)
 	}
 	return data, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // hsChart is a local chart directory of a checkout.

@@ -254,6 +254,16 @@ func objectRef(obj map[string]interface{}) (ObjectRef, bool) {
 	return ObjectRef{APIVersion: api, Kind: kind, Namespace: ns, Name: name}, true
 }
 
+// Doc is the document of the object ref, nil when the side holds none.
+func (s *Side) Doc(ref ObjectRef) *Doc {
+	for _, d := range s.Docs {
+		if d.Ref == ref {
+			return d
+		}
+	}
+	return nil
+}
+
 // find returns the object of kind named name in namespace ns, nil when
 // the side holds none.
 func (s *Side) find(kind, ns, name string) *Doc {

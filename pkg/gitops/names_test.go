@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // TestNamesRefused: a name the API server or Helm would refuse, of an

@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // selfRepository is the GitRepository of the checkout itself.

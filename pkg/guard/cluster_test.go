@@ -13,7 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
 )
 
 var (

@@ -17,7 +17,7 @@ import (
 // Reader is what the rollout watch (pkg/watch) reads of the cluster: LISTs
 // and WATCHes of one resource in one namespace ("" for a cluster-scoped
 // one), and the end of a container's log. Cluster.Reader is the real one;
-// unit tests use internal/testkit/clusterfake (its Reader).
+// unit tests use test/kit/clusterfake (its Reader).
 type Reader interface {
 	// Mapping is the resource serving gvk and whether it is namespaced.
 	Mapping(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, namespaced bool, err error)

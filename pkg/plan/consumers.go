@@ -88,33 +88,22 @@ func (c Consumer) workload() string { return c.Workload.Kind + "/" + c.Workload.
 
 // how says how the consumer reads: "envFrom", "env FOO from key k".
 func (c Consumer) how() string {
-	var parts []string
+	var read string
 	switch c.Via {
 	case ViaEnv:
-		parts = append(parts, fmt.Sprintf("env %s from key %s", c.Env, c.Key))
+		read = fmt.Sprintf("env %s from key %s", c.Env, c.Key)
 	case ViaEnvFrom:
-		s := "envFrom"
-		if c.Env != "" {
-			s += " prefix " + c.Env
-		}
-		parts = append(parts, s)
+		read = withDetail("envFrom", "prefix", c.Env)
 	case ViaSubPath:
-		parts = append(parts, "subPath mount of key "+c.Key)
+		read = "subPath mount of key " + c.Key
 	case ViaVolume:
-		s := "volume"
-		if c.Key != "" {
-			s += " item " + c.Key
-		}
-		parts = append(parts, s)
+		read = withDetail("volume", "item", c.Key)
 	case ViaImagePullSecrets:
-		s := string(c.Via)
-		if c.ServiceAccount != "" {
-			s += " of ServiceAccount " + c.ServiceAccount
-		}
-		parts = append(parts, s)
+		read = withDetail(string(c.Via), "of ServiceAccount", c.ServiceAccount)
 	default:
-		parts = append(parts, string(c.Via))
+		read = string(c.Via)
 	}
+	parts := []string{read}
 	if c.Container != "" {
 		parts = append(parts, "container "+c.Container)
 	}
@@ -122,6 +111,15 @@ func (c Consumer) how() string {
 		parts = append(parts, "optional")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// withDetail is s, followed by what and v when v is set: "envFrom prefix
+// APP_", "volume" for an item left out.
+func withDetail(s, what, v string) string {
+	if v == "" {
+		return s
+	}
+	return s + " " + what + " " + v
 }
 
 // Text is one line of what the consumer's running pods see.

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 )
 
 // crdObjects is a cluster whose only live object is crd (none if ""),

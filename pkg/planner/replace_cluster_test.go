@@ -3,7 +3,7 @@ package planner
 import (
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // TestDryRunReplaceAfterAWrite: Helm's --force PUT carries the version it

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/clusterfake"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/clusterfake"
 )
 
 // TestUnknownFields (issue 26): a field of a built-in object the server does

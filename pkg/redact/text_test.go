@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/injection"
 )
 
 func TestTextEscapes(t *testing.T) {

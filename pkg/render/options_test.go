@@ -2,7 +2,7 @@ package render
 
 import (
 	"context"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 	"os"
 	"path/filepath"
 	"strings"

@@ -18,8 +18,8 @@ import (
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 )
 
 const (

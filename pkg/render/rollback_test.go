@@ -9,7 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/helmtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
 )
 
 // TestRollback: the revision helm rollback goes back to, and the next

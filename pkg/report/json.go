@@ -134,11 +134,10 @@ type jsonChange struct {
 	RestartedFor []string `json:"restartedFor,omitempty"`
 }
 
+// jsonConsumer is the workload (kind, group, namespace, name: the
+// object reference an uninstall's objects have too) and how it reads.
 type jsonConsumer struct {
-	Kind      string `json:"kind"`
-	Group     string `json:"group,omitempty"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	jsonObjectRef
 	Outside   bool   `json:"outside,omitempty"`
 	Container string `json:"container,omitempty"`
 	Via       string `json:"via"`
@@ -397,19 +396,25 @@ func toJSONChange(c *plan.Change, diff string) jsonChange {
 	for _, r := range c.Reasons {
 		jc.Reasons = append(jc.Reasons, jsonReasonOf(r))
 	}
-	if r := c.Rollout; r != nil {
-		jc.Rollout = &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}
-	}
+	jc.Rollout = toJSONRollout(c.Rollout)
 	for _, d := range c.Drift {
 		jc.Drift = append(jc.Drift, jsonDrift{Path: d.Path, Reverted: d.Reverted, Manager: d.Manager})
 	}
 	jc.RestartedFor = c.RestartedFor
 	for _, u := range c.Consumers {
-		jc.Consumers = append(jc.Consumers, jsonConsumer{Kind: u.Workload.Kind, Group: u.Workload.Group, Namespace: u.Workload.Namespace,
-			Name: u.Workload.Name, Outside: u.Outside, Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env,
-			Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), NotRestarted: u.NotRestarted, Message: u.Text()})
+		jc.Consumers = append(jc.Consumers, jsonConsumer{jsonObjectRef: objectRef(u.Workload), Outside: u.Outside,
+			Container: u.Container, Via: string(u.Via), Key: u.Key, Env: u.Env, Optional: u.Optional, ServiceAccount: u.ServiceAccount, Missing: u.Missing, Sees: string(u.Sees), NotRestarted: u.NotRestarted, Message: u.Text()})
 	}
 	return jc
+}
+
+// toJSONRollout is the rollout of a change or of a status's object; nil
+// for none.
+func toJSONRollout(r *plan.Rollout) *jsonRollout {
+	if r == nil {
+		return nil
+	}
+	return &jsonRollout{Replicas: r.Replicas, Strategy: r.Strategy, Impact: r.Impact}
 }
 
 func toJSONOutcome(o *plan.Outcome) *jsonOutcome {

@@ -8,10 +8,10 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/golden"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/golden"
 )
 
 // assertGolden compares got with testdata/output/name, or rewrites the file

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -209,6 +207,14 @@ func objectCounts(s plan.StatusSummary) jsonObjectCounts {
 	return jsonObjectCounts{InSync: s.InSync, Drifted: s.Drifted, Missing: s.Missing, Extra: s.Extra}
 }
 
+// jsonTime is t in RFC 3339, UTC; "" (left out) for the zero time.
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 func writeStatusJSON(w io.Writer, st *plan.Status) error {
 	doc := jsonStatus{APIVersion: plan.APIVersion, Kind: StatusKind, Summary: jsonStatusSummary{Releases: len(st.Releases), jsonObjectCounts: objectCounts(st.Summary())},
 		Releases: []jsonReleaseStatus{}, ServerVersion: st.ServerVersion}
@@ -216,39 +222,28 @@ func writeStatusJSON(w io.Writer, st *plan.Status) error {
 		r := &st.Releases[i]
 		jr := jsonReleaseStatus{Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, LastRevision: r.Last,
 			HelmStatus: r.HelmStatus, Chart: r.Chart, AppVersion: r.AppVersion, ApplyMethod: r.ApplyMethod,
-			Summary: objectCounts(r.Summary()), Health: r.Health, Objects: []jsonObjectStatus{}, Notes: r.Notes}
-		if !r.Updated.IsZero() {
-			jr.Updated = r.Updated.UTC().Format(time.RFC3339)
-		}
+			Updated: jsonTime(r.Updated), Summary: objectCounts(r.Summary()), Health: r.Health, Objects: []jsonObjectStatus{}, Notes: r.Notes}
 		for j := range r.Objects {
 			o := &r.Objects[j]
 			jo := jsonObjectStatus{APIVersion: o.APIVersion, Kind: o.ID.Kind, Namespace: o.ID.Namespace, Name: o.ID.Name,
 				State: string(o.State), Next: o.Next, Notes: o.Notes}
 			for _, d := range o.Drift {
-				jd := jsonFieldDrift{Path: d.Path, Stored: d.Stored, Live: d.Live, Manager: d.Manager, Operation: d.Operation, Reverted: d.Reverted}
-				if !d.Time.IsZero() {
-					jd.Time = d.Time.UTC().Format(time.RFC3339)
-				}
-				jo.Drift = append(jo.Drift, jd)
+				jo.Drift = append(jo.Drift, jsonFieldDrift{Path: d.Path, Stored: d.Stored, Live: d.Live, Manager: d.Manager,
+					Operation: d.Operation, Time: jsonTime(d.Time), Reverted: d.Reverted})
 			}
 			for _, rs := range o.Reasons {
 				jo.Reasons = append(jo.Reasons, jsonReasonOf(rs))
 			}
-			if o.Rollout != nil {
-				jo.Rollout = &jsonRollout{Replicas: o.Rollout.Replicas, Strategy: o.Rollout.Strategy, Impact: o.Rollout.Impact}
-			}
+			jo.Rollout = toJSONRollout(o.Rollout)
 			jr.Objects = append(jr.Objects, jo)
 		}
 		doc.Releases = append(doc.Releases, jr)
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	b, err := encodeJSON(doc, "")
+	if err != nil {
 		return err
 	}
-	_, err := w.Write(b.Bytes())
+	_, err = w.Write(b)
 	return err
 }
 

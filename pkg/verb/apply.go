@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apply"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
@@ -42,24 +43,15 @@ type ApplyMode struct {
 // --no-watch, it watches the rollout and checks the prediction (see
 // watchRollout): a rollout that fails is a *RolloutError.
 func (c *Config) Apply(ctx context.Context, planned *Planned) error {
-	req := planned.Apply
 	if err := c.Connect(ctx); err != nil {
 		return err
-	}
-	var recreate []plan.Change
-	for _, ch := range planned.Plan.Changes {
-		if ch.Action == plan.ActionUpdate && ch.Class == plan.ClassRecreateRequired && ch.Acknowledged {
-			recreate = append(recreate, ch)
-		}
 	}
 	user, lease, err := c.takeLease(ctx, planned.Plan.Release.Name, planned.Lease)
 	if err != nil {
 		return err
 	}
-	// unanswered: the clean-up after a failure found the API server not
-	// answering; releasing the lease would only wait another --timeout.
-	unanswered := false
-	defer func() { c.releaseLease(lease, unanswered) }()
+	run := &applyRun{}
+	defer func() { c.releaseLease(lease, run.unanswered) }()
 	// Helm's upgrade and rollback delete with background propagation.
 	acks, err := c.ackGuardedDeletes(ctx, planned.Plan, false)
 	if err != nil {
@@ -67,6 +59,48 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	}
 	w := c.watcher(ctx, planned)
 	defer w.Stop() // its WATCHes of pods, when the run ends before the watch
+	rel, troubles, err := c.runHelm(ctx, w, planned, user)
+	if revision, said, ok := recorded(rel, err); ok {
+		// The revision's record, once the rollout was watched (deferred:
+		// every return below), while the Lease is still held.
+		run.said = said
+		defer func() {
+			if !run.unanswered { // writing it would only wait for the server again
+				c.recordRevision(ctx, planned, revision, user, run.said)
+			}
+		}()
+	}
+	if err != nil {
+		return c.applyFailed(ctx, planned, run, err, acks, w, troubles)
+	}
+	if err := c.restartStale(ctx, planned, rel.Version); err != nil {
+		return err
+	}
+	return c.applied(ctx, planned, run, w, rel)
+}
+
+// applyRun is what one Apply learns on the way that its deferred steps
+// read.
+type applyRun struct {
+	// unanswered: the clean-up after a failure found the API server not
+	// answering; releasing the lease would only wait another --timeout,
+	// and writing the record too.
+	unanswered bool
+	// said is what the revision's record says Helm said (with what the
+	// watch saw while Helm waited, once known).
+	said string
+}
+
+// runHelm hands planned to Helm (apply.Apply) as user, the rollout
+// watched alongside by w; it returns what the watch saw go wrong meanwhile.
+func (c *Config) runHelm(ctx context.Context, w *watch.Watcher, planned *Planned, user string) (*release.Release, []string, error) {
+	req := planned.Apply
+	var recreate []plan.Change
+	for _, ch := range planned.Plan.Changes {
+		if ch.Action == plan.ActionUpdate && ch.Class == plan.ClassRecreateRequired && ch.Acknowledged {
+			recreate = append(recreate, ch)
+		}
+	}
 	c.progress("Applying revision %d through Helm", planned.Plan.Release.Revision)
 	if req.Force && !planned.Plan.Release.ServerSide() { // refused for server-side apply
 		fmt.Fprintln(c.Out, "WARNING: --force-replace: Helm replaces every object of the new manifest that exists with PUT, changed or not, instead of patching it (the plan checked each PUT)")
@@ -90,53 +124,58 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 		Log:         c.Logf,
 		Bound:       c.boundBy,
 	}, c.Out)
-	troubles := seen()
+	return rel, seen(), err
+}
+
+// recorded is the revision Helm's run wrote (or attempted, when it
+// failed) and what its record says Helm said; ok is false when there is
+// none to record (Helm failed before, or its release could not be read
+// back).
+func recorded(rel *release.Release, err error) (revision int, said string, ok bool) {
 	var ue *apply.UpgradeError
 	failed := errors.As(err, &ue) && ue.ReadErr == nil
-	// said is what the revision's record says Helm said (with what the
-	// watch saw while Helm waited, once known).
-	var said string
-	if err == nil || failed {
-		// The revision's record, once the rollout was watched (deferred:
-		// every return below), while the Lease is still held.
-		var attempted int
-		var status release.Status
-		if failed {
-			attempted, status = ue.Attempted, ue.AttemptedStatus
-		}
-		var revision int
-		revision, said = appliedRevision(rel, err, attempted, status)
-		defer func() {
-			if !unanswered { // writing it would only wait for the server again
-				c.recordRevision(ctx, planned, revision, user, said)
-			}
-		}()
+	if err != nil && !failed {
+		return 0, "", false
 	}
-	if err != nil {
-		if left := c.revokeGuardAcks(ctx, acks); left != "" {
-			err = fmt.Errorf("%w; %s", err, left)
-		}
-		if w != nil {
-			// The watch's cost, as the success path's stage line says it.
-			c.Logf("stage watch (until Helm failed): %s", w.Requests())
-		}
-		unanswered = serverUnanswered(err)
-		err = c.explainHooks(ctx, planned, err)
-		if len(troubles) > 0 && errors.As(err, &ue) && !unanswered {
-			// Helm ran and failed (its wait, most often): what the watch
-			// saw says why, and a deadline that passed was the wait's,
-			// not the API server's.
-			err = c.explainWait(planned, err, troubles)
-			if said != "" {
-				said = "failed: " + err.Error() // the record holds it whole
-			}
-			return err
-		}
-		return c.timedOut(err)
+	var attempted int
+	var status release.Status
+	if failed {
+		attempted, status = ue.Attempted, ue.AttemptedStatus
 	}
-	if err := c.restartStale(ctx, planned, rel.Version); err != nil {
+	revision, said = appliedRevision(rel, err, attempted, status)
+	return revision, said, true
+}
+
+// applyFailed is Apply's error when Helm's run failed with err: the
+// guard's acknowledgements revoked, what the hooks' pods and the watch saw
+// added.
+func (c *Config) applyFailed(ctx context.Context, planned *Planned, run *applyRun, err error, acks *guard.Acks, w *watch.Watcher, troubles []string) error {
+	if left := c.revokeGuardAcks(ctx, acks); left != "" {
+		err = fmt.Errorf("%w; %s", err, left)
+	}
+	if w != nil {
+		// The watch's cost, as the success path's stage line says it.
+		c.Logf("stage watch (until Helm failed): %s", w.Requests())
+	}
+	run.unanswered = serverUnanswered(err)
+	err = c.explainHooks(ctx, planned, err)
+	var ue *apply.UpgradeError
+	if len(troubles) > 0 && errors.As(err, &ue) && !run.unanswered {
+		// Helm ran and failed (its wait, most often): what the watch
+		// saw says why, and a deadline that passed was the wait's,
+		// not the API server's.
+		err = c.explainWait(planned, err, troubles)
+		if run.said != "" {
+			run.said = "failed: " + err.Error() // the record holds it whole
+		}
 		return err
 	}
+	return c.timedOut(err)
+}
+
+// applied says on Out what became of the release rel Helm applied, with
+// its NOTES, and watches its rollout with w (nil: --no-watch).
+func (c *Config) applied(ctx context.Context, planned *Planned, run *applyRun, w *watch.Watcher, rel *release.Release) error {
 	// A chart's NOTES can print a Secret's value (a password to log in
 	// with): masked as in the plan, on either way out.
 	shown, info := *rel, *rel.Info
@@ -161,9 +200,9 @@ func (c *Config) Apply(ctx context.Context, planned *Planned) error {
 	if w == nil {
 		return nil
 	}
-	err = c.watchRollout(ctx, w, planned, rel.Version, rel.Info.Status)
+	err := c.watchRollout(ctx, w, planned, rel.Version, rel.Info.Status)
 	var silent *watch.UnansweredError
-	unanswered = errors.As(err, &silent)
+	run.unanswered = errors.As(err, &silent)
 	return err
 }
 

@@ -103,12 +103,8 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 		}
 		c.progress("Planning %s (%s:%d)", ch.Ref, ch.File, ch.Line)
 		planned, err := c.planGitOpsChange(ctx, req, ch, head, filepath.Join(dir, fmt.Sprint(i)))
-		var named *gitops.NamedError
-		if err != nil && !errors.As(err, &named) {
-			err = fmt.Errorf("%s (%s:%d): %w", ch.Ref, ch.File, ch.Line, err)
-		}
 		if err != nil {
-			return nil, err
+			return nil, locateChange(err, ch.Ref, ch.File, ch.Line)
 		}
 		out = append(out, GitOpsPlanned{Change: ch, Planned: planned})
 	}
@@ -121,6 +117,16 @@ func (c *Config) PlanGitOps(ctx context.Context, req GitOpsRequest) ([]GitOpsPla
 		return nil, err
 	}
 	return append(append(out, helmsman...), helmfile...), nil
+}
+
+// locateChange names the change ref at file:line in err, unless err names
+// its object already (a gitops.NamedError).
+func locateChange(err error, ref gitops.ObjectRef, file string, line int) error {
+	var named *gitops.NamedError
+	if errors.As(err, &named) {
+		return err
+	}
+	return fmt.Errorf("%s (%s:%d): %w", ref, file, line, err)
 }
 
 // planGitOpsChange plans one change: the base side (when the base has the
@@ -153,7 +159,7 @@ func (c *Config) planGitOpsChange(ctx context.Context, req GitOpsRequest, ch git
 		offline = &OfflineBase{Chart: chart, Values: []string{values}, PostRender: gitops.Renderer(ch.Base.PostRenderers)}
 	}
 	if req.Live {
-		return c.planArgoLive(ctx, req, ch, docOf(head, ch.Head.Object), headChart, opts, offline)
+		return c.planArgoLive(ctx, req, ch, head.Doc(ch.Head.Object), headChart, opts, offline)
 	}
 	planned, err := c.Plan(ctx, PlanRequest{ReleaseName: ch.Head.Name, ChartRef: headChart, Render: opts, Rules: req.Rules, Offline: offline, Apply: req.Apply})
 	if err != nil {

@@ -2,7 +2,6 @@ package verb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,12 +51,8 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 		}
 		c.progress("Planning %s (%s:%d): Helmsman's %s", st.Ref, st.File, st.Line, st.Op)
 		planned, err := c.planHelmsmanStep(ctx, req, st, filepath.Join(dir, fmt.Sprintf("helmsman-%d", i)))
-		var named *gitops.NamedError
-		if err != nil && !errors.As(err, &named) {
-			err = fmt.Errorf("%s (%s:%d): %w", st.Ref, st.File, st.Line, err)
-		}
 		if err != nil {
-			return nil, c.Sanitizer.Error(err)
+			return nil, c.Sanitizer.Error(locateChange(err, st.Ref, st.File, st.Line))
 		}
 		if len(planned) == 2 {
 			reinstalled[st.Ref.Name] = true // --replace-on-rename

@@ -23,106 +23,43 @@ import (
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
-// TestArgoSyncOf: an Application's syncPolicy says how Argo CD applies it.
-func TestArgoSyncOf(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		policy map[string]interface{}
-		want   argoSync
-	}{
-		{"none", nil, argoSync{}},
-		{"automated without prune", map[string]interface{}{"automated": map[string]interface{}{}}, argoSync{}},
-		{"prune", map[string]interface{}{"automated": map[string]interface{}{"prune": true}}, argoSync{Prune: true}},
-		{"server-side", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true", "ServerSideApply=true"}}, argoSync{ServerSide: true, CreateNamespace: true}},
-		{"spaces not trimmed, as Argo CD's HasOption", map[string]interface{}{"syncOptions": []interface{}{" Replace=true ", "ServerSideApply=true ", "CreateNamespace=false"}}, argoSync{}},
-		{"replace", map[string]interface{}{"syncOptions": []interface{}{"Replace=true"}}, argoSync{Replace: true}},
-		{"replace wins over server-side", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=true", "Replace=true"}}, argoSync{Replace: true}},
-		{"options turned off", map[string]interface{}{"syncOptions": []interface{}{"ServerSideApply=false", "Replace=false"}}, argoSync{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			spec := map[string]interface{}{}
-			if tc.policy != nil {
-				spec["syncPolicy"] = tc.policy
-			}
-			if got := argoSyncOf(&gitops.Doc{Object: map[string]interface{}{"spec": spec}}); got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestArgoSyncForObject: an object's sync-options annotation overrides
 // the Application's syncOptions as gitops-engine's applyObject reads it,
 // and the planner is told the object's apply method.
 func TestArgoSyncForObject(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		app        argoSync
+		app        gitops.ArgoSync
 		annotation string
-		want       argoSync
+		want       gitops.ArgoSync
 		method     string
 	}{
-		{"no annotation", argoSync{ServerSide: true, Prune: true}, "", argoSync{ServerSide: true, Prune: true}, plan.ApplyMethodSSA},
-		{"server-side for one object", argoSync{}, "ServerSideApply=true", argoSync{ServerSide: true}, plan.ApplyMethodSSA},
-		{"client-side for one object", argoSync{ServerSide: true}, "Prune=false, ServerSideApply=false", argoSync{}, plan.ApplyMethodCSA},
-		{"replace for one object", argoSync{ServerSide: true}, "Replace=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
-		{"replace wins over the object's server-side", argoSync{}, "ServerSideApply=true,Replace=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
-		{"the Application's replace is not turned off", argoSync{Replace: true}, "Replace=false,ServerSideApply=true", argoSync{Replace: true}, plan.ApplyMethodCSA},
-		{"other options change nothing", argoSync{ServerSide: true}, "Prune=false,Validate=false", argoSync{ServerSide: true}, plan.ApplyMethodSSA},
-		{"an option's prefix is not the option", argoSync{}, "ServerSideApply=trueish", argoSync{}, plan.ApplyMethodCSA},
+		{"no annotation", gitops.ArgoSync{ServerSide: true, Prune: true}, "", gitops.ArgoSync{ServerSide: true, Prune: true}, plan.ApplyMethodSSA},
+		{"server-side for one object", gitops.ArgoSync{}, "ServerSideApply=true", gitops.ArgoSync{ServerSide: true}, plan.ApplyMethodSSA},
+		{"client-side for one object", gitops.ArgoSync{ServerSide: true}, "Prune=false, ServerSideApply=false", gitops.ArgoSync{}, plan.ApplyMethodCSA},
+		{"replace for one object", gitops.ArgoSync{ServerSide: true}, "Replace=true", gitops.ArgoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"replace wins over the object's server-side", gitops.ArgoSync{}, "ServerSideApply=true,Replace=true", gitops.ArgoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"the Application's replace is not turned off", gitops.ArgoSync{Replace: true}, "Replace=false,ServerSideApply=true", gitops.ArgoSync{Replace: true}, plan.ApplyMethodCSA},
+		{"other options change nothing", gitops.ArgoSync{ServerSide: true}, "Prune=false,Validate=false", gitops.ArgoSync{ServerSide: true}, plan.ApplyMethodSSA},
+		{"an option's prefix is not the option", gitops.ArgoSync{}, "ServerSideApply=trueish", gitops.ArgoSync{}, plan.ApplyMethodCSA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]interface{}{"name": "cm", "namespace": "shop"}}}
 			if tc.annotation != "" {
-				obj.SetAnnotations(map[string]string{argoSyncOptions: tc.annotation})
+				obj.SetAnnotations(map[string]string{gitops.ArgoSyncOptions: tc.annotation})
 			}
-			if got := tc.app.forObject(obj); got != tc.want {
+			if got := tc.app.ForObject(obj); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
-			rel := argoApplier(argoTracking{App: "store"}, tc.app).Release(plan.Release{Name: "store", ApplyMethod: plan.ApplyMethodCSA}, obj)
+			rel := argoApplier(gitops.ArgoTracking{App: "store"}, tc.app).Release(plan.Release{Name: "store", ApplyMethod: plan.ApplyMethodCSA}, obj)
 			if rel.ApplyMethod != tc.method || rel.ForceReplace != tc.want.Replace || rel.ForceConflicts != tc.want.ServerSide || rel.Name != "store" {
 				t.Errorf("release %+v, want method %s, replace %v", rel, tc.method, tc.want.Replace)
 			}
-			a := argoApplier(argoTracking{App: "store", Label: true}, tc.app)
+			a := argoApplier(gitops.ArgoTracking{App: "store", Label: true}, tc.app)
 			a.Mark(obj, manifest.ObjectID{Kind: "ConfigMap", Namespace: "shop", Name: "cm"})
 			if got, want := obj.GetAnnotations()[redact.LastAppliedAnnotation] != "", !tc.want.ServerSide && !tc.want.Replace; got != want {
 				t.Errorf("last-applied configuration set: %v, want %v", got, want)
-			}
-		})
-	}
-}
-
-// TestArgoTracks: an object is the Application's by its label, or by a
-// tracking annotation that names the object itself (for a cluster-scoped
-// object, whatever namespace it names: Argo CD writes the destination's).
-func TestArgoTracks(t *testing.T) {
-	deploy := manifest.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
-	role := manifest.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "reader"}
-	for _, tc := range []struct {
-		name         string
-		id           manifest.ObjectID
-		labels, anns map[string]string
-		label        bool
-		instance     string
-	}{
-		{"untracked", deploy, nil, nil, false, ""},
-		{"label", deploy, map[string]string{argoInstanceLabel: "store"}, nil, true, ""},
-		{"another app's label", deploy, map[string]string{argoInstanceLabel: "other"}, nil, false, ""},
-		{"annotation", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/web"}, false, "store"},
-		{"annotation of an app in another namespace", deploy, nil, map[string]string{argoTrackingID: "argocd_store:apps/Deployment:shop/web"}, false, "argocd_store"},
-		{"copied annotation", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:shop/other"}, false, ""},
-		{"annotation copied from another namespace", deploy, nil, map[string]string{argoTrackingID: "store:apps/Deployment:other/web"}, false, ""},
-		{"another app's annotation", deploy, nil, map[string]string{argoTrackingID: "other:apps/Deployment:shop/web"}, false, ""},
-		{"cluster-scoped, the destination namespace named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:shop/reader"}, false, "store"},
-		{"cluster-scoped, no namespace named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:/reader"}, false, "store"},
-		{"cluster-scoped, another kind named", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/Role:shop/reader"}, false, ""},
-		{"malformed", role, nil, map[string]string{argoTrackingID: "store:rbac.authorization.k8s.io/ClusterRole:reader"}, false, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			label, instance := argoTracking{App: "store", Namespace: "shop"}.tracks(live.ItemMeta{ID: tc.id, Labels: tc.labels, Annotations: tc.anns}, "argocd")
-			if label != tc.label || instance != tc.instance {
-				t.Errorf("got label %v instance %q, want %v %q", label, instance, tc.label, tc.instance)
 			}
 		})
 	}
@@ -139,19 +76,19 @@ func TestArgoApplier(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
-		tracking      argoTracking
-		sync          argoSync
+		tracking      gitops.ArgoTracking
+		sync          gitops.ArgoSync
 		label, anno   string
 		lastApplied   bool
 		keptByDefault bool
 		clusterScoped bool
 	}{
-		{"label, client-side, no prune", argoTracking{App: "store", Label: true}, argoSync{}, "store", "", true, true, false},
-		{"annotation, prune", argoTracking{App: "store", Annotation: true}, argoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, false},
-		{"annotation of an instance", argoTracking{App: "store", Instance: "argocd_store", Annotation: true}, argoSync{Prune: true}, "", "argocd_store:/ConfigMap:shop/cm", true, false, false},
-		{"both, server-side", argoTracking{App: "store", Label: true, Annotation: true}, argoSync{ServerSide: true, Prune: true}, "store", "store:/ConfigMap:shop/cm", false, false, false},
-		{"replace", argoTracking{App: "store", Label: true}, argoSync{Replace: true}, "store", "", false, true, false},
-		{"a cluster-scoped object names the destination", argoTracking{App: "store", Namespace: "shop", Annotation: true}, argoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, true},
+		{"label, client-side, no prune", gitops.ArgoTracking{App: "store", Label: true}, gitops.ArgoSync{}, "store", "", true, true, false},
+		{"annotation, prune", gitops.ArgoTracking{App: "store", Annotation: true}, gitops.ArgoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, false},
+		{"annotation of an instance", gitops.ArgoTracking{App: "store", Instance: "argocd_store", Annotation: true}, gitops.ArgoSync{Prune: true}, "", "argocd_store:/ConfigMap:shop/cm", true, false, false},
+		{"both, server-side", gitops.ArgoTracking{App: "store", Label: true, Annotation: true}, gitops.ArgoSync{ServerSide: true, Prune: true}, "store", "store:/ConfigMap:shop/cm", false, false, false},
+		{"replace", gitops.ArgoTracking{App: "store", Label: true}, gitops.ArgoSync{Replace: true}, "store", "", false, true, false},
+		{"a cluster-scoped object names the destination", gitops.ArgoTracking{App: "store", Namespace: "shop", Annotation: true}, gitops.ArgoSync{Prune: true}, "", "store:/ConfigMap:shop/cm", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := argoApplier(tc.tracking, tc.sync)
@@ -161,10 +98,10 @@ func TestArgoApplier(t *testing.T) {
 				objID.Namespace = ""
 			}
 			a.Mark(obj, objID)
-			if got := obj.GetLabels()[argoInstanceLabel]; got != tc.label {
+			if got := obj.GetLabels()[gitops.ArgoInstanceLabel]; got != tc.label {
 				t.Errorf("label %q, want %q", got, tc.label)
 			}
-			if got := obj.GetAnnotations()[argoTrackingID]; got != tc.anno {
+			if got := obj.GetAnnotations()[gitops.ArgoTrackingID]; got != tc.anno {
 				t.Errorf("tracking annotation %q, want %q", got, tc.anno)
 			}
 			applied := obj.GetAnnotations()[redact.LastAppliedAnnotation]
@@ -186,49 +123,9 @@ func TestArgoApplier(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, tc.keptByDefault)
 			}
 			pinned := newObj()
-			pinned.SetAnnotations(map[string]string{argoSyncOptions: "Delete=false, Prune=false"})
+			pinned.SetAnnotations(map[string]string{gitops.ArgoSyncOptions: "Delete=false, Prune=false"})
 			if a.Kept(pinned) == "" {
 				t.Error("an object with sync option Prune=false is pruned")
-			}
-		})
-	}
-}
-
-// TestArgoManagedNamespace: the Namespace Argo CD creates with
-// CreateNamespace=true: its name alone, or with managedNamespaceMetadata
-// its labels and annotations and ServerSideApply=true.
-func TestArgoManagedNamespace(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		policy      map[string]interface{}
-		managed     bool
-		labels, ann map[string]string
-	}{
-		{"no syncPolicy", nil, false, nil, nil},
-		{"CreateNamespace alone", map[string]interface{}{"syncOptions": []interface{}{"CreateNamespace=true"}}, false, nil, nil},
-		{"managed metadata", map[string]interface{}{"managedNamespaceMetadata": map[string]interface{}{
-			"labels": map[string]interface{}{"team": "shop"}, "annotations": map[string]interface{}{"owner": "ops"}}},
-			true, map[string]string{"team": "shop"}, map[string]string{"owner": "ops", argoSyncOptions: "ServerSideApply=true"}},
-		{"managed, empty", map[string]interface{}{"managedNamespaceMetadata": map[string]interface{}{}},
-			true, nil, map[string]string{argoSyncOptions: "ServerSideApply=true"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			spec := map[string]interface{}{}
-			if tc.policy != nil {
-				spec["syncPolicy"] = tc.policy
-			}
-			obj, managed := argoManagedNamespace(&gitops.Doc{Object: map[string]interface{}{"spec": spec}}, "shop")
-			if obj.GetName() != "shop" || obj.GetKind() != "Namespace" || managed != tc.managed {
-				t.Fatalf("got %v managed %v, want Namespace shop managed %v", obj.Object, managed, tc.managed)
-			}
-			if got := obj.GetLabels(); len(got) != len(tc.labels) || got["team"] != tc.labels["team"] {
-				t.Errorf("labels %v, want %v", got, tc.labels)
-			}
-			if got := obj.GetAnnotations(); len(got) != len(tc.ann) || got["owner"] != tc.ann["owner"] || got[argoSyncOptions] != tc.ann[argoSyncOptions] {
-				t.Errorf("annotations %v, want %v", got, tc.ann)
-			}
-			if obj.GetLabels()[argoInstanceLabel] != "" || obj.GetAnnotations()[argoTrackingID] != "" {
-				t.Error("the created namespace is tracked; Argo CD does not track it")
 			}
 		})
 	}
@@ -244,11 +141,11 @@ func TestArgoLive(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": ns}}}
 		if m.label {
-			u.SetLabels(map[string]string{argoInstanceLabel: "store"})
+			u.SetLabels(map[string]string{gitops.ArgoInstanceLabel: "store"})
 		}
 		if m.annotation {
 			gv, _ := schema.ParseGroupVersion(apiVersion)
-			u.SetAnnotations(map[string]string{argoTrackingID: argoTrackingValue("store", "shop", manifest.ObjectID{Group: gv.Group, Kind: kind, Namespace: ns, Name: name})})
+			u.SetAnnotations(map[string]string{gitops.ArgoTrackingID: gitops.ArgoTrackingValue("store", "shop", gitops.ArgoObject{Group: gv.Group, Kind: kind, Namespace: ns, Name: name})})
 		}
 		if m.owned {
 			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "backup", UID: "u"}})

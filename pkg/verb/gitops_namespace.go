@@ -5,53 +5,23 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 )
 
-// argoManagedNamespace is the Namespace Argo CD creates for an
-// Application with CreateNamespace=true, as argo-cd's syncNamespace
-// (controller/sync_namespace.go) and gitops-engine's autoCreateNamespace
-// (pkg/sync/sync_context.go) build it: its name alone, untracked; with
-// spec.syncPolicy.managedNamespaceMetadata, its labels and annotations and
-// the sync option ServerSideApply=true. managed reports the latter.
-func argoManagedNamespace(app *gitops.Doc, ns string) (obj *unstructured.Unstructured, managed bool) {
-	obj = &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]interface{}{"name": ns}}}
-	if app == nil {
-		return obj, false
-	}
-	md, ok, _ := unstructured.NestedMap(app.Object, "spec", "syncPolicy", "managedNamespaceMetadata")
-	if !ok || md == nil {
-		return obj, false
-	}
-	labels, _, _ := unstructured.NestedStringMap(md, "labels")
-	annotations, _, _ := unstructured.NestedStringMap(md, "annotations")
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[argoSyncOptions] = "ServerSideApply=true"
-	if len(labels) > 0 {
-		obj.SetLabels(labels)
-	}
-	obj.SetAnnotations(annotations)
-	return obj, true
-}
-
 // argoNamespace adds to p what Argo CD's sync does about the destination
 // namespace ns of the Application app when the head does not render it:
 // with CreateNamespace=true a missing one is created first (a create in
 // the plan); without, the sync fails on it (a blocker). A user who may not
 // read namespaces gets a note.
-func (c *Config) argoNamespace(ctx context.Context, p *plan.Plan, app *gitops.Doc, ns string, sync argoSync, rendered bool) error {
+func (c *Config) argoNamespace(ctx context.Context, p *plan.Plan, app *gitops.Doc, ns string, sync gitops.ArgoSync, rendered bool) error {
 	if rendered {
 		return nil // gitops-engine creates none when the render holds it
 	}
 	_, err := c.Cluster.Namespace(ctx, ns)
-	obj, managed := argoManagedNamespace(app, ns)
+	obj, managed := gitops.ArgoManagedNamespace(app, ns)
 	switch {
 	case err == nil:
 		if sync.CreateNamespace && managed {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
@@ -107,47 +105,20 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		return nil, err
 	}
 	begin := time.Now()
-	start, requests := begin, c.Requests()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // LISTs started early, if the plan ends before it reads them
 	schemas := live.NewSchemas(c.Cluster)
-	helm, early := c.readEarly(ctx, req, state, schemas)
-	prevSplit := c.splitEarly(state)
-	res, again, err := c.source(ctx, req, helm, start)
+	prevSplit := c.splitEarly(state) // split while Helm renders
+	res, again, early, err := c.renderWithEarlyLists(ctx, req, state, schemas, begin)
 	if err != nil {
-		if note := lease.Note(); note != "" && errors.Is(err, releasestate.ErrReleasePending) {
-			// Whether the run that left the revision pending still runs
-			// is what the Lease tells (a killed apply's holder is gone).
-			return nil, fmt.Errorf("%w; %s", err, c.Sanitizer.Text(note, redact.RecordLimit))
-		}
 		return nil, err
-	}
-	// The early LISTs are done well before the render usually; waiting for
-	// them here keeps each request counted in one stage.
-	early.Wait()
-	c.logStage("render", time.Since(begin), c.Requests()-requests-early.Requests(), "")
-	if early != nil {
-		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
 	}
 	if err := replay.UseIn(res); err != nil {
 		return nil, err
 	}
-	start = time.Now()
+	start := time.Now()
 	c.progress("Planning against the cluster: reading objects and sending dry-runs")
-	in := plannerInput(res, req.Render.SkipCRDs)
-	in.TakeOwnership = req.Render.TakeOwnership
-	in.HooksDisabled = req.Render.DisableHooks
-	in.SecondRender = again
-	in.PreviousSplit = prevSplit
-	in.Ignore = rules
-	in.RestartStale = req.Apply.RestartStale
-	in.Release.ApplyMethod = plan.ApplyMethodCSA
-	if res.ServerSideApply(req.Render.ServerSide) {
-		in.Release.ApplyMethod = plan.ApplyMethodSSA
-		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
-	}
-	in.Release.ForceConflicts = req.Render.ForceConflicts
-	in.Release.ForceReplace = req.Apply.Force
+	in := req.plannerInput(res, again, prevSplit, rules)
 	// APIs the cluster no longer serves, in the last release or the new render.
 	minor, _ := apis.ParseMinor(c.ServerVersion)
 	in.APIs = apis.ForCluster(c.Cluster.Mapper, minor)
@@ -172,9 +143,68 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	if err := replay.Unmoved(p); err != nil {
 		return nil, err
 	}
+	if err := c.releaseBlockers(ctx, req, res, p, lease); err != nil {
+		return nil, err
+	}
+	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
+	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
+}
+
+// renderWithEarlyLists renders the release (source) while the LISTs of the
+// objects the last release names run (readEarly), and logs each stage's
+// requests. A render refused on a pending revision says what the Lease
+// tells of the run that left it.
+func (c *Config) renderWithEarlyLists(ctx context.Context, req PlanRequest, state *releasestate.State, schemas *live.Schemas, begin time.Time) (*render.Result, string, *live.Early, error) {
+	requests := c.Requests()
+	helm, early := c.readEarly(ctx, req, state, schemas)
+	res, again, err := c.source(ctx, req, helm, begin)
+	if err != nil {
+		if note := state.Lease.Note(); note != "" && errors.Is(err, releasestate.ErrReleasePending) {
+			// Whether the run that left the revision pending still runs
+			// is what the Lease tells (a killed apply's holder is gone).
+			return nil, "", nil, fmt.Errorf("%w; %s", err, c.Sanitizer.Text(note, redact.RecordLimit))
+		}
+		return nil, "", nil, err
+	}
+	// The early LISTs are done well before the render usually; waiting for
+	// them here keeps each request counted in one stage.
+	early.Wait()
+	c.logStage("render", time.Since(begin), c.Requests()-requests-early.Requests(), "")
+	if early != nil {
+		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
+	}
+	return res, again, early, nil
+}
+
+// plannerInput hands the render res to the planner as req asks: its second
+// render (again), the last release's objects split early (prevSplit), the
+// user's ignore rules, and the apply method and forces Helm will use.
+func (req PlanRequest) plannerInput(res *render.Result, again string, prevSplit *manifest.Background, rules []planner.IgnoreRule) planner.Input {
+	in := plannerInput(res, req.Render.SkipCRDs)
+	in.TakeOwnership = req.Render.TakeOwnership
+	in.HooksDisabled = req.Render.DisableHooks
+	in.SecondRender = again
+	in.PreviousSplit = prevSplit
+	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if res.ServerSideApply(req.Render.ServerSide) {
+		in.Release.ApplyMethod = plan.ApplyMethodSSA
+		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
+	}
+	in.Release.ForceConflicts = req.Render.ForceConflicts
+	in.Release.ForceReplace = req.Apply.Force
+	return in
+}
+
+// releaseBlockers adds to p what blocks the release as a whole, whatever
+// its objects: a record Helm's storage cannot hold, --force-replace with a
+// server-side apply, a namespace Helm would not find; and the Lease's note.
+func (c *Config) releaseBlockers(ctx context.Context, req PlanRequest, res *render.Result, p *plan.Plan, lease *releasestate.LeaseObservation) error {
 	blocker, err := releasestate.RecordBlocker(res.Next, os.Getenv("HELM_DRIVER"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
@@ -186,13 +216,11 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		p.Notes = append(p.Notes, c.Sanitizer.Text(note, redact.RecordLimit))
 	}
 	if blocker, err := c.namespaceBlocker(ctx, res.Next.Namespace, res.Install && req.Render.CreateNamespace); err != nil {
-		return nil, err
+		return err
 	} else if blocker != "" {
 		p.Blockers = append(p.Blockers, blocker)
 	}
-	c.Logf("planned %d objects in %s", len(p.Changes), time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(c.Out, "Planned %d objects in %s\n", len(p.Changes), time.Since(begin).Round(10*time.Millisecond))
-	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
+	return nil
 }
 
 // source is what the plan compares with the last release: the chart
@@ -330,59 +358,6 @@ func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render
 	return res.Next.Manifest, nil
 }
 
-// hookManifests hands Helm's hooks to the planner.
-func hookManifests(hooks []*release.Hook) []planner.HookManifest {
-	out := make([]planner.HookManifest, 0, len(hooks))
-	for _, h := range hooks {
-		hm := planner.HookManifest{Kind: h.Kind, Name: h.Name, Manifest: h.Manifest, Weight: h.Weight}
-		for _, e := range h.Events {
-			hm.Events = append(hm.Events, string(e))
-		}
-		for _, d := range h.DeletePolicies {
-			hm.DeletePolicies = append(hm.DeletePolicies, string(d))
-		}
-		if len(hm.DeletePolicies) == 0 {
-			hm.DeletePolicies = []string{string(release.HookBeforeHookCreation)} // Helm's default
-		}
-		out = append(out, hm)
-	}
-	return out
-}
-
-// plannerInput hands the render to the planner, with the chart's crds/
-// directory and Helm's rule for it as a note (skipCRDs is --skip-crds).
-func plannerInput(res *render.Result, skipCRDs bool) planner.Input {
-	next := res.Next
-	in := planner.Input{
-		Release: plan.Release{
-			Name:      next.Name,
-			Namespace: next.Namespace,
-			Revision:  next.Version,
-			Chart:     chartRef(next.Chart),
-			Operation: plan.InstallOrUpgrade(res.Install),
-		},
-		NextManifest: next.Manifest,
-	}
-	if res.Previous != nil {
-		in.PreviousManifest = res.Previous.Manifest
-		in.Release.CurrentRevision = res.Previous.Version
-	}
-	in.Hooks = hookManifests(next.Hooks)
-	if res.Previous != nil {
-		in.PreviousHooks = hookManifests(res.Previous.Hooks)
-	}
-	if res.RollbackTo > 0 {
-		// Helm's rollback never touches the chart's crds/ directory.
-		in.Release.Operation, in.Release.RollbackTo = plan.OperationRollback, res.RollbackTo
-		return in
-	}
-	in.CRDs, in.SkipCRDs = chartCRDs(res.Chart), skipCRDs
-	if note := crdsNote(res.Chart, res.Install, skipCRDs); note != "" {
-		in.Notes = append(in.Notes, note)
-	}
-	return in
-}
-
 // namespaceBlocker returns the plan-wide blocker of a release whose
 // namespace does not exist: Helm's install (or upgrade) would fail on the
 // first object it creates there, after the pre-install hooks ran. It
@@ -411,15 +386,4 @@ func (c *Config) warnSecretCopies(p *plan.Plan) {
 	for _, w := range p.SecretCopies {
 		fmt.Fprintln(c.Out, "warning:", w)
 	}
-}
-
-// chartRef names a release's chart as NAME-VERSION. A stored release record
-// can be written by anyone who may write Secrets in its namespace (a
-// rollback's target, the revision an uninstall deletes): one without its
-// chart is named, not dereferenced.
-func chartRef(ch *chart.Chart) string {
-	if ch == nil || ch.Metadata == nil {
-		return "(no chart recorded)"
-	}
-	return ch.Metadata.Name + "-" + ch.Metadata.Version
 }

@@ -11,11 +11,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/golden"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/injection"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/golden"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/injection"
 )
 
 func TestProgress(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/termtest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/termtest"
 )
 
 // watchScript is a rollout as the watch shows it, second by second: a

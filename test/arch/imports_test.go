@@ -126,7 +126,7 @@ func TestOnlyCLIImportsFlags(t *testing.T) {
 // testKit is the folder of the test harness (control plane, fakes, golden
 // files, terminals, chart repositories): the product never depends on it,
 // directly or through another package, so no test code ships.
-const testKit = module + "internal/testkit/"
+const testKit = module + "test/kit/"
 
 func TestProductNeverImportsTestKit(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"cmd/...", module+"pkg/...", module+"internal/...").Output()

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // Status bench shape: releases of objects each (the bench chart's four

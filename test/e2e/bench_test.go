@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // BenchRunsEnv sets how many times BenchmarkUpgrade runs each contender; it

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // contender is one whole-process command a benchmark times: its name (the

@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolbuild"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolbuild"
 )
 
 // klogLine matches a line klog writes (E1201 12:00:00.000000 ...).

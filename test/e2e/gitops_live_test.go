@@ -21,12 +21,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // storePassword is the value of storeChart's Secret, which no output may

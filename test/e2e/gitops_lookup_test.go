@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // lookupCanary is the value of a Secret no pull request may read.

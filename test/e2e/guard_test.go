@@ -12,8 +12,8 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // guardVolumeChart is a release with a templated claim (which helm
@@ -319,6 +319,7 @@ func TestGuard(t *testing.T) {
 	t.Run("a chart cannot acknowledge its own deletion", func(t *testing.T) { guardSelfAcknowledgement(t, c) })
 	t.Run("removing the release's identity does not unguard", func(t *testing.T) { guardKeepsIdentity(t, c) })
 	t.Run("volumes follow their claims", func(t *testing.T) { guardVolumes(t, c) })
+	t.Run("guard install says which claim it could not label and why", func(t *testing.T) { guardInstallCannotLabel(t, c) })
 
 	t.Run("a casual delete leaves the guard in force", func(t *testing.T) { guardSurvivesCasualDelete(t, c, stsNS) })
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/guard"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // guardedStatefulSetUninstall: with the guard in force (TestGuard), the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // TestHelm4UnchangedSendsNoDryRun (issue 28): planning an unchanged Helm 4

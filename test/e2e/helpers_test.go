@@ -1,5 +1,5 @@
 // Package e2e runs the tool against a real kube-apiserver, etcd and
-// kube-controller-manager (internal/testkit/testcluster) with charts installed by the
+// kube-controller-manager (test/kit/testcluster) with charts installed by the
 // real helm CLI.
 package e2e
 
@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 func TestMain(m *testing.M) {

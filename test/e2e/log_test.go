@@ -10,8 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // logDoc mirrors the JSON log (`log -o json`), as a consumer reads it.

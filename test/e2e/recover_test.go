@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolproc"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/releasestate"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolproc"
 )
 
 // waitHook is a pre-upgrade hook Job that never completes (no kubelet): it

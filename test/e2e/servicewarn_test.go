@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // serviceWarnChart is four Services carrying the chart version in their

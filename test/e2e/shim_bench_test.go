@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolbuild"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolbuild"
 )
 
 // HelmfileEnv names the helmfile binary BenchmarkShimHelmfileDiff runs

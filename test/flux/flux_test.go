@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // The folders scripts/build-flux.sh prints: each holds the controller's

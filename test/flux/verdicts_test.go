@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // verdictChart is chart kit at version with ConfigMap settings (data a),

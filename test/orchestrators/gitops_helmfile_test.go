@@ -14,13 +14,13 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/chartrepo"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/cli"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/iostreams"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // helmfileRepo is a checkout of a helmfile state with two environments,

@@ -1,5 +1,5 @@
 // Package orchestrators runs real orchestrators through the drop-in helm
-// against the local control plane of internal/testkit/testcluster, with the real helm
+// against the local control plane of test/kit/testcluster, with the real helm
 // after the shim on PATH: helmfile (the newest release the Go module proxy
 // serves, built from its module source by scripts/build-orchestrators.sh)
 // and Helmsman (built from the source the user gives, HELMSMAN_SRC).
@@ -13,8 +13,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }

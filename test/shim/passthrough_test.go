@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/shimtest"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/shim/helmdiff"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/shimtest"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
 )
 
 // TestPassThroughByteForByte runs every command the shim does not serve

@@ -2,7 +2,7 @@
 // by real Helm 3 and Helm 4 CLIs, the kubectl plugin installed by real krew
 // from a goreleaser snapshot and a generated manifest, the release archives
 // themselves, and the GitHub Action — all against the local control plane of
-// internal/testkit/testcluster. The release tools (goreleaser, krew) are built from
+// test/kit/testcluster. The release tools (goreleaser, krew) are built from
 // the Go module proxy by scripts/build-shiptools.sh and cached.
 package ship
 
@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/proc"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/testcluster"
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/toolbuild"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/proc"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/testcluster"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/toolbuild"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }

@@ -19,8 +19,8 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/testkit/filetree"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/filetree"
 )
 
 // Serve packages the charts in dirs, indexes them, serves them over HTTP on

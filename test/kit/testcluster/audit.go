@@ -110,6 +110,9 @@ func seen(events []AuditEvent, name string) bool {
 	return false
 }
 
+// auditReadLimit bounds one read of the log; an audit event is a few KiB.
+const auditReadLimit = 16 << 20
+
 // read parses what was appended to the log since the last call and returns
 // all ResponseComplete events so far (a snapshot the caller may keep).
 func (a *auditLog) read(path string) ([]AuditEvent, error) {
@@ -123,13 +126,18 @@ func (a *auditLog) read(path string) ([]AuditEvent, error) {
 	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(f)
+	// A bounded read: what is left is read by the next call, which every
+	// caller makes while it waits for its barrier.
+	data, err := io.ReadAll(io.LimitReader(f, auditReadLimit))
 	if err != nil {
 		return nil, err
 	}
 	a.offset += int64(len(data))
 	data = append(a.partial, data...)
 	end := bytes.LastIndexByte(data, '\n') + 1
+	if len(data)-end > auditReadLimit {
+		return nil, fmt.Errorf("%s: a line longer than %d bytes", path, auditReadLimit)
+	}
 	a.partial = append([]byte(nil), data[end:]...)
 	for _, line := range bytes.Split(data[:end], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
