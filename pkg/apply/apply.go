@@ -155,19 +155,16 @@ func Apply(ctx context.Context, req Request, out io.Writer) (*release.Release, e
 // object is gone.
 const pollInterval = 250 * time.Millisecond
 
+// apply runs one reviewed plan: the checks that refuse it while nothing is
+// written, the recreate step's deletes (recreateStep, deleteForRecreate),
+// Helm's run, and on its failure the restore of what was deleted (failed).
 func apply(ctx context.Context, req Request, out io.Writer, connect func(action.RESTClientGetter) (*live.Cluster, error)) (*release.Release, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
 	next := req.Rendered.Next
 	name, ns := next.Name, next.Namespace
-	log := req.Log
-	if log == nil {
-		log = func(string, ...interface{}) {}
-	}
-	if req.Sanitizer != nil {
-		log = req.Sanitizer.Logf(log)
-	}
+	log := req.logf()
 	timeout := req.Render.TimeLimit()
 	if err := refuseRecreate(req.Recreate, req.Rendered.Install, ns); err != nil {
 		return nil, err
@@ -190,40 +187,83 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 	if err != nil {
 		return nil, fmt.Errorf("release %q in namespace %s: %w; nothing was written", name, ns, err)
 	}
-
-	var rec *recreator
-	var targets []*recreateTarget
-	var jr *journal
-	if len(req.Recreate) > 0 {
-		cluster, err := connect(req.Config.RESTClientGetter)
-		if err != nil {
-			return nil, fmt.Errorf("release %q: connecting for the recreate step: %w", name, err)
-		}
-		rec = &recreator{cluster: cluster, out: out, log: log, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
-		if rec.deployed, rec.deployedVersion, err = releasestate.DeployedOf(req.Config.Releases, name, ns, cluster); err != nil {
-			return nil, fmt.Errorf("%w; nothing was written", err)
-		}
-		secrets := cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns)
-		if left, err := readJournal(ctx, cluster, ns, name); err != nil {
-			return nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
-		} else if left != nil {
-			return nil, &releasestate.JournalError{Name: name, Namespace: ns, Journal: &left.rec}
-		}
-		if targets, err = rec.prepare(ctx, req.Recreate, next.Manifest); err != nil {
-			return nil, err
-		}
-		jr = newJournal(secrets, name, ns, next.Version, next.Manifest, targets)
-		jr.rec.WrittenBy = req.User
+	rec, targets, jr, err := req.recreateStep(ctx, out, log, timeout, connect)
+	if err != nil {
+		return nil, err
 	}
 	if err := cancelled(); err != nil {
 		return nil, err
 	}
+	if jr, err = req.deleteForRecreate(ctx, out, rec, targets, jr, timeout); err != nil {
+		return nil, err
+	}
+
+	rel, err := helm.run(ctx)
+	if err != nil {
+		return req.failed(err, rel, helm, rec, jr, timeout)
+	}
+	if jr != nil {
+		if err := jr.remove(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(out, "warning: revision %d is deployed but %v; run again with --recover to remove it\n", rel.Version, err)
+		}
+		rec.grow(context.WithoutCancel(ctx), targets)
+	}
+	return rel, nil
+}
+
+// logf is req.Log through the sanitiser; a no-op without one.
+func (req *Request) logf() func(string, ...interface{}) {
+	log := req.Log
+	if log == nil {
+		log = func(string, ...interface{}) {}
+	}
+	if req.Sanitizer != nil {
+		log = req.Sanitizer.Logf(log)
+	}
+	return log
+}
+
+// recreateStep prepares the recreate step, nil without one: the objects to
+// delete and the journal that puts them back. A journal an earlier run
+// left is refused (--recover first). Nothing is written yet.
+func (req *Request) recreateStep(ctx context.Context, out io.Writer, log func(string, ...interface{}), timeout time.Duration, connect func(action.RESTClientGetter) (*live.Cluster, error)) (*recreator, []*recreateTarget, *journal, error) {
+	if len(req.Recreate) == 0 {
+		return nil, nil, nil, nil
+	}
+	next := req.Rendered.Next
+	name, ns := next.Name, next.Namespace
+	cluster, err := connect(req.Config.RESTClientGetter)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("release %q: connecting for the recreate step: %w", name, err)
+	}
+	rec := &recreator{cluster: cluster, out: out, log: log, release: name, namespace: ns, timeout: timeout, poll: pollInterval}
+	if rec.deployed, rec.deployedVersion, err = releasestate.DeployedOf(req.Config.Releases, name, ns, cluster); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w; nothing was written", err)
+	}
+	secrets := cluster.Dynamic.Resource(live.SecretsGVR).Namespace(ns)
+	if left, err := readJournal(ctx, cluster, ns, name); err != nil {
+		return nil, nil, nil, fmt.Errorf("release %q in namespace %s: %w", name, ns, err)
+	} else if left != nil {
+		return nil, nil, nil, &releasestate.JournalError{Name: name, Namespace: ns, Journal: &left.rec}
+	}
+	targets, err := rec.prepare(ctx, req.Recreate, next.Manifest)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	jr := newJournal(secrets, name, ns, next.Version, next.Manifest, targets)
+	jr.rec.WrittenBy = req.User
+	return rec, targets, jr, nil
+}
+
+// deleteForRecreate is the recreate step before Helm's run: the journal is
+// written before the first delete, then the objects are deleted; from the
+// journal's write on, every failure puts the deleted objects back (undo),
+// and a kill leaves the journal for --recover. It returns the journal
+// Helm's run continues, nil when there is none.
+func (req *Request) deleteForRecreate(ctx context.Context, out io.Writer, rec *recreator, targets []*recreateTarget, jr *journal, timeout time.Duration) (*journal, error) {
 	if jr != nil && len(jr.rec.Objects) > 0 {
-		// The journal is written before the first delete: from here on,
-		// every failure puts the deleted objects back (undo), and a kill
-		// leaves the journal for --recover.
 		if err := jr.save(ctx); err != nil {
-			return nil, fmt.Errorf("release %q: %w; nothing was deleted and the Helm upgrade was not started", name, err)
+			return nil, fmt.Errorf("release %q: %w; nothing was deleted and the Helm upgrade was not started", req.Rendered.Next.Name, err)
 		}
 		rec.journal = jr
 	}
@@ -231,41 +271,44 @@ func apply(ctx context.Context, req Request, out io.Writer, connect func(action.
 		// Said once nothing can stop the deletes any more, so that a
 		// refused journal is not preceded by what would have happened.
 		rec.announce(targets)
-		event := release.HookPreUpgrade
-		if req.Rendered.RollbackTo > 0 {
-			event = release.HookPreRollback
-		}
-		if hooks := preHooks(next.Hooks, event); hooks != "" && !req.Render.DisableHooks {
-			fmt.Fprintf(out, "%s hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", event, hooks)
-		}
+		req.announceHooks(out)
 	}
-	if rec != nil && rec.journal != nil {
-		err := rec.run(targets)
-		if err == nil {
-			jr.rec.Step = releasestate.StepUpgrading
-			err = jr.save(context.WithoutCancel(ctx))
-		}
-		if err != nil {
-			defer req.cleanup(timeout)()
-			line, _ := rec.undo(jr)
-			return nil, fmt.Errorf("%w; the Helm upgrade was not started; %s", err, line)
-		}
-	} else {
-		jr = nil
+	if rec == nil || rec.journal == nil {
+		return nil, nil
 	}
-
-	rel, err := helm.run(ctx)
+	err := rec.run(targets)
 	if err == nil {
-		if jr != nil {
-			if err := jr.remove(context.WithoutCancel(ctx)); err != nil {
-				fmt.Fprintf(out, "warning: revision %d is deployed but %v; run again with --recover to remove it\n", rel.Version, err)
-			}
-			rec.grow(context.WithoutCancel(ctx), targets)
-		}
-		return rel, nil
+		jr.rec.Step = releasestate.StepUpgrading
+		err = jr.save(context.WithoutCancel(ctx))
 	}
-	// Helm failed: put back what the recreate deleted, then say so.
+	if err != nil {
+		defer req.cleanup(timeout)()
+		line, _ := rec.undo(jr)
+		return nil, fmt.Errorf("%w; the Helm upgrade was not started; %s", err, line)
+	}
+	return jr, nil
+}
+
+// announceHooks says which pre-upgrade (pre-rollback) hooks run between
+// the recreate step's deletes and Helm's creates.
+func (req *Request) announceHooks(out io.Writer) {
+	next := req.Rendered.Next
+	event := release.HookPreUpgrade
+	if req.Rendered.RollbackTo > 0 {
+		event = release.HookPreRollback
+	}
+	if hooks := preHooks(next.Hooks, event); hooks != "" && !req.Render.DisableHooks {
+		fmt.Fprintf(out, "%s hooks run after the deletes and before Helm creates the objects again: %s; if one fails or times out, the deleted objects are restored from the journal\n", event, hooks)
+	}
+}
+
+// failed ends an apply whose Helm run failed: what the recreate step
+// deleted is put back first (jr, nil without one), then the error says
+// what Helm stored.
+func (req *Request) failed(err error, rel *release.Release, helm sdk, rec *recreator, jr *journal, timeout time.Duration) (*release.Release, error) {
 	defer req.cleanup(timeout)()
+	next := req.Rendered.Next
+	name, ns := next.Name, next.Namespace
 	line := ""
 	if jr != nil {
 		line, _ = rec.undo(jr)

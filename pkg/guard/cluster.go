@@ -54,6 +54,32 @@ func clients(r Resources) ([]dynamic.ResourceInterface, error) {
 	return out, nil
 }
 
+// served is one of the guard's objects, named, with its kind's client
+// (nil: an optional kind the cluster does not serve).
+type served struct {
+	client dynamic.ResourceInterface
+	obj    *unstructured.Unstructured
+	what   string
+}
+
+// servedObjects are the guard's objects (Objects) with their clients
+// (clients), in the order install applies them.
+func servedObjects(r Resources) ([]served, error) {
+	res, err := clients(r)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Objects()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]served, len(res))
+	for i, obj := range objs {
+		out[i] = served{client: res[i], obj: obj, what: obj.GetKind() + " " + obj.GetName()}
+	}
+	return out, nil
+}
+
 // markerMissing says what a cluster without MutatingAdmissionPolicy lacks.
 const markerMissing = "not served by this cluster (MutatingAdmissionPolicy needs Kubernetes 1.36): claims StatefulSets make from now on are not marked as guarded; guard install marks those already there, or label their namespaces " + ProtectLabel + "=true"
 
@@ -68,24 +94,19 @@ func ours(obj *unstructured.Unstructured) bool {
 // guard's). An object of the same name that is not the guard's is left
 // alone and refused. It returns a line per object applied.
 func Install(ctx context.Context, r Resources) ([]string, error) {
-	res, err := clients(r)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := Objects()
+	all, err := servedObjects(r)
 	if err != nil {
 		return nil, err
 	}
 	force := true
 	var lines []string
 	// All checked before any is written: nothing changes when one is refused.
-	for i, c := range res {
-		obj := objs[i]
-		what := obj.GetKind() + " " + obj.GetName()
+	for _, o := range all {
+		c, what := o.client, o.what
 		if c == nil {
 			continue
 		}
-		existing, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		existing, err := c.Get(ctx, o.obj.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -97,9 +118,8 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 				what, existing.GetDeletionTimestamp().UTC().Format(time.RFC3339), Finalizer)
 		}
 	}
-	for i, c := range res {
-		obj := objs[i]
-		what := obj.GetKind() + " " + obj.GetName()
+	for _, o := range all {
+		c, obj, what := o.client, o.obj, o.what
 		if c == nil {
 			lines = append(lines, what+": "+markerMissing)
 			continue
@@ -119,18 +139,13 @@ func Install(ctx context.Context, r Resources) ([]string, error) {
 // Status says whether the guard is installed, and whether it is this
 // version's: one line per object, and whether all is in force.
 func Status(ctx context.Context, r Resources) (lines []string, current bool, err error) {
-	res, err := clients(r)
-	if err != nil {
-		return nil, false, err
-	}
-	objs, err := Objects()
+	all, err := servedObjects(r)
 	if err != nil {
 		return nil, false, err
 	}
 	current = true
-	for i, c := range res {
-		want := objs[i]
-		what := want.GetKind() + " " + want.GetName()
+	for _, o := range all {
+		c, want, what := o.client, o.obj, o.what
 		if c == nil {
 			lines = append(lines, what+": "+markerMissing)
 			continue

@@ -52,110 +52,149 @@ type ClaimNaming struct {
 // marker was in force) are labelled, as the marker labels new ones: a merge
 // patch of that one label, preconditioned on the claim's UID.
 func Survey(ctx context.Context, r Resources, naming ClaimNaming, mark bool) (Coverage, error) {
-	var cov Coverage
-	list := func(gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
-		c, _, err := r.Resource(gvk, "")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
+	s := &survey{ctx: ctx, r: r, naming: naming, mark: mark,
+		namespaces: map[string]*unstructured.Unstructured{}, templates: map[string][][2]string{}}
+	// Each kind's LIST in turn: a claim's coverage depends on its
+	// namespace and on the StatefulSets' claim templates.
+	for _, read := range []func() error{s.readNamespaces, s.statefulSets, s.claims, s.volumes} {
+		if err := read(); err != nil {
+			return s.cov, err
 		}
-		l, err := c.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
-		}
-		return l.Items, nil
 	}
-	namespaces, err := list(nsGVK)
+	s.crds()
+	return s.cov, nil
+}
+
+// survey is one Survey: what it has read so far, and its counts.
+type survey struct {
+	ctx    context.Context
+	r      Resources
+	naming ClaimNaming
+	mark   bool
+	cov    Coverage
+	// namespaces by name; templates: namespace → (set, claim template).
+	namespaces map[string]*unstructured.Unstructured
+	templates  map[string][][2]string
+}
+
+// each calls f with every object of one LIST of gvk.
+func (s *survey) each(gvk schema.GroupVersionKind, f func(*unstructured.Unstructured)) error {
+	c, _, err := s.r.Resource(gvk, "")
 	if err != nil {
-		return cov, err
+		return fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
-	nsByName := map[string]*unstructured.Unstructured{}
-	for i := range namespaces {
-		nsByName[namespaces[i].GetName()] = &namespaces[i]
-	}
-	sets, err := list(setGVK)
+	l, err := c.List(s.ctx, metav1.ListOptions{})
 	if err != nil {
-		return cov, err
+		return fmt.Errorf("listing %ss: %w", gvk.Kind, err)
 	}
-	templates := map[string][][2]string{} // namespace → (set, template)
-	for i := range sets {
-		s := &sets[i]
-		if guardedByItself(s) || nsLabel(nsByName[s.GetNamespace()]) == "true" {
-			cov.StatefulSets++
+	for i := range l.Items {
+		f(&l.Items[i])
+	}
+	return nil
+}
+
+func (s *survey) readNamespaces() error {
+	return s.each(nsGVK, func(ns *unstructured.Unstructured) { s.namespaces[ns.GetName()] = ns })
+}
+
+// statefulSets counts the guarded StatefulSets and reads their claim
+// templates.
+func (s *survey) statefulSets() error {
+	return s.each(setGVK, func(set *unstructured.Unstructured) {
+		ns := set.GetNamespace()
+		if guardedByItself(set) || nsLabel(s.namespaces[ns]) == "true" {
+			s.cov.StatefulSets++
 		}
-		for _, t := range naming.Templates(s) {
-			templates[s.GetNamespace()] = append(templates[s.GetNamespace()], [2]string{s.GetName(), t})
+		for _, t := range s.naming.Templates(set) {
+			s.templates[ns] = append(s.templates[ns], [2]string{set.GetName(), t})
 		}
-	}
-	claims, err := list(claimsGVK)
-	if err != nil {
-		return cov, err
-	}
+	})
+}
+
+// claims counts the guarded claims and their namespaces, labels the claim
+// templates' claims made before the marker (with mark), and says which
+// claims and namespaces the guard cannot protect.
+func (s *survey) claims() error {
 	guardedIn := map[string]int{}
 	optedOut := map[string]int{}
-	for i := range claims {
-		c := &claims[i]
+	err := s.each(claimsGVK, func(c *unstructured.Unstructured) {
+		if !s.claim(c) {
+			return
+		}
 		ns := c.GetNamespace()
-		fromTemplate := ""
-		for _, st := range templates[ns] {
-			if _, ok := naming.FromTemplate(c.GetName(), st[0], []string{st[1]}); ok {
-				fromTemplate = st[0]
-			}
-		}
-		owned := slices.ContainsFunc(c.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "Pod" || o.Kind == "StatefulSet" })
-		_, helm := c.GetAnnotations()[ReleaseAnnotation]
-		_, marked := c.GetLabels()[GuardedLabel]
-		name := "PersistentVolumeClaim " + ns + "/" + c.GetName()
-		switch {
-		case helm, marked && !owned, nsLabel(nsByName[ns]) == "true":
-		case fromTemplate != "" && owned:
-			cov.Unguarded = append(cov.Unguarded, name+": StatefulSet "+fromTemplate+"'s persistentVolumeClaimRetentionPolicy deletes it (an owner reference), and the guard leaves that decision to it")
-			continue
-		case fromTemplate != "" && mark:
-			if err := markClaim(ctx, r, c); err != nil {
-				cov.Unguarded = append(cov.Unguarded, name+": made from StatefulSet "+fromTemplate+"'s claim template, but it could not be labelled "+GuardedLabel+": "+err.Error())
-				continue
-			}
-			cov.Marked++
-		case fromTemplate != "":
-			cov.Unguarded = append(cov.Unguarded, name+": made from StatefulSet "+fromTemplate+"'s claim template before the guard's marker was in force, and not labelled "+GuardedLabel+" (guard install labels it)")
-			continue
-		default:
-			continue // no release's
-		}
-		cov.Claims++
+		s.cov.Claims++
 		guardedIn[ns]++
-		nsObj := nsByName[ns]
+		nsObj := s.namespaces[ns]
 		if nsLabel(nsObj) == "false" {
 			optedOut[ns]++
 		} else if phase, _, _ := unstructured.NestedString(nsObj.Object, "status", "phase"); nsObj != nil && phase == "Terminating" {
-			cov.Waiting = append(cov.Waiting, fmt.Sprintf("kubectl annotate persistentvolumeclaims %s -n %s %s=%s", c.GetName(), ns, AckAnnotation, c.GetUID()))
+			s.cov.Waiting = append(s.cov.Waiting, fmt.Sprintf("kubectl annotate persistentvolumeclaims %s -n %s %s=%s", c.GetName(), ns, AckAnnotation, c.GetUID()))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.cov.Namespaces = len(guardedIn)
+	for ns, n := range optedOut {
+		s.cov.Unguarded = append(s.cov.Unguarded, fmt.Sprintf("Namespace %s: labelled %s=false, so deleting it deletes its %d guarded claims (their own deletes are still refused)", ns, ProtectLabel, n))
+	}
+	sort.Strings(s.cov.Unguarded)
+	return nil
+}
+
+// claim says whether the guard protects c, labelling it first when it is
+// a claim template's made before the marker (with mark); a claim of a
+// template it does not protect is added to Unguarded with why.
+func (s *survey) claim(c *unstructured.Unstructured) bool {
+	ns := c.GetNamespace()
+	fromTemplate := ""
+	for _, st := range s.templates[ns] {
+		if _, ok := s.naming.FromTemplate(c.GetName(), st[0], []string{st[1]}); ok {
+			fromTemplate = st[0]
 		}
 	}
-	cov.Namespaces = len(guardedIn)
-	for ns, n := range optedOut {
-		cov.Unguarded = append(cov.Unguarded, fmt.Sprintf("Namespace %s: labelled %s=false, so deleting it deletes its %d guarded claims (their own deletes are still refused)", ns, ProtectLabel, n))
+	owned := slices.ContainsFunc(c.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "Pod" || o.Kind == "StatefulSet" })
+	_, helm := c.GetAnnotations()[ReleaseAnnotation]
+	_, marked := c.GetLabels()[GuardedLabel]
+	name := "PersistentVolumeClaim " + ns + "/" + c.GetName()
+	switch {
+	case helm, marked && !owned, nsLabel(s.namespaces[ns]) == "true":
+		return true
+	case fromTemplate != "" && owned:
+		s.cov.Unguarded = append(s.cov.Unguarded, name+": StatefulSet "+fromTemplate+"'s persistentVolumeClaimRetentionPolicy deletes it (an owner reference), and the guard leaves that decision to it")
+	case fromTemplate != "" && s.mark:
+		if err := markClaim(s.ctx, s.r, c); err != nil {
+			s.cov.Unguarded = append(s.cov.Unguarded, name+": made from StatefulSet "+fromTemplate+"'s claim template, but it could not be labelled "+GuardedLabel+": "+err.Error())
+			return false
+		}
+		s.cov.Marked++
+		return true
+	case fromTemplate != "":
+		s.cov.Unguarded = append(s.cov.Unguarded, name+": made from StatefulSet "+fromTemplate+"'s claim template before the guard's marker was in force, and not labelled "+GuardedLabel+" (guard install labels it)")
 	}
-	sort.Strings(cov.Unguarded)
-	volumes, err := list(volumeGVK)
-	if err != nil {
-		return cov, err
-	}
-	for i := range volumes {
-		v := &volumes[i]
+	return false // no release's
+}
+
+// volumes counts the volumes whose delete the guard refuses: a Delete
+// reclaim policy, of a release or bound.
+func (s *survey) volumes() error {
+	return s.each(volumeGVK, func(v *unstructured.Unstructured) {
 		policy, _, _ := unstructured.NestedString(v.Object, "spec", "persistentVolumeReclaimPolicy")
 		phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
 		if _, helm := v.GetAnnotations()[ReleaseAnnotation]; policy == "Delete" && (helm || phase == "Bound") {
-			cov.Volumes++
+			s.cov.Volumes++
 		}
-	}
-	if crds, err := list(crdGVK); err == nil {
-		for i := range crds {
-			if guardedByItself(&crds[i]) {
-				cov.CRDs++
-			}
+	})
+}
+
+// crds counts the guarded CRDs; a cluster that does not let it list them
+// counts none.
+func (s *survey) crds() {
+	_ = s.each(crdGVK, func(crd *unstructured.Unstructured) {
+		if guardedByItself(crd) {
+			s.cov.CRDs++
 		}
-	}
-	return cov, nil
+	})
 }
 
 // guardedByItself: the object carries Helm's release annotation or the mark.

@@ -193,22 +193,29 @@ type resourceRule struct {
 
 var rulesReviewGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectrulesreviews"}
 
+// entry is the read of key in reads, made empty on first use; the read
+// itself runs once (its sync.Once), however many objects ask for it.
+func entry[T any](mu *sync.Mutex, reads *map[string]*T, key string) *T {
+	mu.Lock()
+	defer mu.Unlock()
+	if *reads == nil {
+		*reads = map[string]*T{}
+	}
+	e := (*reads)[key]
+	if e == nil {
+		e = new(T)
+		(*reads)[key] = e
+	}
+	return e
+}
+
 // MayPatch reports whether the authorizer certainly lets this user patch
 // name (a resource of gvr) in namespace, from the namespace's
 // SelfSubjectRulesReview (sent once per namespace, with dryRun=All: plan
 // mode sends no other write; the review stores nothing anyway). false when
 // unsure: the review failed or is incomplete, or no rule grants it.
 func (o *Observers) MayPatch(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) bool {
-	o.mu.Lock()
-	if o.rules == nil {
-		o.rules = map[string]*rulesReview{}
-	}
-	rv := o.rules[namespace]
-	if rv == nil {
-		rv = &rulesReview{}
-		o.rules[namespace] = rv
-	}
-	o.mu.Unlock()
+	rv := entry(&o.mu, &o.rules, namespace)
 	rv.once.Do(func() { rv.rules, rv.incomplete, rv.err = o.reviewRules(ctx, namespace) })
 	if rv.err != nil || rv.incomplete {
 		// Incomplete: another authorizer (a webhook) answers too, and may

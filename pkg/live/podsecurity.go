@@ -27,16 +27,7 @@ type namespaceRead struct {
 
 // namespace returns the namespace name, one GET per run.
 func (o *Observers) namespace(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	o.mu.Lock()
-	if o.namespaces == nil {
-		o.namespaces = map[string]*namespaceRead{}
-	}
-	ns := o.namespaces[name]
-	if ns == nil {
-		ns = &namespaceRead{}
-		o.namespaces[name] = ns
-	}
-	o.mu.Unlock()
+	ns := entry(&o.mu, &o.namespaces, name)
 	ns.once.Do(func() { ns.obj, ns.err = o.cluster.Namespace(ctx, name) })
 	return ns.obj, ns.err
 }

@@ -117,24 +117,48 @@ func SplitAdding(name, manifest, defaultNamespace string, scoper Scoper, parsed 
 	return split(name, manifest, defaultNamespace, scoper, parsed, parsed)
 }
 
+// split reads manifest's documents (sharing what like parsed of the same
+// text, remembering what it parses in remember), flattens the lists among
+// them, and makes each an Object.
 func split(name, manifest, defaultNamespace string, scoper Scoper, remember, like *Parsed) (*Set, error) {
 	set := NewSet()
-	crdScopes := map[schema.GroupKind]bool{}
 	lazily := remember != nil || like != nil
 	read, readErr := readDocuments(manifest, lazily, like)
 	parseAll(read, lazily)
+	docs, crdScopes, err := flattenAll(name, read, readErr)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		o, err := object(name, d, defaultNamespace, scoper, crdScopes)
+		if err != nil {
+			return nil, err
+		}
+		remember.remember(d)
+		if err := set.Add(o); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return set, nil
+}
+
+// flattenAll is the documents read, lists flattened into their items and
+// empty documents left out, with the scope each CRD among them gives its
+// kind; the first document's error, else readErr, stops it.
+func flattenAll(name string, read []readDoc, readErr error) ([]doc, map[schema.GroupKind]bool, error) {
+	crdScopes := map[schema.GroupKind]bool{}
 	var docs []doc
 	for _, r := range read {
 		d := r.doc
 		if r.err != nil {
-			return nil, fmt.Errorf("%s: document %d (%s): %w", name, d.index, d.source, r.err)
+			return nil, nil, fmt.Errorf("%s: document %d (%s): %w", name, d.index, d.source, r.err)
 		}
 		if len(d.content) == 0 {
 			continue
 		}
 		items, err := flatten(d)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for _, item := range items {
 			docs = append(docs, item)
@@ -144,61 +168,62 @@ func split(name, manifest, defaultNamespace string, scoper Scoper, remember, lik
 		}
 	}
 	if readErr != nil {
-		return nil, fmt.Errorf("%s: %w", name, readErr)
+		return nil, nil, fmt.Errorf("%s: %w", name, readErr)
 	}
-	for _, d := range docs {
-		obj := &unstructured.Unstructured{Object: d.content}
-		gvk := obj.GroupVersionKind()
-		where := d.where()
-		if gvk.Kind == "" || gvk.Version == "" {
-			return nil, fmt.Errorf("%s: %s: object has no apiVersion or kind", name, where)
-		}
-		if obj.GetName() == "" {
-			return nil, fmt.Errorf("%s: %s: %s has no metadata.name", name, where, gvk.Kind)
-		}
-		namespaced, known, err := scoper.IsNamespaced(gvk)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %s %q: %w", name, where, gvk.Kind, obj.GetName(), err)
-		}
+	return docs, crdScopes, nil
+}
+
+// object is the Object of document d, in its namespace: the document's,
+// else defaultNamespace, none for a cluster-scoped kind (scoper's, or a
+// CRD's of the same manifest; an unknown kind counts as namespaced).
+func object(name string, d doc, defaultNamespace string, scoper Scoper, crdScopes map[schema.GroupKind]bool) (*Object, error) {
+	obj := &unstructured.Unstructured{Object: d.content}
+	gvk := obj.GroupVersionKind()
+	where := d.where()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("%s: %s: object has no apiVersion or kind", name, where)
+	}
+	if obj.GetName() == "" {
+		return nil, fmt.Errorf("%s: %s: %s has no metadata.name", name, where, gvk.Kind)
+	}
+	namespaced, known, err := scoper.IsNamespaced(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %s %q: %w", name, where, gvk.Kind, obj.GetName(), err)
+	}
+	if !known {
+		// A CRD in the same manifest tells the scope of its kind.
+		namespaced, known = crdScopes[gvk.GroupKind()]
 		if !known {
-			// A CRD in the same manifest tells the scope of its kind.
-			namespaced, known = crdScopes[gvk.GroupKind()]
-			if !known {
-				namespaced = true
-			}
-		}
-		// From the namespace the document gave: a shared document's
-		// metadata holds the one the first Split set.
-		ns := d.namespace
-		switch {
-		case !namespaced:
-			ns = ""
-		case ns == "":
-			ns = defaultNamespace
-		}
-		o := &Object{
-			ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: obj.GetName()},
-			GVK:    gvk,
-			Source: d.source,
-			Obj:    obj,
-		}
-		switch {
-		case d.encoded != nil:
-			// Decoded by Load, in the namespace set here; the head is
-			// the document's, shared.
-			o.Obj, o.lazy = nil, &lazy{doc: d.encoded, namespace: ns}
-		case obj.GetNamespace() == ns:
-		case d.shared:
-			setNamespace(obj, ns) // in metadata of its own
-		default:
-			obj.SetNamespace(ns)
-		}
-		remember.remember(d)
-		if err := set.Add(o); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			namespaced = true
 		}
 	}
-	return set, nil
+	// From the namespace the document gave: a shared document's
+	// metadata holds the one the first Split set.
+	ns := d.namespace
+	switch {
+	case !namespaced:
+		ns = ""
+	case ns == "":
+		ns = defaultNamespace
+	}
+	o := &Object{
+		ID:     ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: obj.GetName()},
+		GVK:    gvk,
+		Source: d.source,
+		Obj:    obj,
+	}
+	switch {
+	case d.encoded != nil:
+		// Decoded by Load, in the namespace set here; the head is
+		// the document's, shared.
+		o.Obj, o.lazy = nil, &lazy{doc: d.encoded, namespace: ns}
+	case obj.GetNamespace() == ns:
+	case d.shared:
+		setNamespace(obj, ns) // in metadata of its own
+	default:
+		obj.SetNamespace(ns)
+	}
+	return o, nil
 }
 
 // readDoc is one document of a manifest as read: its text until it is

@@ -46,6 +46,18 @@ type configTarget struct {
 	changed       map[string]bool
 }
 
+// insideReads keys what each workload of the new render reads (the objects
+// pass's reads, in the order of ids) by its identity.
+func insideReads(ids []manifest.ObjectID, reads [][]classify.ConfigRef) map[manifest.ObjectID][]classify.ConfigRef {
+	inside := map[manifest.ObjectID][]classify.ConfigRef{}
+	for i, r := range reads {
+		if len(r) > 0 {
+			inside[ids[i]] = r
+		}
+	}
+	return inside
+}
+
 // configTargets are the changes of ConfigMaps and Secrets whose data the
 // upgrade changes: created, deleted, or updated in a key; a change of
 // regenerated or ignored fields only is left out (its readers are not

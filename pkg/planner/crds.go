@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sort"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,6 +48,56 @@ func splitCRDs(files []CRDFile, scoper manifest.Scoper) (*manifest.Set, error) {
 		}
 	}
 	return set, nil
+}
+
+// chartCRDs is what the CRD pass holds across the objects pass: the
+// CRDs of the chart's crds/ directories, the kinds that exist once Helm
+// created the CRDs it creates, and which objects the release's manifests
+// name (kept small: the sets are dropped by the objects pass).
+type chartCRDs struct {
+	set       *manifest.Set
+	kinds     map[schema.GroupKind]bool
+	templated map[manifest.ObjectID]bool
+}
+
+// readCRDs is the CRD pass's first half, before the objects are evaluated:
+// a custom resource whose CRD the install creates first is created after
+// it, not refused as of an unknown kind.
+func (p *Planner) readCRDs(in Input, ids []manifest.ObjectID, next *manifest.Set) (chartCRDs, error) {
+	kinds := manifest.CRDKinds(next)
+	set, err := splitCRDs(in.CRDs, p.Cluster)
+	if err != nil {
+		return chartCRDs{}, err
+	}
+	if in.Release.Installs() && !in.SkipCRDs {
+		maps.Copy(kinds, manifest.CRDKinds(set)) // created before the templates' objects
+	}
+	var templated map[manifest.ObjectID]bool
+	if set.Len() > 0 {
+		templated = make(map[manifest.ObjectID]bool, len(ids))
+		for _, id := range ids {
+			templated[id] = true
+		}
+	}
+	return chartCRDs{set: set, kinds: kinds, templated: templated}, nil
+}
+
+// crds is the CRD pass's second half, once the objects are evaluated: the
+// templates' CRD updates judged against their custom resources, the
+// crds/ CRDs planned among the changes in report order, and the fields
+// of custom resources each CRD change prunes.
+func (p *Planner) crds(ctx context.Context, in Input, changes []plan.Change, crds chartCRDs) ([]plan.Change, []string, error) {
+	p.templateCRDs(ctx, changes)
+	crdChanges, notes, err := p.crdChanges(ctx, in, crds.set, crds.templated)
+	if err != nil {
+		return nil, nil, err
+	}
+	changes = append(changes, crdChanges...)
+	if len(crdChanges) > 0 {
+		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
+	}
+	notePruned(changes, crds.set)
+	return changes, notes, nil
 }
 
 // crdChanges plans the CRDs of the chart's crds/ directory. Helm creates

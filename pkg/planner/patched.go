@@ -19,90 +19,95 @@ import (
 )
 
 // patched predicts and classifies the update as Helm makes it without
-// --force: a three-way patch (Helm 3), or a server-side apply (Helm 4).
+// --force: a three-way patch (Helm 3, patched3), or a server-side apply
+// (Helm 4, patched4).
 func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+	if in.Release.ServerSide() {
+		return p.patched4(ctx, c, in, prev, next, liveObj)
+	}
+	return p.patched3(ctx, c, in.Release, prev, next, liveObj)
+}
+
+// patched3 predicts Helm 3's update: the three-way patch it sends, derived
+// locally where the server's answer cannot differ, else asked of the
+// server as a dry-run.
+func (p *Planner) patched3(ctx context.Context, c *plan.Change, rel plan.Release, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
+	secret := redact.Sensitive(liveObj) // fail closed
+	original := objectOf(prev)
+	patch, pt, err := p.threeWay(c, original, next, liveObj)
+	if err != nil {
+		return err
+	}
+	if predict.Empty(patch) {
+		// Helm sends nothing for an empty patch. Helm 4's server-side
+		// apply sends every object, and may conflict even when nothing
+		// changes.
+		c.Action = plan.ActionNoop
+		c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
+		return nil
+	}
+	u := p.updateOf(c, secret, original, next, liveObj)
+	start := time.Now()
+	predicted := p.derive(ctx, next, liveObj, false, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
+	if predicted != nil {
+		p.derived(c, &u, predicted)
+	} else {
+		if err := p.local(c, &u, liveObj, patch, pt); err != nil {
+			return err
+		}
+		if predicted, err = p.dryRun(ctx, c, &u, next, pt, patch); err != nil {
+			return err
+		}
+	}
+	p.Stats.add(stagePredict, start)
+	p.classified(c, u, predicted, original, liveObj, next)
+	return nil
+}
+
+// patched4 predicts Helm 4's update: a server-side apply, decided from the
+// managed fields where they decide it (a no-op, or a change derived
+// locally), else asked of the server as a dry-run; its conflicts with
+// other field managers make the verdict.
+func (p *Planner) patched4(ctx context.Context, c *plan.Change, in Input, prev, next *manifest.Object, liveObj *unstructured.Unstructured) error {
 	secret := redact.Sensitive(liveObj) // fail closed
 	rel := in.Release
-	var original *unstructured.Unstructured
-	if prev != nil {
-		original = prev.Obj
-	}
-	ssa := rel.ServerSide()
+	original := objectOf(prev)
 	var decided predict.ApplyDecision
 	// decideApply's local merge is Helm's field manager's: another
 	// applier's apply is the server's to answer.
-	if ssa && in.Applier == nil {
+	if in.Applier == nil {
 		decided = p.decideApply(ctx, rel, prev, next, liveObj)
 		if decided.Verdict == predict.ApplyNoop {
 			applyNoop(c, original, liveObj, next.Obj)
 			return nil
 		}
 	}
-	// Helm's three-way patch: what Helm 3 sends, and for Helm 4, which
-	// sends none, what the local form of an apply asked of the server is
-	// built from; a change decided from the managed fields needs none.
-	var patch []byte
-	var pt types.PatchType
-	threeWay := func() (err error) {
-		if patch, pt, err = p.Patcher.Patch(original, next.Obj, liveObj); err != nil {
-			return fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
-		}
-		return nil
-	}
-	if !ssa {
-		if err := threeWay(); err != nil {
-			return err
-		}
-		if predict.Empty(patch) {
-			// Helm sends nothing for an empty patch. Helm 4's server-side
-			// apply sends every object, and may conflict even when nothing
-			// changes.
-			c.Action = plan.ActionNoop
-			c.Drift = classify.Drift(original, liveObj, next.Obj, liveObj)
-			return nil
-		}
-	}
-	c.Before = p.shown(liveObj)
-	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
-		Live: p.Masker.Object(liveObj), Secret: secret,
-		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
+	u := p.updateOf(c, secret, original, next, liveObj)
 	var predicted *unstructured.Unstructured
 	var conflicts []predict.Conflict
 	start := time.Now()
-	switch {
-	case !ssa:
-		predicted = p.derive(ctx, next, liveObj, false, func() (*unstructured.Unstructured, string) { return predict.Derive(liveObj, patch, pt) })
-	case decided.Verdict == predict.ApplyChange:
+	if decided.Verdict == predict.ApplyChange {
 		predicted = p.derive(ctx, next, liveObj, true, func() (*unstructured.Unstructured, string) { return predict.DeriveApply(liveObj, decided.Merged) })
 	}
 	if predicted != nil {
-		// The derived object is the patch applied locally, too.
-		masked := p.Masker.Object(predicted)
-		u.Predicted, u.Local, u.Derived = masked, masked, true
-		c.Prediction = plan.PredictionDerived
+		p.derived(c, &u, predicted)
 	} else {
-		if ssa {
-			if err := threeWay(); err != nil {
-				return err
-			}
-		}
-		local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+		// Helm 4 sends no patch: the local form of the apply asked of the
+		// server is built from Helm's three-way patch.
+		patch, pt, err := p.threeWay(c, original, next, liveObj)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.ID, err)
+			return err
 		}
-		u.Local = p.Masker.Object(local)
-		if ssa {
-			predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide, decided.Conflicts)
-		} else {
-			predicted, err = p.dryRun(ctx, c, &u, next, pt, patch)
+		if err := p.local(c, &u, liveObj, patch, pt); err != nil {
+			return err
 		}
-		if err != nil {
+		if predicted, conflicts, err = p.dryRunApply(ctx, c, &u, next, rel.ToServerSide, decided.Conflicts); err != nil {
 			return err
 		}
 	}
 	p.Stats.add(stagePredict, start)
 	p.classified(c, u, predicted, original, liveObj, next)
-	if ssa && (len(c.Drift) > 0 || len(conflicts) > 0) { // the owners are read for these only
+	if len(c.Drift) > 0 || len(conflicts) > 0 { // the owners are read for these only
 		owners := ownDrift(c, liveObj)
 		if len(conflicts) > 0 {
 			conflicted(c, conflicts, owners, u.Live, u.Target, rel.ForceConflicts)
@@ -111,6 +116,53 @@ func (p *Planner) patched(ctx context.Context, c *plan.Change, in Input, prev, n
 			}
 		}
 	}
+	return nil
+}
+
+// objectOf is o's object, nil when o is (an object the last release does
+// not hold).
+func objectOf(o *manifest.Object) *unstructured.Unstructured {
+	if o == nil {
+		return nil
+	}
+	return o.Obj
+}
+
+// threeWay is Helm's three-way patch of the live object from the last
+// release's form to the new one.
+func (p *Planner) threeWay(c *plan.Change, original *unstructured.Unstructured, next *manifest.Object, liveObj *unstructured.Unstructured) ([]byte, types.PatchType, error) {
+	patch, pt, err := p.Patcher.Patch(original, next.Obj, liveObj)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: building the patch Helm would send: %w", c.ID, err)
+	}
+	return patch, pt, nil
+}
+
+// updateOf starts the classification of an update: the change shows the
+// live object, and the update holds every form masked of Secret values.
+func (p *Planner) updateOf(c *plan.Change, secret bool, original *unstructured.Unstructured, next *manifest.Object, liveObj *unstructured.Unstructured) classify.Update {
+	c.Before = p.shown(liveObj)
+	return classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
+		Live: p.Masker.Object(liveObj), Secret: secret,
+		Original: p.Masker.Object(original), Target: p.Masker.Object(next.Obj)}
+}
+
+// derived records a prediction derived locally: the derived object is the
+// patch applied locally, too.
+func (p *Planner) derived(c *plan.Change, u *classify.Update, predicted *unstructured.Unstructured) {
+	masked := p.Masker.Object(predicted)
+	u.Predicted, u.Local, u.Derived = masked, masked, true
+	c.Prediction = plan.PredictionDerived
+}
+
+// local records the patch applied locally, what the classification
+// compares the server's answer with.
+func (p *Planner) local(c *plan.Change, u *classify.Update, liveObj *unstructured.Unstructured, patch []byte, pt types.PatchType) error {
+	local, err := p.Patcher.ApplyLocal(liveObj, patch, pt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.ID, err)
+	}
+	u.Local = p.Masker.Object(local)
 	return nil
 }
 

@@ -7,9 +7,7 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -161,83 +159,47 @@ func New(cluster Cluster, serverVersion string) *Planner {
 		ServerVersion: serverVersion, Concurrency: live.DefaultConcurrency, Masker: redact.NewMasker()}
 }
 
-// Plan predicts and classifies every object of both releases.
+// Plan predicts and classifies every object of both releases. It reads as
+// its passes, each in its file: split (split.go), the sanitiser's Secret
+// values (secrets.go), hooks (hooks.go), the chart's CRDs (crds.go), every
+// object evaluated (objects.go, each in evaluate.go), the CRD changes, the
+// marks across changes (renames, budgets), what reads each ConfigMap and
+// Secret (consumers.go), and the plan with its notes (notes.go).
 func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
-	ns := in.Release.Namespace
 	in.Ignore = append(slices.Clone(in.Ignore), defaultRules()...)
 	prev, next, regen, err := p.split(in)
 	in.PreviousSplit = nil // its documents are garbage once split
 	if err != nil {
 		return nil, err
 	}
-	// Server and Helm messages are sanitised of every Secret value.
-	san := p.Sanitizer
-	if san == nil {
-		san = redact.NewSanitizer(p.Masker)
-	}
-	addSecrets(san, prev, next)
-	for _, hs := range [][]HookManifest{in.Hooks, in.PreviousHooks} {
-		for _, h := range hs {
-			san.AddManifest(h.Manifest) // a hook Secret's values, copied elsewhere
-		}
-	}
+	san := p.sanitizer(in, prev, next)
 	hooks, err := p.hooks(in)
 	if err != nil {
 		return nil, err
 	}
 	ids := manifest.UnionIDs(prev, next)
-	crdKinds := manifest.CRDKinds(next)
-	crds, err := splitCRDs(in.CRDs, p.Cluster)
+	crds, err := p.readCRDs(in, ids, next)
 	if err != nil {
 		return nil, err
 	}
-	if in.Release.Installs() && !in.SkipCRDs {
-		maps.Copy(crdKinds, manifest.CRDKinds(crds)) // created before the templates' objects
-	}
-	// What the CRD and API checks need, kept small: the sets are dropped
-	// below.
-	var templated map[manifest.ObjectID]bool
-	if crds.Len() > 0 {
-		templated = make(map[manifest.ObjectID]bool, len(ids))
-		for _, id := range ids {
-			templated[id] = true
-		}
-	}
-	var prevAPIs, nextAPIs []apis.Object
-	if in.APIs != nil {
-		prevAPIs, nextAPIs = apis.Objects(prev), apis.Objects(next)
-	}
-	changes, reads, err := p.objects(ctx, in, ids, prev, next, crdKinds, regen, san)
+	// What the API check needs, kept small: the sets are dropped by the
+	// objects pass.
+	apiObjs := apiObjectsOf(in, prev, next)
+	changes, reads, err := p.objects(ctx, in, ids, prev, next, crds.kinds, regen, san)
 	if err != nil {
 		return nil, err
 	}
-	p.templateCRDs(ctx, changes)
-	crdChanges, crdNotes, err := p.crdChanges(ctx, in, crds, templated)
+	changes, crdNotes, err := p.crds(ctx, in, changes, crds)
 	if err != nil {
 		return nil, err
 	}
-	changes = append(changes, crdChanges...)
-	if len(crdChanges) > 0 {
-		sort.SliceStable(changes, func(i, j int) bool { return changes[i].ID.Less(changes[j].ID) })
-	}
-	notePruned(changes, crds)
 	copies := sanitizeChanges(changes, san) // before fingerprints
 	hookCopies := sanitizeHooks(hooks, san)
 	markRenames(changes)
 	p.noteBudgets(ctx, changes)
-	inside := map[manifest.ObjectID][]classify.ConfigRef{}
-	for i, r := range reads {
-		if len(r) > 0 {
-			inside[ids[i]] = r
-		}
-	}
-	readNotes := p.configConsumers(ctx, ns, changes, inside, san)
+	readNotes := p.configConsumers(ctx, in.Release.Namespace, changes, insideReads(ids, reads), san)
 	restart.Plan(changes, in.RestartStale)
-	for i := range changes {
-		if changes[i].Destructive {
-			changes[i].Fingerprint = plan.Fingerprint(changes[i])
-		}
-	}
+	fingerprint(changes)
 	out := &plan.Plan{
 		Release:       sanitizeRelease(in.Release, san),
 		ServerVersion: p.ServerVersion,
@@ -247,15 +209,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*plan.Plan, error) {
 		Notes:         append(slices.Concat(in.Notes, crdNotes, readNotes), hookCopies...),
 		SecretCopies:  append(copies, hookCopies...),
 	}
-	if in.APIs != nil {
-		apis.MarkObjects(out, prevAPIs, nextAPIs, crdKinds, in.APIs)
-	}
-	if in.HooksDisabled && len(hooks) > 0 {
-		out.Notes = append(out.Notes, "--no-hooks: Helm runs none of the chart's hooks in this operation")
-	}
-	if out.Offline {
-		out.Notes = append(out.Notes, "offline: the base and head renders were compared without cluster access; every verdict comes from the catalogue, and live state and drift were not checked")
-	}
+	p.notes(out, in, apiObjs, crds.kinds)
 	return out, nil
 }
 

@@ -89,10 +89,7 @@ func (p *Planner) replace(ctx context.Context, c *plan.Change, in Input, prev, n
 // replaceAccepted classifies the object an accepted --force PUT stores.
 func (p *Planner) replaceAccepted(c *plan.Change, prev, next *manifest.Object, liveObj, replaced *unstructured.Unstructured) {
 	defer p.Stats.add(stageClassify, time.Now())
-	var original *unstructured.Unstructured
-	if prev != nil {
-		original = prev.Obj
-	}
+	original := objectOf(prev)
 	stored := p.Masker.Object(replaced)
 	u := classify.Update{GroupKind: schema.GroupKind{Group: c.ID.Group, Kind: c.ID.Kind},
 		Live: p.Masker.Object(liveObj), Secret: redact.Sensitive(liveObj),

@@ -96,3 +96,20 @@ func copiedSecret(kind, what string, paths []string) string {
 	return fmt.Sprintf("%s holds a value of one of the release's Secrets in %s (masked here): anyone who can read %ss in the namespace can read it; reference the Secret instead (secretKeyRef, a mounted Secret)",
 		what, strings.Join(paths, ", "), kind)
 }
+
+// sanitizer is the plan's sanitiser (Planner.Sanitizer, or one of its own)
+// with the Secret values of both releases' objects and hooks: server and
+// Helm messages are sanitised of every one of them.
+func (p *Planner) sanitizer(in Input, prev, next *manifest.Set) *redact.Sanitizer {
+	san := p.Sanitizer
+	if san == nil {
+		san = redact.NewSanitizer(p.Masker)
+	}
+	addSecrets(san, prev, next)
+	for _, hs := range [][]HookManifest{in.Hooks, in.PreviousHooks} {
+		for _, h := range hs {
+			san.AddManifest(h.Manifest) // a hook Secret's values, copied elsewhere
+		}
+	}
+	return san
+}

@@ -72,46 +72,37 @@ func (s *Stats) timed(st stage, run func()) {
 
 // add adds the time since start to stagePredict's or stageClassify's sum.
 func (s *Stats) add(st stage, start time.Time) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st == stagePredict {
-		s.Predict += time.Since(start)
-	} else {
-		s.Classify += time.Since(start)
-	}
+	s.locked(func() {
+		if st == stagePredict {
+			s.Predict += time.Since(start)
+		} else {
+			s.Classify += time.Since(start)
+		}
+	})
 }
 
-func (s *Stats) derived() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.Derived++
-}
-
-func (s *Stats) dryRun() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.DryRuns++
-}
-
+// derived counts an update derived without a dry-run, dryRun a dry-run
+// request sent, asked an update sent to the server and why.
+func (s *Stats) derived() { s.locked(func() { s.Derived++ }) }
+func (s *Stats) dryRun()  { s.locked(func() { s.DryRuns++ }) }
 func (s *Stats) asked(why string) {
+	s.locked(func() {
+		if s.Asked == nil {
+			s.Asked = map[string]int{}
+		}
+		s.Asked[why]++
+	})
+}
+
+// locked counts under the lock: the objects are evaluated concurrently.
+// A nil *Stats counts nothing.
+func (s *Stats) locked(count func()) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Asked == nil {
-		s.Asked = map[string]int{}
-	}
-	s.Asked[why]++
+	count()
 }
 
 // String is one line: derived and asked counts, the reasons for asking most

@@ -40,13 +40,30 @@ func (pw *planWriter) writeMarkdown(w io.Writer) error {
 	return err
 }
 
+// markdownDoc cuts the report into its pieces (mdDoc). Every piece starts
+// with the blank line that separates it from the one before and ends with
+// one newline, so sizes add up exactly.
 func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	p := pw.plan
 	changes := shown(p)
-	doc := &mdDoc{limit: pw.opts.MaxMarkdownBytes}
+	doc := &mdDoc{limit: pw.opts.MaxMarkdownBytes, top: markdownTop(p, changes)}
+	for _, c := range changes {
+		doc.rows = append(doc.rows, markdownRow(c))
+	}
+	diffed, creates, deletes := pw.opts.diffed(changes)
+	doc.after = markdownAfter(p, creates, deletes)
+	s := diffSides(p)
+	doc.diffsHeading = fmt.Sprintf("\n### Diffs (%s → %s)\n", s.from, s.to)
+	var err error
+	if doc.diffs, err = pw.markdownDiffs(diffed, s); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
 
-	// Every piece starts with the blank line that separates it from the one
-	// before and ends with one newline, so sizes add up exactly.
+// markdownTop is the heading, the summary, the destructive changes and the
+// table's header.
+func markdownTop(p *plan.Plan, changes []*plan.Change) string {
 	var top strings.Builder
 	fmt.Fprintf(&top, "## %s plan for release %s in %s\n", titles[p.Release.Op()], mdCode(p.Release.Name, false), mdCode(p.Release.Namespace, false))
 	fmt.Fprintf(&top, "\n**%s**\n", SummaryLine(p))
@@ -73,12 +90,12 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	} else {
 		top.WriteString("\n### Changes\n\n| Kind | Object | Action | Class | Reason |\n| --- | --- | --- | --- | --- |\n")
 	}
-	doc.top = top.String()
+	return top.String()
+}
 
-	for _, c := range changes {
-		doc.rows = append(doc.rows, markdownRow(c))
-	}
-
+// markdownAfter is what follows the table: the unchanged count, what was
+// derived or shown whole, hooks, blockers and notes.
+func markdownAfter(p *plan.Plan, creates, deletes int) string {
 	var after strings.Builder
 	if n := noops(p); n > 0 {
 		fmt.Fprintf(&after, "\n_%s unchanged, not shown._\n", plural(n, "object", "objects"))
@@ -86,7 +103,6 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 	if line := derivedLine(p); line != "" {
 		fmt.Fprintf(&after, "\n_%s_\n", mdText(line))
 	}
-	diffed, creates, deletes := pw.opts.diffed(changes)
 	if line := wholeObjectsLine(creates, deletes); line != "" {
 		fmt.Fprintf(&after, "\n_%s_\n", mdText(line))
 	}
@@ -96,37 +112,40 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 			fmt.Fprintf(&after, "- %s %s\n", mdCode(h.Kind+"/"+h.Name, false), mdText(hookDetail(h)))
 		}
 	}
-	if len(p.Blockers) > 0 {
-		after.WriteString("\n### Blocked, whatever is acknowledged\n\n")
-		for _, b := range p.Blockers {
-			fmt.Fprintf(&after, "- %s\n", mdText(b))
-		}
-	}
-	if len(p.Notes) > 0 {
-		after.WriteString("\n### Notes\n\n")
-		for _, n := range p.Notes {
-			fmt.Fprintf(&after, "- %s\n", mdText(n))
-		}
-	}
-	doc.after = after.String()
+	mdList(&after, "Blocked, whatever is acknowledged", p.Blockers)
+	mdList(&after, "Notes", p.Notes)
+	return after.String()
+}
 
-	s := diffSides(p)
-	doc.diffsHeading = fmt.Sprintf("\n### Diffs (%s → %s)\n", s.from, s.to)
+// mdList is a section of items, none without items.
+func mdList(b *strings.Builder, heading string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString("\n### " + heading + "\n\n")
+	for _, item := range items {
+		fmt.Fprintf(b, "- %s\n", mdText(item))
+	}
+}
+
+// markdownDiffs are the diffs of diffed changes, then the hooks' diffs,
+// each a <details> block, truncated alike.
+func (pw *planWriter) markdownDiffs(diffed []*plan.Change, s sides) ([]mdDiff, error) {
+	p := pw.plan
 	diffs, err := diffAll(diffed, pw.opts.Context, s)
 	if err != nil {
 		return nil, err
 	}
+	var out []mdDiff
 	for i, c := range diffed {
-		d := diffs[i]
-		if d == "" {
+		if diffs[i] == "" {
 			continue
 		}
 		name := c.ID.Kind + "/" + c.ID.Name
 		block := fmt.Sprintf("\n<details><summary>%s (%s)</summary>\n\n%s\n\n</details>\n",
-			html.EscapeString(name), html.EscapeString(verdict(c)), fenced("diff", d))
-		doc.diffs = append(doc.diffs, mdDiff{name: name, block: block})
+			html.EscapeString(name), html.EscapeString(verdict(c)), fenced("diff", diffs[i]))
+		out = append(out, mdDiff{name: name, block: block})
 	}
-	// Hook diffs follow, truncated like the others.
 	hdiffs, err := hookDiffs(p.Hooks, pw.opts.Context)
 	if err != nil {
 		return nil, err
@@ -138,9 +157,9 @@ func (pw *planWriter) markdownDoc() (*mdDoc, error) {
 		name := h.Kind + "/" + h.Name
 		block := fmt.Sprintf("\n<details><summary>hook %s (%s → %s)</summary>\n\n%s\n\n</details>\n",
 			html.EscapeString(name), hookSides.from, hookSides.to, fenced("diff", hdiffs[i]))
-		doc.diffs = append(doc.diffs, mdDiff{name: "hook " + name, block: block})
+		out = append(out, mdDiff{name: "hook " + name, block: block})
 	}
-	return doc, nil
+	return out, nil
 }
 
 // writeMarkdownDestructive lists destructive changes with every reason and
