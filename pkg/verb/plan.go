@@ -2,18 +2,14 @@ package verb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/apis"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/live"
-	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -151,53 +147,6 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 	return &Planned{Plan: p, Rendered: res, ChartRef: req.ChartRef, Render: req.Render, Apply: req.Apply, Lease: lease}, nil
 }
 
-// renderWithEarlyLists renders the release (source) while the LISTs of the
-// objects the last release names run (readEarly), and logs each stage's
-// requests. A render refused on a pending revision says what the Lease
-// tells of the run that left it.
-func (c *Config) renderWithEarlyLists(ctx context.Context, req PlanRequest, state *releasestate.State, schemas *live.Schemas, begin time.Time) (*render.Result, string, *live.Early, error) {
-	requests := c.Requests()
-	helm, early := c.readEarly(ctx, req, state, schemas)
-	res, again, err := c.source(ctx, req, helm, state, begin)
-	if err != nil {
-		if note := state.Lease.Note(); note != "" && errors.Is(err, releasestate.ErrReleasePending) {
-			// Whether the run that left the revision pending still runs
-			// is what the Lease tells (a killed apply's holder is gone).
-			return nil, "", nil, fmt.Errorf("%w; %s", err, c.Sanitizer.Text(note, redact.RecordLimit))
-		}
-		return nil, "", nil, err
-	}
-	// The early LISTs are done well before the render usually; waiting for
-	// them here keeps each request counted in one stage.
-	early.Wait()
-	c.logStage("render", time.Since(begin), c.Requests()-requests-early.Requests(), "")
-	if early != nil {
-		c.logStage("live (during render)", early.Took(), early.Requests(), fmt.Sprintf("LISTs of the %d kind(s) and namespace(s) the last release names", early.Lists()))
-	}
-	return res, again, early, nil
-}
-
-// plannerInput hands the render res to the planner as req asks: its second
-// render (again), the last release's objects split early (prevSplit), the
-// user's ignore rules, and the apply method and forces Helm will use.
-func (req PlanRequest) plannerInput(res *render.Result, again string, prevSplit *manifest.Background, rules []planner.IgnoreRule) planner.Input {
-	in := plannerInput(res, req.Render.SkipCRDs)
-	in.TakeOwnership = req.Render.TakeOwnership
-	in.HooksDisabled = req.Render.DisableHooks
-	in.SecondRender = again
-	in.PreviousSplit = prevSplit
-	in.Ignore = rules
-	in.RestartStale = req.Apply.RestartStale
-	in.Release.ApplyMethod = plan.ApplyMethodCSA
-	if res.ServerSideApply(req.Render.ServerSide) {
-		in.Release.ApplyMethod = plan.ApplyMethodSSA
-		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
-	}
-	in.Release.ForceConflicts = req.Render.ForceConflicts
-	in.Release.ForceReplace = req.Apply.Force
-	return in
-}
-
 // releaseBlockers adds to p what blocks the release as a whole, whatever
 // its objects: a record Helm's storage cannot hold, --force-replace with a
 // server-side apply, a namespace Helm would not find; and the Lease's note.
@@ -221,28 +170,6 @@ func (c *Config) releaseBlockers(ctx context.Context, req PlanRequest, res *rend
 		p.Blockers = append(p.Blockers, blocker)
 	}
 	return nil
-}
-
-// source is what the plan compares with the last release: the chart
-// rendered as helm upgrade renders it, with the manifest of a second
-// render (renderAgain); or, for a rollback (req.Rollback), the stored
-// revision it goes back to (rollbackSource), which nothing regenerates.
-func (c *Config) source(ctx context.Context, req PlanRequest, helm *action.Configuration, state *releasestate.State, start time.Time) (*render.Result, string, error) {
-	if req.Rollback != nil {
-		res, err := c.rollbackSource(ctx, req, helm)
-		return res, "", err
-	}
-	c.progress("Rendering %s", req.ChartRef)
-	res, err := render.Render(ctx, helm, state, c.Settings, req.ReleaseName, req.ChartRef, req.Render)
-	if err != nil {
-		return nil, "", c.renderFailed(req.ReleaseName, err)
-	}
-	c.Logf("rendered %s in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
-	for _, w := range res.Warnings {
-		fmt.Fprintln(c.Out, "warning:", w)
-	}
-	again, err := c.renderAgain(ctx, req, res, helm, state)
-	return res, again, err
 }
 
 // connectToPlan is a plan's first stage: connect, and read the release's
@@ -276,94 +203,6 @@ func (c *Config) startPlan(ctx context.Context, release string, forApply bool, s
 	run.Identity = func() (savedplan.ClusterIdentity, error) { return c.identity(ctx) }
 	replay, err := savedplan.Start(saved, run)
 	return state, replay, err
-}
-
-// readEarly hands the release's history, read once (state), to the
-// render(s) (releasestate.Snapshot), and starts the LISTs of the live objects of
-// the kinds and namespaces the last release's manifest names, so they run
-// while Helm renders (see live.Early). It returns c.Helm and no LISTs when
-// the history could not be read (the render reports why), and no LISTs when there is no release to upgrade from; kinds only
-// the new render names are read after it, by the planner. A server-side
-// plan's schemas are read meanwhile too (live.Schemas.Prefetch).
-func (c *Config) readEarly(ctx context.Context, req PlanRequest, state *releasestate.State, schemas *live.Schemas) (*action.Configuration, *live.Early) {
-	if c.Cluster == nil || state.HistoryErr != nil {
-		return c.Helm, nil
-	}
-	helm, prev := state.Snapshot(c.Helm), state.From
-	if prev == nil {
-		return helm, nil
-	}
-	heads := manifest.Heads(prev.Manifest, prev.Namespace, c.Cluster)
-	// Unless the plan will be server-side (--server-side=true, or a
-	// release Helm 4 recorded as applied server-side), the early LISTs
-	// drop managedFields as a client-side plan does; a plan the render
-	// finds server-side after all lists again (a Helm 4 release in a
-	// storage whose record is not read).
-	lean, recorded := earlyApplyMethod(req.Render.ServerSide, func() bool { return releasestate.RecordedServerSide(ctx, helm, prev) })
-	// The schemas decide the objects of a release already applied
-	// server-side (one moving to it is asked about); none under
-	// --server-dry-run=all.
-	if recorded && req.ServerDryRun != planner.ServerDryRunAll {
-		schemas.Prefetch(ctx, heads)
-	}
-	// The planner hands each object it takes from these LISTs to the
-	// sanitiser as it does with its own LISTs (planner.change): the
-	// Secret-read transport need not decode them too.
-	return helm, c.Cluster.StartPrefetch(redact.WithReadsSanitized(ctx), heads, live.MinListGroup, lean)
-}
-
-// earlyApplyMethod is how readEarly reads before the render under
-// --server-side=flag: lean (managedFields dropped) unless the plan will be
-// server-side, and fromRecord when the plan follows a release Helm 4
-// recorded as applied server-side (recorded, asked only when the flag
-// leaves the method to the record: not under false).
-func earlyApplyMethod(flag string, recorded func() bool) (lean, fromRecord bool) {
-	fromRecord = flag != render.ServerSideFalse && recorded()
-	return flag != render.ServerSideTrue && !fromRecord, fromRecord
-}
-
-// logStages logs, with --debug, the planner's stages: the bulk read of the
-// live objects, and the pass over each object where predictions (dry-runs or
-// derivations) and classifications run concurrently.
-func (c *Config) logStages(s *planner.Stats) {
-	c.logStage("live", s.Live, s.LiveRequests, "LISTs of the objects")
-	c.logStage("predict+classify", s.Objects, s.ObjectRequests, fmt.Sprintf("summed over the objects evaluated concurrently: predict %s, classify %s; %s",
-		s.Predict.Round(time.Millisecond), s.Classify.Round(time.Millisecond), s))
-}
-
-// planner is a planner over cluster with the run's masker and sanitiser.
-func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner.Planner {
-	p := planner.New(cluster, serverVersion)
-	p.Masker, p.Sanitizer = c.Masker, c.Sanitizer
-	return p
-}
-
-// renderAgain renders the release a second time from the same inputs, so
-// the planner can tell the fields regenerated on every render (randAlphaNum,
-// genCA, now) from real changes. It returns "" when values come from stdin,
-// which cannot be read twice, and when first, the first render, cannot
-// differ from a second one (render.Nondeterministic).
-func (c *Config) renderAgain(ctx context.Context, req PlanRequest, first *render.Result, cfg *action.Configuration, state *releasestate.State) (string, error) {
-	if slices.Contains(req.Render.Values.ValueFiles, "-") {
-		c.Logf("values from stdin: no second render, regenerated fields are not marked")
-		return "", nil
-	}
-	why := render.Nondeterministic(first, req.Render)
-	if why == "" {
-		c.Logf("no second render: neither the chart nor the values use a function whose output changes between renders")
-		return "", nil
-	}
-	c.Logf("rendering again to find regenerated fields: %s", why)
-	opts := req.Render
-	opts.DependencyUpdate = false // the first render updated charts/ already
-	c.progress("Rendering again to find the fields regenerated on every render")
-	start := time.Now()
-	res, err := render.Render(ctx, cfg, state, c.Settings, req.ReleaseName, req.ChartRef, opts)
-	if err != nil {
-		return "", c.renderFailed(req.ReleaseName, fmt.Errorf("second render (to find regenerated fields): %w", err))
-	}
-	c.Logf("rendered %s again in %s", req.ChartRef, time.Since(start).Round(time.Millisecond))
-	return res.Next.Manifest, nil
 }
 
 // namespaceBlocker returns the plan-wide blocker of a release whose

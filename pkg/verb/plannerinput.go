@@ -4,9 +4,13 @@ package verb
 // its stored revisions), its hooks, its chart's name.
 
 import (
+	"fmt"
+	"time"
+
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/manifest"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -74,4 +78,41 @@ func chartRef(ch *chart.Chart) string {
 		return "(no chart recorded)"
 	}
 	return ch.Metadata.Name + "-" + ch.Metadata.Version
+}
+
+// plannerInput hands the render res to the planner as req asks: its second
+// render (again), the last release's objects split early (prevSplit), the
+// user's ignore rules, and the apply method and forces Helm will use.
+func (req PlanRequest) plannerInput(res *render.Result, again string, prevSplit *manifest.Background, rules []planner.IgnoreRule) planner.Input {
+	in := plannerInput(res, req.Render.SkipCRDs)
+	in.TakeOwnership = req.Render.TakeOwnership
+	in.HooksDisabled = req.Render.DisableHooks
+	in.SecondRender = again
+	in.PreviousSplit = prevSplit
+	in.Ignore = rules
+	in.RestartStale = req.Apply.RestartStale
+	in.Release.ApplyMethod = plan.ApplyMethodCSA
+	if res.ServerSideApply(req.Render.ServerSide) {
+		in.Release.ApplyMethod = plan.ApplyMethodSSA
+		in.Release.ToServerSide = !res.Install && res.ApplyMethod != plan.ApplyMethodSSA
+	}
+	in.Release.ForceConflicts = req.Render.ForceConflicts
+	in.Release.ForceReplace = req.Apply.Force
+	return in
+}
+
+// logStages logs, with --debug, the planner's stages: the bulk read of the
+// live objects, and the pass over each object where predictions (dry-runs or
+// derivations) and classifications run concurrently.
+func (c *Config) logStages(s *planner.Stats) {
+	c.logStage("live", s.Live, s.LiveRequests, "LISTs of the objects")
+	c.logStage("predict+classify", s.Objects, s.ObjectRequests, fmt.Sprintf("summed over the objects evaluated concurrently: predict %s, classify %s; %s",
+		s.Predict.Round(time.Millisecond), s.Classify.Round(time.Millisecond), s))
+}
+
+// planner is a planner over cluster with the run's masker and sanitiser.
+func (c *Config) planner(cluster planner.Cluster, serverVersion string) *planner.Planner {
+	p := planner.New(cluster, serverVersion)
+	p.Masker, p.Sanitizer = c.Masker, c.Sanitizer
+	return p
 }
