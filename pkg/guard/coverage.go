@@ -127,7 +127,7 @@ func (s *survey) claims() error {
 		nsObj := s.namespaces[ns]
 		if nsLabel(nsObj) == "false" {
 			optedOut[ns]++
-		} else if phase, _, _ := unstructured.NestedString(nsObj.Object, "status", "phase"); nsObj != nil && phase == "Terminating" {
+		} else if nsPhase(nsObj) == "Terminating" {
 			s.cov.Waiting = append(s.cov.Waiting, fmt.Sprintf("kubectl annotate persistentvolumeclaims %s -n %s %s=%s", c.GetName(), ns, AckAnnotation, c.GetUID()))
 		}
 	})
@@ -241,4 +241,14 @@ func (c Coverage) Lines() []string {
 		}
 	}
 	return lines
+}
+
+// nsPhase is ns's phase; "" for a namespace the survey's LIST did not
+// hold (made between the namespaces' LIST and the claims').
+func nsPhase(ns *unstructured.Unstructured) string {
+	if ns == nil {
+		return ""
+	}
+	phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase")
+	return phase
 }
