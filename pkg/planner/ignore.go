@@ -44,10 +44,12 @@ type UserRules struct {
 	File   string   // --rules
 }
 
-// Load returns the --ignore rules, then the rules file's: --rules, else
-// the one in chartRef's directory when chartRef is a local directory that
-// has one. An unreadable or invalid file is an error naming it.
-func (r UserRules) Load(chartRef string) ([]IgnoreRule, error) {
+// ForChart returns the rules for chartRef: the --ignore rules, then the
+// rules file's (--rules, else the one in chartRef's directory when chartRef
+// is a local directory that has one). An unreadable or invalid file is an
+// error naming it. (Not Load: that name reads a checkout in gitops and
+// decodes an object in manifest.)
+func (r UserRules) ForChart(chartRef string) ([]IgnoreRule, error) {
 	rules, err := ParseIgnoreRules(r.Ignore)
 	if err != nil {
 		return nil, err

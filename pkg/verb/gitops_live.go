@@ -59,7 +59,7 @@ func (c *Config) planArgoLive(ctx context.Context, req GitOpsRequest, ch gitops.
 	if err != nil {
 		return nil, err
 	}
-	rules, err := req.Rules.Load(chart)
+	rules, err := req.Rules.ForChart(chart)
 	if err != nil {
 		return nil, err
 	}

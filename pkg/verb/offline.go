@@ -35,7 +35,7 @@ type OfflineBase struct {
 // APIs marked; nothing reaches a cluster, and the result cannot be applied.
 func (c *Config) planOffline(ctx context.Context, req PlanRequest) (*Planned, error) {
 	from := req.Offline
-	rules, err := req.Rules.Load(req.ChartRef)
+	rules, err := req.Rules.ForChart(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}

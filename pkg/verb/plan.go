@@ -96,7 +96,7 @@ func (c *Config) planLive(ctx context.Context, req PlanRequest) (*Planned, error
 		return nil, err
 	}
 	lease := state.Lease
-	rules, err := req.Rules.Load(req.ChartRef)
+	rules, err := req.Rules.ForChart(req.ChartRef)
 	if err != nil {
 		return nil, err
 	}
