@@ -12,8 +12,10 @@ import (
 const module = "github.com/safe-upgrade/helm-safe-upgrade/"
 
 // above are the stages a bottom package must never reach: they sit higher in
-// the pipe cmd → cli → verb → apply → planner/render → releasestate →
-// classify/gate/apis/report → live/plan → manifest → predict/redact.
+// the pipe cmd → cli → verb → apply → planner → releasestate/render →
+// classify/gate/apis/report → live/plan → manifest → predict/redact
+// (render renders from the release state it is handed and reads none:
+// releasestate_test.go).
 var above = []string{"pkg/cli", "pkg/verb", "pkg/apply", "pkg/planner", "pkg/render", "pkg/releasestate", "pkg/classify", "pkg/gate", "pkg/report", "pkg/watch", "pkg/savedplan", "pkg/shim"}
 
 // rules: each package and the packages it must not depend on, directly or
