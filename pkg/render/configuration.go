@@ -4,9 +4,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v3/pkg/registry"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 )
@@ -38,6 +43,69 @@ func (*renderClient) Update(_, _ kube.ResourceList, _ bool) (*kube.Result, error
 
 func (*renderClient) Delete(kube.ResourceList) (*kube.Result, []error) {
 	return nil, []error{fmt.Errorf("%w: kube delete", ErrWriteRefused)}
+}
+
+// actionConfig is the configuration Helm's action runs on (its kube
+// client does not build manifests and refuses writes; Log must not be nil:
+// Helm calls it), with a registry client for an OCI chart, the chart's
+// path options and the post-renderer.
+func actionConfig(cfg *action.Configuration, settings *cli.EnvSettings, chartRef string, opts Options) (*action.Configuration, action.ChartPathOptions, postrender.PostRenderer, error) {
+	run := *cfg
+	run.KubeClient = &renderClient{Interface: cfg.KubeClient}
+	if opts.SecretLookups != nil && cfg.RESTClientGetter != nil {
+		run.RESTClientGetter = lookupGetter{RESTClientGetter: cfg.RESTClientGetter, policy: opts.SecretLookups}
+	}
+	if run.Log == nil {
+		run.Log = func(string, ...interface{}) {}
+	}
+
+	cpo := opts.Repo
+	if opts.Version != "" {
+		cpo.Version = opts.Version
+	}
+	if cpo.Version == "" && opts.Devel {
+		cpo.Version = ">0.0.0-0"
+	}
+	if run.RegistryClient == nil && (registry.IsOCI(chartRef) || registry.IsOCI(cpo.RepoURL)) {
+		rc, err := newRegistryClient(cpo, settings)
+		if err != nil {
+			return nil, cpo, nil, fmt.Errorf("registry client for chart %q: %w", chartRef, err)
+		}
+		run.RegistryClient = rc
+	}
+
+	post := opts.PostRender
+	if opts.PostRenderer != "" {
+		pr, err := postrender.NewExec(opts.PostRenderer, opts.PostRendererArgs...)
+		if err != nil {
+			return nil, cpo, nil, fmt.Errorf("post-renderer %q: %w", opts.PostRenderer, err)
+		}
+		post = pr
+	}
+	return &run, cpo, post, nil
+}
+
+// newRegistryClient builds the OCI registry client as cmd/helm does.
+func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*registry.Client, error) {
+	opts := []registry.ClientOption{
+		registry.ClientOptDebug(settings.Debug),
+		registry.ClientOptEnableCache(true),
+		registry.ClientOptWriter(os.Stderr),
+		registry.ClientOptCredentialsFile(settings.RegistryConfig),
+		registry.ClientOptBasicAuth(c.Username, c.Password),
+	}
+	if c.CertFile != "" && c.KeyFile != "" || c.CaFile != "" || c.InsecureSkipTLSverify {
+		tlsConf, err := newTLSConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
+			Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment},
+		}))
+	} else if c.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	return registry.NewClient(opts...)
 }
 
 // newTLSConfig is helm's internal tlsutil.NewClientTLS.

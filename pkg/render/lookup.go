@@ -41,10 +41,6 @@ type baseCluster struct {
 // newBaseCluster serves the objects of a rendered manifest of release name
 // in namespace.
 func newBaseCluster(manifestText, name, namespace string) (*baseCluster, error) {
-	set, err := manifest.Split("base release", manifestText, namespace, manifest.StaticScoper{})
-	if err != nil {
-		return nil, err
-	}
 	b := &baseCluster{objects: map[string]*unstructured.Unstructured{}, resources: map[string][]metav1.APIResource{}}
 	for gvk := range scheme.Scheme.AllKnownTypes() {
 		b.addKind(gvk)
@@ -53,6 +49,10 @@ func newBaseCluster(manifestText, name, namespace string) (*baseCluster, error) 
 		"metadata": map[string]interface{}{"name": namespace, "labels": map[string]interface{}{"kubernetes.io/metadata.name": namespace}},
 		"status":   map[string]interface{}{"phase": "Active"}}}
 	b.add(ns)
+	set, err := manifest.Split("base release", manifestText, namespace, manifest.StaticScoper{})
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range set.Objects() {
 		obj := predict.ServerForm(o.Obj)
 		manifest.SetHelmOwnership(obj, name, namespace)

@@ -130,77 +130,84 @@ func RenderOffline(ctx context.Context, settings *cli.EnvSettings, name string, 
 	cfg := NewOfflineConfiguration()
 	cfg.Capabilities = target.Capabilities
 	if base.Install && base.Chart == "" && base.Manifest == "" {
-		return renderOfflineInstall(ctx, cfg, settings, name, ns, headChart, opts)
+		opts.Install, opts.ReuseValues, opts.ResetThenReuseValues = true, false, false
+		return renderOver(ctx, cfg, settings, name, ns, nil, headChart, opts, true)
 	}
-	var baseRel *release.Release
-	if base.Chart != "" {
-		// The base installs into its namespace, empty but for itself.
-		empty, err := newBaseCluster("", name, ns)
-		if err != nil {
-			return nil, err
-		}
-		cfg.RESTClientGetter = empty.getter()
-		defer empty.Close()
-		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
-			PostRender: base.PostRender, SkipSchemaValidation: opts.SkipSchemaValidation}
-		baseOpts.Values.ValueFiles = base.Values
-		res, err := Render(ctx, cfg, offlineStored{}, settings, name, base.Chart, baseOpts)
-		if err != nil {
-			return nil, fmt.Errorf("base chart %s: %w", base.Chart, err)
-		}
-		baseRel = res.Next
-	} else {
+	baseRel, err := baseRelease(ctx, cfg, settings, name, ns, base, opts)
+	if err != nil {
+		return nil, err
+	}
+	if base.Chart == "" {
 		// The base's values are unknown: there is nothing to reuse, and
 		// reusing the placeholder chart's (empty) values would drop the
 		// head chart's defaults.
 		opts.ReuseValues, opts.ResetThenReuseValues = false, false
-		baseRel = &release.Release{Name: name, Namespace: ns, Manifest: base.Manifest, Config: map[string]interface{}{},
+	}
+	return renderOver(ctx, cfg, settings, name, ns, baseRel, headChart, opts, true)
+}
+
+// baseRelease is the release an offline plan upgrades from, as Helm stores
+// a successful install (revision 1, deployed): the base chart rendered as
+// an install into the empty namespace, or the rendered manifest given,
+// whose values are unknown.
+func baseRelease(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, ns string, base Base, opts Options) (*release.Release, error) {
+	var rel *release.Release
+	if base.Chart != "" {
+		baseOpts := Options{Namespace: ns, Install: true, PostRenderer: opts.PostRenderer, PostRendererArgs: opts.PostRendererArgs,
+			PostRender: base.PostRender, SkipSchemaValidation: opts.SkipSchemaValidation}
+		baseOpts.Values.ValueFiles = base.Values
+		res, err := renderOver(ctx, cfg, settings, name, ns, nil, base.Chart, baseOpts, false)
+		if err != nil {
+			return nil, err
+		}
+		rel = res.Next
+	} else {
+		rel = &release.Release{Name: name, Namespace: ns, Manifest: base.Manifest, Config: map[string]interface{}{},
 			Chart: &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "base", Version: "0.0.0"}}}
 	}
-	// As Helm stores a successful install.
 	now := helmtime.Now()
-	baseRel.Version = 1
-	baseRel.Info = &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusDeployed, Description: "Install complete"}
-	// Helm's upgrade changes the values of the release it upgrades from
-	// (CoalesceTables): the storage holds a copy, baseRel stays as it was.
-	stored := *baseRel
-	stored.Config = helmsdk.CopyValues(baseRel.Config)
-	if err := cfg.Releases.Create(&stored); err != nil {
-		return nil, fmt.Errorf("storing the base release in memory: %w", err)
+	rel.Version = 1
+	rel.Info = &release.Info{FirstDeployed: now, LastDeployed: now, Status: release.StatusDeployed, Description: "Install complete"}
+	return rel, nil
+}
+
+// renderOver is every render of an offline plan: chart for release name
+// in ns as Helm renders it on a cluster where base was installed (nil:
+// nothing was, and ns is empty). base is then the deployed release of
+// cfg's memory storage, and its objects, with ns, are what the templates'
+// `lookup` finds (baseCluster). The head chart (head) must render as an
+// install over nothing and as an upgrade over a base, and its failure is a
+// HeadError over base; the base chart renders over nothing.
+func renderOver(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, ns string, base *release.Release, chartRef string, opts Options, head bool) (*Result, error) {
+	var seed string
+	if base != nil {
+		// Helm's upgrade changes the values of the release it upgrades from
+		// (CoalesceTables): the storage holds a copy, base stays as it was.
+		stored := *base
+		stored.Config = helmsdk.CopyValues(base.Config)
+		if err := cfg.Releases.Create(&stored); err != nil {
+			return nil, fmt.Errorf("storing the base release in memory: %w", err)
+		}
+		seed = base.Manifest
 	}
-	// The head's lookup sees the base release's objects.
-	cluster, err := newBaseCluster(baseRel.Manifest, name, ns)
+	cluster, err := newBaseCluster(seed, name, ns)
 	if err != nil {
 		return nil, fmt.Errorf("base release: %w", err)
 	}
 	defer cluster.Close()
 	cfg.RESTClientGetter = cluster.getter()
-	res, err := Render(ctx, cfg, offlineStored{base: baseRel}, settings, name, headChart, opts)
-	if err != nil {
-		return nil, &HeadError{Base: baseRel, err: fmt.Errorf("head chart %s: %w", headChart, err)}
-	}
-	if res.Previous == nil {
-		return nil, errors.New("head chart " + headChart + ": rendered as an install, not as an upgrade of the base")
-	}
-	return res, nil
-}
-
-// renderOfflineInstall renders the head as Helm's install into the empty
-// namespace ns (Base.Install).
-func renderOfflineInstall(ctx context.Context, cfg *action.Configuration, settings *cli.EnvSettings, name, ns, headChart string, opts Options) (*Result, error) {
-	empty, err := newBaseCluster("", name, ns)
-	if err != nil {
-		return nil, err
-	}
-	defer empty.Close()
-	cfg.RESTClientGetter = empty.getter()
-	opts.Install, opts.ReuseValues, opts.ResetThenReuseValues = true, false, false
-	res, err := Render(ctx, cfg, offlineStored{}, settings, name, headChart, opts)
-	if err != nil {
-		return nil, &HeadError{Base: &release.Release{Name: name, Namespace: ns}, err: fmt.Errorf("head chart %s: %w", headChart, err)}
-	}
-	if !res.Install {
-		return nil, errors.New("head chart " + headChart + ": rendered as an upgrade, not as an install")
+	res, err := Render(ctx, cfg, offlineStored{base: base}, settings, name, chartRef, opts)
+	switch {
+	case err != nil && !head:
+		return nil, fmt.Errorf("base chart %s: %w", chartRef, err)
+	case err != nil && base == nil:
+		return nil, &HeadError{Base: &release.Release{Name: name, Namespace: ns}, err: fmt.Errorf("head chart %s: %w", chartRef, err)}
+	case err != nil:
+		return nil, &HeadError{Base: base, err: fmt.Errorf("head chart %s: %w", chartRef, err)}
+	case head && base == nil && !res.Install:
+		return nil, errors.New("head chart " + chartRef + ": rendered as an upgrade, not as an install")
+	case head && base != nil && res.Previous == nil:
+		return nil, errors.New("head chart " + chartRef + ": rendered as an install, not as an upgrade of the base")
 	}
 	return res, nil
 }

@@ -4,21 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"os"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/downloader"
-	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 )
 
 // Result is the rendered next revision of a release and what it was
@@ -139,9 +130,11 @@ func Render(ctx context.Context, cfg *action.Configuration, stored Stored, setti
 	}
 }
 
-// render is Render's steps: the configuration Helm's action runs on, the
-// chart and values, then the release's stored state, which says whether
-// it is an install or an upgrade and from which revision.
+// render is Render's steps, each with its helpers in a file of its own:
+// the configuration Helm's action runs on (configuration.go), the chart and
+// values (chart.go), then the release's stored state, which says whether
+// it is an install or an upgrade and from which revision, and Helm's
+// action run as a dry run (actions.go).
 func render(ctx context.Context, cfg *action.Configuration, stored Stored, settings *cli.EnvSettings, name, chartRef string, opts Options) (*Result, error) {
 	ns := opts.Namespace
 	if ns == "" {
@@ -191,177 +184,4 @@ func render(ctx context.Context, cfg *action.Configuration, stored Stored, setti
 	}
 	res.ApplyMethod, res.Previous = method, from
 	return renderUpgrade(ctx, run, res, name, ns, cpo, post, vals, opts)
-}
-
-// actionConfig is the configuration Helm's action runs on (its kube
-// client does not build manifests and refuses writes; Log must not be nil:
-// Helm calls it), with a registry client for an OCI chart, the chart's
-// path options and the post-renderer.
-func actionConfig(cfg *action.Configuration, settings *cli.EnvSettings, chartRef string, opts Options) (*action.Configuration, action.ChartPathOptions, postrender.PostRenderer, error) {
-	run := *cfg
-	run.KubeClient = &renderClient{Interface: cfg.KubeClient}
-	if opts.SecretLookups != nil && cfg.RESTClientGetter != nil {
-		run.RESTClientGetter = lookupGetter{RESTClientGetter: cfg.RESTClientGetter, policy: opts.SecretLookups}
-	}
-	if run.Log == nil {
-		run.Log = func(string, ...interface{}) {}
-	}
-
-	cpo := opts.Repo
-	if opts.Version != "" {
-		cpo.Version = opts.Version
-	}
-	if cpo.Version == "" && opts.Devel {
-		cpo.Version = ">0.0.0-0"
-	}
-	if run.RegistryClient == nil && (registry.IsOCI(chartRef) || registry.IsOCI(cpo.RepoURL)) {
-		rc, err := newRegistryClient(cpo, settings)
-		if err != nil {
-			return nil, cpo, nil, fmt.Errorf("registry client for chart %q: %w", chartRef, err)
-		}
-		run.RegistryClient = rc
-	}
-
-	post := opts.PostRender
-	if opts.PostRenderer != "" {
-		pr, err := postrender.NewExec(opts.PostRenderer, opts.PostRendererArgs...)
-		if err != nil {
-			return nil, cpo, nil, fmt.Errorf("post-renderer %q: %w", opts.PostRenderer, err)
-		}
-		post = pr
-	}
-	return &run, cpo, post, nil
-}
-
-// loadChart locates and loads the chart and merges the values, as
-// cmd/helm/upgrade.go reads them: the Result to fill, and the values.
-func loadChart(run *action.Configuration, settings *cli.EnvSettings, chartRef string, cpo action.ChartPathOptions, opts Options) (*Result, map[string]interface{}, error) {
-	locator := action.NewInstall(run)
-	locator.ChartPathOptions = cpo
-	locator.SetRegistryClient(run.RegistryClient)
-	chartPath, err := locator.LocateChart(chartRef, settings)
-	if err != nil {
-		return nil, nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
-	}
-	if err := checkValueFiles(opts.Values); err != nil {
-		return nil, nil, err
-	}
-	vals, err := opts.Values.MergeValues(getter.All(settings))
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading values: %w", err)
-	}
-	ch, err := loader.Load(chartPath)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading chart %s: %w", chartPath, err)
-	}
-	if ch, err = checkDependencies(ch, chartPath, settings, opts); err != nil {
-		return nil, nil, err
-	}
-	res := &Result{Chart: ch, ChartPath: chartPath, Values: helmsdk.CopyValues(vals)}
-	if ch.Metadata.Deprecated {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("chart %s is deprecated", ch.Name()))
-	}
-	return res, vals, nil
-}
-
-// checkDependencies checks that the chart's charts/ directory satisfies
-// Chart.yaml and, with --dependency-update, updates it and loads the chart
-// again, as cmd/helm/upgrade.go does.
-func checkDependencies(ch *chart.Chart, chartPath string, settings *cli.EnvSettings, opts Options) (*chart.Chart, error) {
-	req := ch.Metadata.Dependencies
-	if req == nil {
-		return ch, nil
-	}
-	err := action.CheckDependencies(ch, req)
-	if err == nil {
-		return ch, nil
-	}
-	if !opts.DependencyUpdate {
-		return nil, fmt.Errorf("chart %s: checking dependencies (you may need to run `helm dependency build`, or pass --dependency-update): %w", chartPath, err)
-	}
-	man := &downloader.Manager{
-		Out:              os.Stderr, // helm prints the progress; our stdout is the report
-		ChartPath:        chartPath,
-		Keyring:          opts.Repo.Keyring,
-		Getters:          getter.All(settings),
-		RepositoryConfig: settings.RepositoryConfig,
-		RepositoryCache:  settings.RepositoryCache,
-		Debug:            settings.Debug,
-	}
-	if err := man.Update(); err != nil {
-		return nil, fmt.Errorf("chart %s: --dependency-update: %w", chartPath, err)
-	}
-	if ch, err = loader.Load(chartPath); err != nil {
-		return nil, fmt.Errorf("chart %s: reloading after the dependency update: %w", chartPath, err)
-	}
-	return ch, nil
-}
-
-func renderInstall(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {
-	switch t := res.Chart.Metadata.Type; t {
-	case "", "application":
-	default:
-		return nil, fmt.Errorf("chart %s: %s charts are not installable", res.ChartPath, t)
-	}
-	if !opts.SkipCRDs && len(res.Chart.CRDObjects()) > 0 {
-		res.Warnings = append(res.Warnings, "the chart has CRDs in crds/: an install creates them before rendering; they are not part of the rendered manifest")
-	}
-	inst := opts.NewInstall(run, name, ns)
-	inst.ChartPathOptions = cpo
-	inst.SetRegistryClient(run.RegistryClient)
-	inst.DryRun = true
-	inst.DryRunOption = "server"
-	inst.PostRenderer = post
-	inst.Replace = res.Last != nil // every revision uninstalled: helm upgrade --install replaces
-
-	rel, err := inst.RunWithContext(ctx, res.Chart, vals)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart %s for release %q (install): %w", res.ChartPath, name, err)
-	}
-	if res.Last != nil {
-		// What Install.replaceRelease stores; a dry run skips it.
-		rel.Version = res.Last.Version + 1
-	}
-	res.Next = rel
-	res.Install = true
-	return res, nil
-}
-
-func renderUpgrade(ctx context.Context, run *action.Configuration, res *Result, name, ns string, cpo action.ChartPathOptions, post postrender.PostRenderer, vals map[string]interface{}, opts Options) (*Result, error) {
-	up := opts.NewUpgrade(run, ns)
-	up.ChartPathOptions = cpo
-	up.SetRegistryClient(run.RegistryClient)
-	up.DryRun = true
-	up.DryRunOption = "server"
-	up.PostRenderer = post
-
-	rel, err := up.RunWithContext(ctx, name, res.Chart, vals)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart %s for release %q (upgrade from revision %d): %w", res.ChartPath, name, res.Previous.Version, err)
-	}
-	res.Next = rel
-	return res, nil
-}
-
-// newRegistryClient builds the OCI registry client as cmd/helm does.
-func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*registry.Client, error) {
-	opts := []registry.ClientOption{
-		registry.ClientOptDebug(settings.Debug),
-		registry.ClientOptEnableCache(true),
-		registry.ClientOptWriter(os.Stderr),
-		registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptBasicAuth(c.Username, c.Password),
-	}
-	if c.CertFile != "" && c.KeyFile != "" || c.CaFile != "" || c.InsecureSkipTLSverify {
-		tlsConf, err := newTLSConfig(c)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
-			Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment},
-		}))
-	} else if c.PlainHTTP {
-		opts = append(opts, registry.ClientOptPlainHTTP())
-	}
-	return registry.NewClient(opts...)
 }
