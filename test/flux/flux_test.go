@@ -98,15 +98,19 @@ func Start(t *testing.T, c *testcluster.Cluster) *Flux {
 		t.Fatal(crds.err)
 	}
 	f := &Flux{c: c, NS: c.Namespace(t)}
+	// The artifact server is the one port picked: a port picked free and
+	// closed can be picked again before its controller binds it (helm-
+	// controller's health probe once took source-controller's artifact
+	// port), so nothing else is given one.
 	artifacts := freePort(t)
 	f.run(t, sc,
 		"--watch-all-namespaces=false", "--enable-leader-election=false",
 		"--storage-path="+t.TempDir(),
 		"--storage-addr=127.0.0.1:"+artifacts, "--storage-adv-addr=127.0.0.1:"+artifacts,
-		"--metrics-addr=127.0.0.1:"+freePort(t), "--health-addr=127.0.0.1:"+freePort(t))
+		noMetrics, noHealth)
 	f.run(t, hc,
 		"--watch-all-namespaces=false", "--enable-leader-election=false",
-		"--metrics-addr=127.0.0.1:"+freePort(t), "--health-addr=127.0.0.1:"+freePort(t),
+		noMetrics, noHealth,
 		"--graceful-shutdown-timeout=10s")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -291,6 +295,10 @@ func (f *Flux) Reconcile(t *testing.T, name string) string {
 		"reconcile.fluxcd.io/requestedAt="+now, "reconcile.fluxcd.io/forceAt="+now)
 	return now
 }
+
+// noServers turns off the controllers' metrics and health-probe servers
+// (controller-runtime serves none on "0"): the tests read neither.
+const noMetrics, noHealth = "--metrics-addr=0", "--health-addr=0"
 
 // freePort returns a loopback port free at the time of the call.
 func freePort(t *testing.T) string {
