@@ -35,7 +35,9 @@ func TestGitOpsLiveHelmsman(t *testing.T) {
 	}
 	plans := func(res result) []json.RawMessage {
 		t.Helper()
-		var doc struct{ Releases []struct{ Plan json.RawMessage } }
+		var doc struct {
+			Releases []struct{ Plan json.RawMessage }
+		}
 		if err := json.Unmarshal([]byte(res.Stdout), &doc); err != nil {
 			t.Fatalf("%v\n%s\n%s", err, res.Stderr, res.Stdout)
 		}
