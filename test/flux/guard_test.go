@@ -215,6 +215,30 @@ func TestGuardRefusesHelmController(t *testing.T) {
 	} else {
 		t.Logf("the uninstall's DELETE refused: %s by %s", refusals[0].RequestURI, refusals[0].UserAgent)
 	}
+	guardKeepsClaimsOfDeletedNamespace(t, f, claims)
+}
+
+// guardKeepsClaimsOfDeletedNamespace: the claim the StatefulSet controller
+// made for helm-controller's release (from volumeClaimTemplates, in no
+// manifest) carries the guard's marker, and deleting the namespace keeps it
+// and the chart's claim, with their UIDs: the namespace controller's
+// deletes are refused and the namespace waits, Terminating.
+func guardKeepsClaimsOfDeletedNamespace(t *testing.T, f *Flux, claims map[string]types.UID) {
+	t.Helper()
+	if labels := f.Kubectl(t, "get", "pvc", "-n", f.NS, "data-db-0", "-o", "jsonpath={.metadata.labels}"); !strings.Contains(labels, guard.GuardedLabel) {
+		t.Errorf("the claim the StatefulSet controller made is not marked %s: labels %s", guard.GuardedLabel, labels)
+	}
+	f.Kubectl(t, "delete", "namespace", f.NS, "--wait=false")
+	testcluster.Eventually(t, "the namespace controller refused the claims' deletes", func() (bool, string) {
+		out, err := kubectl(f.c, "get", "namespace", f.NS, "-o", "jsonpath={.status.conditions[?(@.type=='NamespaceDeletionContentFailure')].message}")
+		return err == nil && strings.Contains(out, "safe-upgrade guard"), out
+	})
+	for _, name := range []string{"data-db-0", "keep"} {
+		uid := strings.TrimSpace(f.Kubectl(t, "get", "pvc", "-n", f.NS, name, "-o", "jsonpath={.metadata.uid}"))
+		if types.UID(uid) != claims[name] {
+			t.Errorf("claim %s after the namespace's deletion: UID %q, was %s", name, uid, claims[name])
+		}
+	}
 }
 
 // checkUIDs checks that the StatefulSet db, its pods and the claims are the
