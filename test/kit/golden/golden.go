@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
+
 	"github.com/pmezard/go-difflib/difflib"
 )
 
@@ -28,7 +30,9 @@ func Assert(t testing.TB, path string, got []byte) {
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	// A golden file is a page of output: read through the one bounded,
+	// type-checked read, so a stray FIFO or huge file fails the test.
+	want, err := inputfile.Read(path, "a golden file", inputfile.SmallMax)
 	if err != nil {
 		t.Fatalf("%v (run go test with -update to create it)", err)
 	}
