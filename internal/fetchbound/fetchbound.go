@@ -13,7 +13,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/getter"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
@@ -46,6 +50,9 @@ func KindOf(u *url.URL) Kind {
 		return Kind{"an OCI manifest", ManifestMax}
 	case strings.HasSuffix(p, "/tags/list"):
 		return Kind{"an OCI tag list", IndexMax}
+	case strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") || strings.HasSuffix(p, ".json"):
+		// --values URL (a chart archive is a .tgz, an OCI blob a digest).
+		return Kind{"a values file", inputfile.ValuesMax}
 	}
 	return Kind{"a chart archive", ArchiveMax}
 }
@@ -156,4 +163,21 @@ func TLSConfig(certFile, keyFile, caFile string, insecure bool) (*tls.Config, er
 func IsTooLarge(err error) bool {
 	var tl *TooLargeError
 	return errors.As(err, &tl)
+}
+
+// Getters are Helm's getters with the HTTP one reading through Transport
+// over tlsConfig: Helm's getter reads a response whole, and ignores its
+// own TLS options once handed a transport, so they are given here.
+func Getters(settings *cli.EnvSettings, tlsConfig *tls.Config) getter.Providers {
+	transport := HTTPTransport(tlsConfig)
+	var out getter.Providers
+	for _, p := range getter.All(settings) {
+		if slices.Contains(p.Schemes, "https") {
+			p.New = func(opts ...getter.Option) (getter.Getter, error) {
+				return getter.NewHTTPGetter(append(opts, getter.WithTransport(transport))...)
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

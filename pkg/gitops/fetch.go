@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -88,27 +87,15 @@ func Fetch(settings *cli.EnvSettings, c Chart, dir string, timeout time.Duration
 	return path, nil
 }
 
-// boundedGetters are Helm's getters with the HTTP one reading through
-// fetchbound: a repository a pull request names may serve an index.yaml
-// or an archive without end, which Helm's getter would read whole. Its
-// TLS is entry's (Helm's getter ignores its TLS options once handed a
-// transport).
+// boundedGetters are Helm's getters bounded by fetchbound: a repository a
+// pull request names may serve an index.yaml or an archive without end.
+// Their TLS is entry's.
 func boundedGetters(settings *cli.EnvSettings, entry repo.Entry) (getter.Providers, error) {
 	tlsConfig, err := fetchbound.TLSConfig(entry.CertFile, entry.KeyFile, entry.CAFile, entry.InsecureSkipTLSverify)
 	if err != nil {
 		return nil, err
 	}
-	transport := fetchbound.HTTPTransport(tlsConfig)
-	var out getter.Providers
-	for _, p := range getter.All(settings) {
-		if slices.Contains(p.Schemes, "https") {
-			p.New = func(opts ...getter.Option) (getter.Getter, error) {
-				return getter.NewHTTPGetter(append(opts, getter.WithTransport(transport))...)
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return fetchbound.Getters(settings, tlsConfig), nil
 }
 
 // repoEntry is the entry of Helm's repositories.yaml whose URL is url

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/strvals"
 
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/helmsdk"
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
@@ -22,17 +23,21 @@ import (
 // loadChart locates and loads the chart and merges the values, as
 // cmd/helm/upgrade.go reads them: the Result to fill, and the values.
 func loadChart(run *action.Configuration, settings *cli.EnvSettings, chartRef string, cpo action.ChartPathOptions, opts Options) (*Result, map[string]interface{}, error) {
-	locator := action.NewInstall(run)
-	locator.ChartPathOptions = cpo
-	locator.SetRegistryClient(run.RegistryClient)
-	chartPath, err := locator.LocateChart(chartRef, settings)
+	// What the chart's repository and a values URL serve is read within
+	// fetchbound's limits, with the TLS of the chart's flags as Helm's
+	// getters would use them.
+	tlsConfig, err := fetchbound.TLSConfig(cpo.CertFile, cpo.KeyFile, cpo.CaFile, cpo.InsecureSkipTLSverify)
+	if err != nil {
+		return nil, nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
+	}
+	chartPath, err := locateChart(chartRef, cpo, run.RegistryClient, settings, fetchbound.Getters(settings, tlsConfig))
 	if err != nil {
 		return nil, nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
 	}
 	if err := checkValueFiles(opts.Values); err != nil {
 		return nil, nil, err
 	}
-	vals, err := opts.Values.MergeValues(getter.All(settings))
+	vals, err := opts.Values.MergeValues(fetchbound.Getters(settings, nil))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading values: %w", err)
 	}

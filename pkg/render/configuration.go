@@ -1,19 +1,14 @@
 package render
 
 import (
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/registry"
-
-	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 )
 
 // renderClient is the kube client Helm's action runs with while planning.
@@ -83,36 +78,4 @@ func actionConfig(cfg *action.Configuration, settings *cli.EnvSettings, chartRef
 		post = pr
 	}
 	return &run, cpo, post, nil
-}
-
-// newRegistryClient builds the OCI registry client as cmd/helm does.
-func newRegistryClient(c action.ChartPathOptions, settings *cli.EnvSettings) (*registry.Client, error) {
-	opts := []registry.ClientOption{
-		registry.ClientOptDebug(settings.Debug),
-		registry.ClientOptEnableCache(true),
-		registry.ClientOptWriter(os.Stderr),
-		registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptBasicAuth(c.Username, c.Password),
-	}
-	if c.CertFile != "" && c.KeyFile != "" || c.CaFile != "" || c.InsecureSkipTLSverify {
-		tlsConf, err := newTLSConfig(c)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
-			Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment},
-		}))
-	} else if c.PlainHTTP {
-		opts = append(opts, registry.ClientOptPlainHTTP())
-	}
-	return registry.NewClient(opts...)
-}
-
-// newTLSConfig is helm's internal tlsutil.NewClientTLS.
-func newTLSConfig(c action.ChartPathOptions) (*tls.Config, error) {
-	conf, err := fetchbound.TLSConfig(c.CertFile, c.KeyFile, c.CaFile, c.InsecureSkipTLSverify)
-	if conf == nil && err == nil {
-		conf = &tls.Config{}
-	}
-	return conf, err
 }
