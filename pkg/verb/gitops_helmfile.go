@@ -19,7 +19,9 @@ import (
 // sides). What `helmfile apply` then does: an install, an upgrade, an
 // uninstall for a release the head marks installed: false; a release the
 // head no longer names is left as it is (helmfile tracks no release), and
-// a note says so. Scratch files go to dir.
+// a note says so; a release uninstalled in one namespace and installed in
+// another is a move, its StatefulSets' claims lost as for Helmsman's
+// (markLostClaims). Scratch files go to dir.
 func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string) ([]GitOpsPlanned, error) {
 	st, err := c.renderHelmfiles(ctx, req, dir)
 	if st == nil || err != nil {
@@ -35,7 +37,22 @@ func (c *Config) planHelmfile(ctx context.Context, req GitOpsRequest, dir string
 			out = append(out, *planned)
 		}
 	}
+	markLostClaims(out, helmfileUninstalls(out), "helmfile apply")
 	return out, nil
+}
+
+// helmfileUninstalls are the references' names (NAME@ENVIRONMENT) of the
+// releases out uninstalls: one the head also installs in another
+// namespace is moved there, the helmfile way (installed: false on the old
+// entry), and helmfile apply reinstalls it.
+func helmfileUninstalls(out []GitOpsPlanned) map[string]bool {
+	names := map[string]bool{}
+	for _, g := range out {
+		if g.Planned != nil && g.Change.Head == nil && g.Change.Base != nil {
+			names[g.Change.Ref.Name] = true
+		}
+	}
+	return names
 }
 
 // helmfileStates are the base's and the head's helmfile states, rendered.

@@ -59,7 +59,7 @@ func (c *Config) planHelmsman(ctx context.Context, req GitOpsRequest, dir string
 		}
 		out = append(out, planned...)
 	}
-	markLostClaims(out, reinstalled)
+	markLostClaims(out, reinstalled, "Helmsman")
 	return out, nil
 }
 
@@ -207,14 +207,17 @@ func (c *Config) planHelmsmanUninstall(ctx context.Context, req GitOpsRequest, r
 	return &Planned{Plan: p, Rendered: res}, nil
 }
 
-// markLostClaims marks, in the uninstall of a release Helmsman reinstalls
-// (a move, a replaced chart), each StatefulSet whose claims the
-// reinstalled release does not find again: helm uninstall leaves the
-// claims where they are, and the new StatefulSet (another namespace, or
-// name, or claim template) creates new, empty ones. That is the data the
-// release loses, which needs an acknowledgement; a reinstall that keeps
-// the StatefulSet's namespace, name and templates finds its claims again.
-func markLostClaims(out []GitOpsPlanned, reinstalled map[string]bool) {
+// markLostClaims marks, in the uninstall of a release the orchestrator
+// who reinstalls (Helmsman's move or replaced chart; helmfile's release
+// marked installed: false beside the same release in another namespace),
+// each StatefulSet whose claims the reinstalled release does not find
+// again: helm uninstall leaves the claims where they are, and the new
+// StatefulSet (another namespace, or name, or claim template) creates
+// new, empty ones. That is the data the release loses, which needs an
+// acknowledgement; a reinstall that keeps the StatefulSet's namespace,
+// name and templates finds its claims again. Uninstalls and installs are
+// paired by their reference's name.
+func markLostClaims(out []GitOpsPlanned, reinstalled map[string]bool, who string) {
 	installs := map[string]*plan.Plan{}
 	for _, g := range out {
 		if g.Planned != nil && g.Change.Base == nil && g.Change.Head != nil {
@@ -243,7 +246,7 @@ func markLostClaims(out []GitOpsPlanned, reinstalled map[string]bool) {
 			claims := expectedClaimNames(c.Before, c.ID.Name)
 			c.Destructive, c.Class = true, plan.ClassDataLoss
 			c.Reasons = append(c.Reasons, plan.Reason{Path: "spec.volumeClaimTemplates", Source: plan.SourceHelm,
-				Message: escapeOnly.Text(fmt.Sprintf("Helmsman reinstalls the release: helm uninstall leaves the claims of template(s) %s (%s) in namespace %s, and the reinstalled release's StatefulSet does not use them: it starts on new, empty volumes", joinNames(lost), joinNames(claims), c.ID.Namespace), redact.MessageLimit)})
+				Message: escapeOnly.Text(fmt.Sprintf("%s reinstalls the release: helm uninstall leaves the claims of template(s) %s (%s) in namespace %s, and the reinstalled release's StatefulSet does not use them: it starts on new, empty volumes", who, joinNames(lost), joinNames(claims), c.ID.Namespace), redact.MessageLimit)})
 			c.Fingerprint = plan.Fingerprint(*c)
 		}
 	}
