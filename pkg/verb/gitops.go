@@ -12,6 +12,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gitops"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/planner"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
@@ -213,8 +214,17 @@ func (c *Config) planGitOpsLive(ctx context.Context, req GitOpsRequest, ch gitop
 		planned.Plan.Notes = append(planned.Plan.Notes, note)
 	}
 	planned.Plan.Notes = append(planned.Plan.Notes, gitOpsNotes(ch)...)
-	planned.Plan.Notes = append(planned.Plan.Notes, fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects in namespace %s", h.Name, h.StorageNamespace, h.Namespace))
+	planned.Plan.Notes = append(planned.Plan.Notes, liveNote(planned.Plan.Release.Operation, h))
 	return planned, nil
+}
+
+// liveNote says what a live plan compared: the stored release, or, when
+// none is stored yet, the install against what is live.
+func liveNote(op plan.Operation, h *gitops.Release) string {
+	if op == plan.OperationInstall {
+		return fmt.Sprintf("--live: no release %s is stored in namespace %s: planned as its install, against the live objects in namespace %s", h.Name, h.StorageNamespace, h.Namespace)
+	}
+	return fmt.Sprintf("--live: planned against release %s as stored in namespace %s, three-way with the live objects in namespace %s", h.Name, h.StorageNamespace, h.Namespace)
 }
 
 // gitOpsSide fetches r's chart into dir (each request within timeout) and

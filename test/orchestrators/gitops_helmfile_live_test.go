@@ -154,7 +154,7 @@ func TestGitOpsLiveHelmfile(t *testing.T) {
 	if len(ps) != 2 || shopIn(t, ps, ns).Note != "no longer in the head's helmfile state (environment default): helmfile leaves release shop in namespace "+ns+" as it is (it uninstalls only a release marked installed: false)" {
 		t.Fatalf("namespace changed: %+v, want the stored release left as it is, and the install", ps)
 	}
-	if p := shopIn(t, ps, moved); p.Release.Operation != "install" || p.Release.Namespace != moved || p.change(t, "StatefulSet").Action != "create" || !strings.Contains(p.Notes, "--live: ") {
+	if p := shopIn(t, ps, moved); p.Release.Operation != "install" || p.Release.Namespace != moved || p.change(t, "StatefulSet").Action != "create" || !strings.Contains(p.Notes, "--live: no release shop is stored in namespace "+moved+": planned as its install") {
 		t.Errorf("namespace changed: %+v, want the install into %s, planned live", p, moved)
 	}
 
