@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,11 +68,13 @@ spec:
 	uid := uidOf(t, c, "-n", ns, "pvc", "data-kept-0")
 	mustBin(t, c, c.Kubectl, "apply", "-f", policyFile)
 	t.Cleanup(func() { kubectlErr(t, c, "delete", "-f", policyFile, "--ignore-not-found") })
+	// Each probe sets a value the claim has not had, so that each is an
+	// update: kubectl sends nothing for a label it already carries, and a
+	// probe label whose removal the policy refused would stay.
+	probe := 0
 	testcluster.Eventually(t, "the policy refuses a label", func() (bool, string) {
-		out, err := kubectlErr(t, c, "label", "-n", ns, "pvc", "data-kept-0", "probe=1")
-		if err == nil {
-			kubectlErr(t, c, "label", "-n", ns, "pvc", "data-kept-0", "probe-")
-		}
+		probe++
+		out, err := kubectlErr(t, c, "label", "--overwrite", "-n", ns, "pvc", "data-kept-0", fmt.Sprint("probe=", probe))
 		return err != nil && strings.Contains(out, "labels are frozen here"), out
 	})
 
