@@ -453,6 +453,38 @@ func TestCommandLine(t *testing.T) {
 	if want := "helm safe-upgrade db ./chart --ack-all-destructive --namespace --set"; got != want || strings.Contains(got, "hunter2") {
 		t.Errorf("command %q, want %q", got, want)
 	}
+	// A chart URL's password.
+	got = commandLine("helm safe-upgrade", []string{"db", "https://ci:hunter2@charts.example.com/db-1.0.0.tgz"}, cmd.Flags())
+	if want := "helm safe-upgrade db https://ci:xxxxx@charts.example.com/db-1.0.0.tgz --ack-all-destructive --namespace --set"; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+}
+
+// TestRepositoryPasswordNeverPrinted: Helm's error for a repository it
+// cannot read quotes --repo's URL whole; a password in it (or in the
+// CHART or a --values URL) is masked like a Secret's value, as written
+// and decoded.
+func TestRepositoryPasswordNeverPrinted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"--repo", []string{"demo", "app", "--repo", "https://ci:hunter2%21x@127.0.0.1:1/charts"}},
+		{"CHART", []string{"demo", "https://ci:hunter2%21x@127.0.0.1:1/charts/app-1.0.0.tgz"}},
+		{"--values", []string{"demo", demoV2, "-f", "https://ci:hunter2%21x@127.0.0.1:1/values.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := execute(t, "helm-safe-upgrade", append(tc.args, "-n", "demo", "--offline", "--from-chart", demo)...)
+			if code != ExitError || !strings.Contains(errOut, "127.0.0.1:1") {
+				t.Fatalf("exit %d, want 1 and an error naming the repository\n%s%s", code, errOut, out)
+			}
+			for _, form := range []string{"hunter2", "hunter2!x", "hunter2%21x"} {
+				if strings.Contains(out+errOut, form) {
+					t.Errorf("the password %q is printed:\n%s%s", form, errOut, out)
+				}
+			}
+		})
+	}
 }
 
 // TestWholeObjectsFlag (issue 54): an object to create is named in the

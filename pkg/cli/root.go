@@ -189,10 +189,14 @@ func subcommand(c *cobra.Command, name string) *cobra.Command {
 }
 
 // commandLine is the command as run, with the flags given but none of
-// their values (a --set value can be a password): what the release's Lease
+// their values (a --set value can be a password) and no password of a URL
+// argument (a CHART of https://USER:PASSWORD@…): what the release's Lease
 // shows other users.
 func commandLine(name string, args []string, fs *pflag.FlagSet) string {
-	parts := append([]string{name}, args...)
+	parts := []string{name}
+	for _, a := range args {
+		parts = append(parts, redact.RedactURL(a))
+	}
 	fs.Visit(func(f *pflag.Flag) { parts = append(parts, "--"+f.Name) })
 	return strings.Join(parts, " ")
 }

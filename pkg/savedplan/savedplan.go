@@ -25,6 +25,7 @@ import (
 
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/gate"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/plan"
+	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/render"
 )
 
@@ -279,7 +280,7 @@ func New(src Source) *Plan {
 		ApplyFlags:   withRestart(ApplyFlags(src.Render, src.Force), src.RestartStale),
 		Operation:    OpUpgrade,
 		RollbackTo:   res.RollbackTo,
-		ChartRef:     src.ChartRef,
+		ChartRef:     redact.RedactURL(src.ChartRef), // a file kept and passed on: no chart URL's password
 		ChartDigest:  ChartDigest(res.Chart),
 		ValuesDigest: ValuesDigest(res.Values, src.Render),
 		Manifest:     res.Next.Manifest,

@@ -80,6 +80,7 @@ func (c *Config) Plan(ctx context.Context, req PlanRequest) (*Planned, error) {
 	ctx, cancel := context.WithTimeout(ctx, req.Render.TimeLimit())
 	defer cancel()
 	defer c.boundByContext(ctx)() // Helm's requests too, which pass no context
+	c.addCredentials(req.ChartRef, req.Render)
 	if req.Offline != nil {
 		return c.planOffline(ctx, req)
 	}

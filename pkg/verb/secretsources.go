@@ -59,3 +59,17 @@ func (c *Config) renderFailed(name string, err error) error {
 	}
 	return err
 }
+
+// addCredentials gives the sanitiser the chart repository credentials the
+// run was given: --password, and the password of a --repo, CHART or
+// --values URL (https://USER:PASSWORD@host/…), as written and decoded.
+// Helm's errors quote a repository's URL whole ("looks like
+// "https://…" is not a valid chart repository").
+func (c *Config) addCredentials(chartRef string, opts render.Options) {
+	c.Sanitizer.AddValue([]byte(opts.Repo.Password))
+	for _, u := range append([]string{chartRef, opts.Repo.RepoURL}, opts.Values.ValueFiles...) {
+		for _, p := range redact.URLPasswords(u) {
+			c.Sanitizer.AddValue([]byte(p))
+		}
+	}
+}
