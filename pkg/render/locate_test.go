@@ -33,6 +33,26 @@ func TestRenderFromRepository(t *testing.T) {
 	}
 }
 
+// TestRenderFromOCI: a chart in an OCI registry served over plain HTTP is
+// pulled through the bounded registry client with --plain-http, and
+// without it by Helm 3's fallback from HTTPS to HTTP, as helm upgrade
+// pulls it.
+func TestRenderFromOCI(t *testing.T) {
+	repo := chartrepo.ServeOCI(t, chartDir)
+	for _, plainHTTP := range []bool{true, false} {
+		f := newFixture(t)
+		opts := baseOptions()
+		opts.Install, opts.Version, opts.Repo.PlainHTTP = true, "0.1.0", plainHTTP
+		res, err := Render(context.Background(), f.cfg, f.stored(t), helmtest.Settings(t), relName, repo+"/app", opts)
+		if err != nil {
+			t.Fatalf("--plain-http %v: %v", plainHTTP, err)
+		}
+		if res.Chart.Metadata.Version != "0.1.0" {
+			t.Errorf("--plain-http %v: rendered chart %s", plainHTTP, res.Chart.Metadata.Version)
+		}
+	}
+}
+
 // TestRenderFetchesBounded: what the user names for the upgrade is read
 // within fetchbound's limits, as a pull request's chart is. A repository
 // whose index lists an archive served without end, a values URL served
