@@ -472,6 +472,7 @@ func TestRepositoryPasswordNeverPrinted(t *testing.T) {
 		{"--repo", []string{"demo", "app", "--repo", "https://ci:hunter2%21x@127.0.0.1:1/charts"}},
 		{"CHART", []string{"demo", "https://ci:hunter2%21x@127.0.0.1:1/charts/app-1.0.0.tgz"}},
 		{"--values", []string{"demo", demoV2, "-f", "https://ci:hunter2%21x@127.0.0.1:1/values.yaml"}},
+		{"--set-file", []string{"demo", demoV2, "--set-file", "a=https://ci:hunter2%21x@127.0.0.1:1/a.txt"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := execute(t, "helm-safe-upgrade", append(tc.args, "-n", "demo", "--offline", "--from-chart", demo)...)

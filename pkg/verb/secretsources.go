@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/strvals"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/internal/panics"
 	"github.com/safe-upgrade/helm-safe-upgrade/pkg/redact"
@@ -61,13 +62,23 @@ func (c *Config) renderFailed(name string, err error) error {
 }
 
 // addCredentials gives the sanitiser the chart repository credentials the
-// run was given: --password, and the password of a --repo, CHART or
-// --values URL (https://USER:PASSWORD@host/…), as written and decoded.
-// Helm's errors quote a repository's URL whole ("looks like
-// "https://…" is not a valid chart repository").
+// run was given: --password, and the password of a --repo, CHART,
+// --values or --set-file URL (https://USER:PASSWORD@host/…), as written
+// and decoded. Helm's errors quote such a URL whole ("looks like
+// "https://…" is not a valid chart repository", "failed to fetch
+// https://…").
 func (c *Config) addCredentials(chartRef string, opts render.Options) {
 	c.Sanitizer.AddValue([]byte(opts.Repo.Password))
-	for _, u := range append([]string{chartRef, opts.Repo.RepoURL}, opts.Values.ValueFiles...) {
+	urls := append([]string{chartRef, opts.Repo.RepoURL}, opts.Values.ValueFiles...)
+	for _, kv := range opts.Values.FileValues {
+		// Helm's own parsing of key=path pairs; a malformed one is Helm's
+		// to refuse.
+		_ = strvals.ParseIntoFile(kv, map[string]interface{}{}, func(rs []rune) (interface{}, error) {
+			urls = append(urls, string(rs))
+			return "", nil
+		})
+	}
+	for _, u := range urls {
 		for _, p := range redact.URLPasswords(u) {
 			c.Sanitizer.AddValue([]byte(p))
 		}
