@@ -24,9 +24,8 @@ import (
 // cmd/helm/upgrade.go reads them: the Result to fill, and the values.
 func loadChart(run *action.Configuration, settings *cli.EnvSettings, chartRef string, cpo action.ChartPathOptions, opts Options) (*Result, map[string]interface{}, error) {
 	// What the chart's repository and a values URL serve is read within
-	// fetchbound's limits, with the TLS of the chart's flags as Helm's
-	// getters would use them.
-	tlsConfig, err := fetchbound.TLSConfig(cpo.CertFile, cpo.KeyFile, cpo.CaFile, cpo.InsecureSkipTLSverify)
+	// fetchbound's limits, with the TLS Helm's getters would use.
+	tlsConfig, err := chartTLS(chartRef, cpo, settings)
 	if err != nil {
 		return nil, nil, fmt.Errorf("locating chart %q: %w", chartRef, err)
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/fetchbound"
 )
 
 // locateChart is Helm's ChartPathOptions.LocateChart (action/install.go)
@@ -104,4 +107,39 @@ func chartAuth(name *string, version string, c action.ChartPathOptions, getters 
 		return getter.WithBasicAuth(c.Username, c.Password), nil
 	}
 	return getter.WithBasicAuth("", ""), nil
+}
+
+// chartTLS is the TLS the chart is fetched with, as Helm's ChartDownloader
+// chooses it: the chart flags' (--ca-file, --cert-file, --key-file,
+// --insecure-skip-tls-verify), their files replaced by those of the
+// repositories.yaml entry a repo/chart name names when it names any (helm
+// repo add --ca-file …). Helm hands its getter these as options, which a
+// getter given a transport ignores, so they go into fetchbound's.
+func chartTLS(name string, c action.ChartPathOptions, settings *cli.EnvSettings) (*tls.Config, error) {
+	certFile, keyFile, caFile := c.CertFile, c.KeyFile, c.CaFile
+	if e := namedEntry(name, c, settings); e != nil && (e.CertFile != "" || e.KeyFile != "" || e.CAFile != "") {
+		certFile, keyFile, caFile = e.CertFile, e.KeyFile, e.CAFile
+	}
+	return fetchbound.TLSConfig(certFile, keyFile, caFile, c.InsecureSkipTLSverify)
+}
+
+// namedEntry is the repositories.yaml entry of a repo/chart name; nil
+// for a local chart, a URL, --repo, or a name no entry has.
+func namedEntry(name string, c action.ChartPathOptions, settings *cli.EnvSettings) *repo.Entry {
+	name = strings.TrimSpace(name)
+	if c.RepoURL != "" || registry.IsOCI(name) || strings.Contains(name, "://") || filepath.IsAbs(name) || strings.HasPrefix(name, ".") {
+		return nil
+	}
+	if _, err := os.Stat(name); err == nil {
+		return nil
+	}
+	repoName, _, ok := strings.Cut(name, "/")
+	if !ok {
+		return nil
+	}
+	f, err := repo.LoadFile(settings.RepositoryConfig)
+	if err != nil {
+		return nil
+	}
+	return f.Get(repoName)
 }

@@ -2,6 +2,10 @@ package render
 
 import (
 	"context"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/chartrepo"
 	"github.com/safe-upgrade/helm-safe-upgrade/test/kit/helmtest"
@@ -30,6 +36,49 @@ func TestRenderFromRepository(t *testing.T) {
 	}
 	if res.Chart.Metadata.Version != "0.1.0" || configData(t, res.Next.Manifest, "isUpgrade") != "false" {
 		t.Errorf("rendered chart %s, isUpgrade %s", res.Chart.Metadata.Version, configData(t, res.Next.Manifest, "isUpgrade"))
+	}
+}
+
+// TestRenderFromPrivateCARepository: a repo/chart name whose repository
+// was added with its own CA (helm repo add --ca-file) is fetched over TLS
+// verified by that CA, as Helm's ChartDownloader takes the entry's TLS
+// files; without the entry's CA the same fetch fails verification.
+func TestRenderFromPrivateCARepository(t *testing.T) {
+	_, packages := chartrepo.Serve(t, chartDir)
+	srv := httptest.NewTLSServer(http.FileServer(http.Dir(packages)))
+	defer srv.Close()
+	settings := helmtest.Settings(t)
+	idx, err := repo.IndexDirectory(packages, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(settings.RepositoryCache, 0o755))
+	must(idx.WriteFile(filepath.Join(settings.RepositoryCache, "private-index.yaml"), 0o644)) // what helm repo update writes
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	must(os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644))
+	for _, tc := range []struct {
+		caFile string
+		want   string // "" renders
+	}{
+		{caFile, ""},
+		{"", "certificate signed by unknown authority"},
+	} {
+		f := repo.NewFile()
+		f.Add(&repo.Entry{Name: "private", URL: srv.URL, CAFile: tc.caFile})
+		must(f.WriteFile(settings.RepositoryConfig, 0o644))
+		fx := newFixture(t)
+		opts := baseOptions()
+		opts.Install = true
+		_, err := Render(context.Background(), fx.cfg, fx.stored(t), settings, relName, "private/app", opts)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("entry's CA %q: render error %v, want %q", tc.caFile, err, tc.want)
+		}
 	}
 }
 
