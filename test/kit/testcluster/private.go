@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/safe-upgrade/helm-safe-upgrade/internal/inputfile"
 )
 
 // Private returns a control plane of the test's own (etcd, kube-apiserver,
@@ -67,7 +69,7 @@ func (c *Cluster) APIServerPID(t testing.TB) int {
 	if !c.private {
 		t.Fatal("testcluster: only a Private cluster's API server may be stopped: other tests share this one")
 	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(c.Kubeconfig), "kube-apiserver.pid"))
+	data, err := inputfile.Read(filepath.Join(filepath.Dir(c.Kubeconfig), "kube-apiserver.pid"), "the API server's PID file", 64)
 	if err != nil {
 		t.Fatalf("testcluster: the API server's PID: %v", err)
 	}
